@@ -1,0 +1,192 @@
+"""Catalog of devices and link classes with datasheet figures and their sources.
+
+The built-in entries live in ``devices.yaml`` and ``links.yaml`` beside this file so that a
+user can read them and copy an entry into a scenario to extend or override it
+(``catalog: {devices: {my_gpu: {...}}, links: {...}}``).  Figures are starting points: the
+calibration profile overrides efficiencies and link parameters measured on a real machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from clustersim.errors import InputError, unknown_name
+from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
+
+__all__ = ["DeviceSpec", "LinkSpec", "Catalog", "builtin_catalog"]
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A compute device.  Rates in SI (FLOP/s, bytes/s); efficiencies are fractions of peak."""
+
+    name: str
+    peak: float
+    mem_bw: float
+    memory: float
+    peak_fp16: float | None = None
+    efficiency: float = 0.5
+    mem_efficiency: float = 0.7
+    overhead: float = 10e-6
+    source: str = ""
+
+    @property
+    def reduce_bw(self) -> float:
+        """Bytes/s at which the device sums a received buffer into its own.
+
+        An elementwise ``a += b`` reads two buffers and writes one, so the useful rate is a
+        third of the sustained memory bandwidth.
+        """
+        return self.mem_bw * self.mem_efficiency / 3.0
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link class: bandwidth per direction (bytes/s) and one-hop latency (s)."""
+
+    name: str
+    bandwidth: float
+    latency: float
+    duplex: bool = True
+    source: str = ""
+
+
+_DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "efficiency", "mem_efficiency",
+                  "overhead", "source"}
+_LINK_FIELDS = {"bandwidth", "latency", "duplex", "source"}
+
+
+def _fraction(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UnitError(f"{field} must be a number between 0 and 1, not {value!r}")
+    if not 0 < value <= 1:
+        raise UnitError(f"{field} must be in (0, 1], not {value!r}")
+    return float(value)
+
+
+def device_from_dict(name: str, raw: dict[str, Any], base: DeviceSpec | None = None,
+                     path: tuple = ()) -> DeviceSpec:
+    """Build a :class:`DeviceSpec`; with ``base``, only the given fields override it."""
+    if not isinstance(raw, dict):
+        raise InputError(f"device {name!r} must be a mapping of fields", path=path)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = (*path, key)
+        if key not in _DEVICE_FIELDS:
+            raise unknown_name("device field", key, _DEVICE_FIELDS, path=where)
+        try:
+            if key in ("peak", "peak_fp16"):
+                kwargs[key] = parse_flops(value)
+            elif key == "mem_bw":
+                kwargs[key] = parse_bandwidth(value)
+            elif key == "memory":
+                kwargs[key] = parse_size(value, allow_zero=False)
+            elif key in ("efficiency", "mem_efficiency"):
+                kwargs[key] = _fraction(value, key)
+            elif key == "overhead":
+                kwargs[key] = parse_time(value)
+            else:
+                kwargs[key] = str(value)
+        except UnitError as exc:
+            raise InputError(str(exc), path=where) from None
+    if base is not None:
+        return replace(base, name=name, **kwargs)
+    missing = {"peak", "mem_bw", "memory"} - set(kwargs)
+    if missing:
+        raise InputError(f"device {name!r} needs fields {sorted(missing)}", path=path)
+    return DeviceSpec(name=name, **kwargs)
+
+
+def link_from_dict(name: str, raw: dict[str, Any], base: LinkSpec | None = None,
+                   path: tuple = ()) -> LinkSpec:
+    """Build a :class:`LinkSpec`; with ``base``, only the given fields override it."""
+    if not isinstance(raw, dict):
+        raise InputError(f"link {name!r} must be a mapping of fields", path=path)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = (*path, key)
+        if key not in _LINK_FIELDS:
+            raise unknown_name("link field", key, _LINK_FIELDS, path=where)
+        try:
+            if key == "bandwidth":
+                kwargs[key] = parse_bandwidth(value)
+            elif key == "latency":
+                kwargs[key] = parse_time(value)
+            elif key == "duplex":
+                if not isinstance(value, bool):
+                    raise UnitError(f"duplex must be true or false, not {value!r}")
+                kwargs[key] = value
+            else:
+                kwargs[key] = str(value)
+        except UnitError as exc:
+            raise InputError(str(exc), path=where) from None
+    if base is not None:
+        return replace(base, name=name, **kwargs)
+    missing = {"bandwidth", "latency"} - set(kwargs)
+    if missing:
+        raise InputError(f"link {name!r} needs fields {sorted(missing)}", path=path)
+    return LinkSpec(name=name, **kwargs)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Devices and link classes by name.  Immutable: ``extended`` returns a new catalog."""
+
+    devices: dict[str, DeviceSpec]
+    links: dict[str, LinkSpec]
+
+    def device(self, name: str, **loc: Any) -> DeviceSpec:
+        try:
+            return self.devices[name]
+        except KeyError:
+            raise unknown_name("device", name, self.devices, **loc) from None
+
+    def link(self, name: str, **loc: Any) -> LinkSpec:
+        try:
+            return self.links[name]
+        except KeyError:
+            raise unknown_name("link class", name, self.links, **loc) from None
+
+    def extended(self, raw: dict[str, Any] | None, path: tuple = ("catalog",)) -> Catalog:
+        """Add or override entries from a ``{devices: {...}, links: {...}}`` mapping.
+
+        An entry whose name exists, or that says ``like: <name>``, only overrides fields.
+        """
+        if not raw:
+            return self
+        if not isinstance(raw, dict):
+            raise InputError("catalog must be a mapping with 'devices' and/or 'links'", path=path)
+        for key in raw:
+            if key not in ("devices", "links"):
+                raise unknown_name("catalog section", key, ["devices", "links"], path=(*path, key))
+        devices = dict(self.devices)
+        for name, entry in (raw.get("devices") or {}).items():
+            entry = dict(entry) if isinstance(entry, dict) else entry
+            base = devices.get(name)
+            if isinstance(entry, dict) and "like" in entry:
+                base = self.device(entry.pop("like"), path=(*path, "devices", name, "like"))
+            devices[name] = device_from_dict(name, entry, base, (*path, "devices", name))
+        links = dict(self.links)
+        for name, entry in (raw.get("links") or {}).items():
+            entry = dict(entry) if isinstance(entry, dict) else entry
+            base = links.get(name)
+            if isinstance(entry, dict) and "like" in entry:
+                base = self.link(entry.pop("like"), path=(*path, "links", name, "like"))
+            links[name] = link_from_dict(name, entry, base, (*path, "links", name))
+        return Catalog(devices, links)
+
+
+@lru_cache(maxsize=1)
+def builtin_catalog() -> Catalog:
+    """The shipped catalog (parsed once per process)."""
+    pkg = resources.files(__package__)
+    raw_dev = yaml.safe_load(pkg.joinpath("devices.yaml").read_text())
+    raw_link = yaml.safe_load(pkg.joinpath("links.yaml").read_text())
+    devices = {n: device_from_dict(n, d, path=("devices.yaml", n)) for n, d in raw_dev.items()}
+    links = {n: link_from_dict(n, d, path=("links.yaml", n)) for n, d in raw_link.items()}
+    return Catalog(devices, links)

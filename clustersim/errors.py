@@ -1,0 +1,92 @@
+"""Errors that reach the user.
+
+Bad input must end in *one* clear sentence that names the file, the field path and, where we
+know it, the line - never a traceback.  Everything that can be blamed on the input raises
+:class:`InputError`; the CLI turns it into that sentence and exit code 2.  Anything else is a
+bug and is allowed to show its traceback (exit code 1).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+__all__ = ["InputError", "did_you_mean", "format_path", "unknown_name"]
+
+PathPart = str | int
+
+
+def format_path(path: Sequence[PathPart]) -> str:
+    """``("platform", "links", 3, "bandwidth")`` -> ``platform.links[3].bandwidth``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` — did you mean 'k80'?`` or an empty string when nothing is close."""
+    choices = list(choices)
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.5)
+    if not close:
+        lowered = {c.lower(): c for c in choices}
+        close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.5)
+        close = [lowered[c] for c in close]
+    return f" — did you mean {close[0]!r}?" if close else ""
+
+
+class InputError(Exception):
+    """Input the user can fix: a scenario, platform, catalog or command-line value.
+
+    ``file`` and ``path`` locate the problem; ``line`` is filled in by the YAML loader when the
+    node's position is known.  ``str()`` gives the one-line message the CLI prints.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        path: Sequence[PathPart] = (),
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.path = tuple(path)
+        self.line = line
+
+    def located(
+        self,
+        *,
+        file: str | None = None,
+        prefix: Sequence[PathPart] = (),
+        line: int | None = None,
+    ) -> InputError:
+        """A copy with more location filled in (outer layers know the file and prefix)."""
+        return InputError(
+            self.message,
+            file=self.file or file,
+            path=tuple(prefix) + self.path,
+            line=self.line if self.line is not None else line,
+        )
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file + (f":{self.line}" if self.line else ""))
+        if self.path:
+            where.append(format_path(self.path))
+        head = ", ".join(where)
+        return f"{head}: {self.message}" if head else self.message
+
+
+def unknown_name(kind: str, name: str, choices: Iterable[str], **loc: object) -> InputError:
+    """The standard "unknown X 'y' — did you mean 'z'? (choose from …)" error."""
+    choices = sorted(choices)
+    hint = did_you_mean(name, choices)
+    listing = ", ".join(choices) if len(choices) <= 30 else ", ".join(choices[:30]) + ", …"
+    return InputError(f"unknown {kind} {name!r}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]

@@ -1,0 +1,185 @@
+"""Physical quantities written the way people write them: "100 Gb/s", "1 us", "64 MiB".
+
+Everything inside the simulator is plain SI floats: bytes, seconds, bytes/second and
+FLOP/second.  Conversion happens once, at the edge (scenario loading), so that no model
+code ever has to wonder whether a number is in bits or bytes.
+
+Accepted forms (case of the prefix matters: ``m`` is milli, ``M`` is mega):
+
+* sizes:      ``64 MiB``, ``1.5 GB``, ``4 B``, ``4KiB``, or a plain number of bytes.
+  Decimal prefixes (k, M, G, T) are powers of 1000, binary ones (Ki, Mi, Gi, Ti) of 1024.
+  A lower-case ``b`` means bits: ``8 kb`` is 1000 bytes.
+* times:      ``1 us`` (also ``µs``), ``2.5 ms``, ``3 ns``, ``1 s``, ``1 min``, or seconds.
+* bandwidths: ``100 Gb/s`` (bits), ``12.5 GB/s`` (bytes), ``10 Gbps``, ``1 GiB/s``,
+  or a plain number of bytes per second.
+* rates:      ``6.1 TFLOP/s``, ``2.8 TFLOPS``, ``450 GFLOPs``, or FLOP per second.
+
+Bare numbers are SI base units (bytes, seconds, bytes/s, FLOP/s) so that generated scenarios
+need no strings at all.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "UnitError",
+    "parse_size",
+    "parse_time",
+    "parse_bandwidth",
+    "parse_flops",
+    "parse_quantity",
+    "format_size",
+    "format_time",
+    "format_bandwidth",
+]
+
+
+class UnitError(ValueError):
+    """A quantity string could not be read; the message says what was expected."""
+
+
+_DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_TIME = {
+    "s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
+    "ps": 1e-12, "min": 60.0, "h": 3600.0,
+}
+
+_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_RE = re.compile(r"^\s*" + _NUM + r"\s*([^\s\d].*?)?\s*$")
+
+
+def _split(text: str, kind: str) -> tuple[float, str]:
+    m = _RE.match(text)
+    if not m:
+        raise UnitError(f"cannot read {text!r} as a {kind}")
+    return float(m.group(1)), (m.group(2) or "")
+
+
+def _prefix(unit_prefix: str, text: str, kind: str) -> float:
+    if unit_prefix in _BIN:
+        return _BIN[unit_prefix]
+    if unit_prefix in _DEC:
+        return _DEC[unit_prefix]
+    raise UnitError(f"unknown prefix {unit_prefix!r} in {text!r} ({kind})")
+
+
+def _check(value: float, text: object, kind: str, allow_zero: bool) -> float:
+    if not math.isfinite(value):
+        raise UnitError(f"{kind} {text!r} is not finite")
+    if value < 0 or (value == 0 and not allow_zero):
+        need = "non-negative" if allow_zero else "positive"
+        raise UnitError(f"{kind} {text!r} must be {need}")
+    return value
+
+
+def _number(value: object, kind: str, allow_zero: bool) -> float | None:
+    if isinstance(value, bool):
+        raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
+    if isinstance(value, (int, float)):
+        return _check(float(value), value, kind, allow_zero)
+    if not isinstance(value, str):
+        raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
+    return None
+
+
+def parse_size(value: object, *, allow_zero: bool = True) -> float:
+    """Bytes from ``"64 MiB"``, ``"8 kb"`` (bits) or a plain number of bytes."""
+    n = _number(value, "size", allow_zero)
+    if n is not None:
+        return n
+    text = str(value)
+    num, unit = _split(text, "size")
+    if unit == "":
+        return _check(num, text, "size", allow_zero)
+    m = re.fullmatch(r"([kKMGTP]i?)?(B|b|bytes?|bits?)", unit)
+    if not m:
+        raise UnitError(f"cannot read {text!r} as a size (examples: '4 B', '64 MiB', '1.5 GB')")
+    scale = _prefix(m.group(1) or "", text, "size")
+    if m.group(2) in ("b", "bit", "bits"):
+        scale /= 8.0
+    return _check(num * scale, text, "size", allow_zero)
+
+
+def parse_time(value: object, *, allow_zero: bool = True) -> float:
+    """Seconds from ``"1 us"``, ``"2.5 ms"`` or a plain number of seconds."""
+    n = _number(value, "time", allow_zero)
+    if n is not None:
+        return n
+    text = str(value)
+    num, unit = _split(text, "time")
+    if unit == "":
+        return _check(num, text, "time", allow_zero)
+    if unit not in _TIME:
+        raise UnitError(f"cannot read {text!r} as a time (units: s, ms, us, ns, min, h)")
+    return _check(num * _TIME[unit], text, "time", allow_zero)
+
+
+def parse_bandwidth(value: object, *, allow_zero: bool = False) -> float:
+    """Bytes per second from ``"100 Gb/s"``, ``"12.5 GB/s"``, ``"10 Gbps"`` or a number."""
+    n = _number(value, "bandwidth", allow_zero)
+    if n is not None:
+        return n
+    text = str(value)
+    num, unit = _split(text, "bandwidth")
+    if unit == "":
+        return _check(num, text, "bandwidth", allow_zero)
+    m = re.fullmatch(r"([kKMGTP]i?)?(B|b)(?:/s|ps)", unit)
+    if not m:
+        raise UnitError(
+            f"cannot read {text!r} as a bandwidth (examples: '100 Gb/s', '12.5 GB/s', '10 Gbps')"
+        )
+    scale = _prefix(m.group(1) or "", text, "bandwidth")
+    if m.group(2) == "b":
+        scale /= 8.0
+    return _check(num * scale, text, "bandwidth", allow_zero)
+
+
+def parse_flops(value: object, *, allow_zero: bool = False) -> float:
+    """FLOP per second from ``"6.1 TFLOP/s"``, ``"2.8 TFLOPS"`` or a number."""
+    n = _number(value, "compute rate", allow_zero)
+    if n is not None:
+        return n
+    text = str(value)
+    num, unit = _split(text, "compute rate")
+    if unit == "":
+        return _check(num, text, "compute rate", allow_zero)
+    m = re.fullmatch(r"([kKMGTP])?(?:FLOP/s|FLOPS|FLOPs|flop/s|flops)", unit)
+    if not m:
+        raise UnitError(f"cannot read {text!r} as a compute rate (example: '6.1 TFLOP/s')")
+    scale = _prefix(m.group(1) or "", text, "compute rate")
+    return _check(num * scale, text, "compute rate", allow_zero)
+
+
+def parse_quantity(kind: str, value: object, *, allow_zero: bool | None = None) -> float:
+    """Dispatch by kind name: ``size``, ``time``, ``bandwidth`` or ``flops``."""
+    fn = {"size": parse_size, "time": parse_time, "bandwidth": parse_bandwidth,
+          "flops": parse_flops}[kind]
+    if allow_zero is None:
+        return fn(value)
+    return fn(value, allow_zero=allow_zero)
+
+
+def _fmt(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
+    for scale, name in units:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {name}"
+    scale, name = units[-1]
+    return f"{value / scale:.{digits}g} {name}"
+
+
+def format_size(nbytes: float) -> str:
+    """Human-readable bytes with binary prefixes (what MPI benchmarks print)."""
+    return _fmt(nbytes, [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"),
+                         (2.0**10, "KiB"), (1.0, "B")])
+
+
+def format_time(seconds: float) -> str:
+    return _fmt(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    return _fmt(bytes_per_s, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
+                              (1.0, "B/s")])
