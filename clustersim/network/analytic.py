@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clustersim.collectives.schedule import Schedule, Step
-from clustersim.network.maxmin import maxmin_rates
+from clustersim.network.maxmin import flat_incidence, progressive_fill
 from clustersim.network.params import NetworkParams
 from clustersim.platform.model import Platform
 
@@ -39,6 +39,7 @@ class CollectiveCost:
     reduce: float
     convert: float
     step_times: list[float] = field(default_factory=list)
+    fidelity: str = "analytic"
 
 
 def convert_time(platform: Platform, device: int, nbytes: float) -> float:
@@ -53,16 +54,25 @@ def cost_step(
     placement: Sequence[int],
     params: NetworkParams = NetworkParams(),
 ) -> tuple[float, float]:
-    """(communication time, reduction time) of one occurrence of ``step``."""
+    """(communication time, reduction time) of one occurrence of ``step``.
+
+    A transfer between ranks on the same device (empty route) is a local copy and costs
+    nothing, as in the flow model.
+    """
     comm = 0.0
     if step.transfers:
         routes = [platform.route(placement[t.src], placement[t.dst]) for t in step.transfers]
-        rates = maxmin_rates(routes, platform.capacity * params.efficiency)
-        lat = platform.latency
-        for t, r, rate in zip(step.transfers, routes, rates):
-            base = params.overhead + (float(lat[list(r)].sum()) if r else 0.0)
-            dt = base + (t.nbytes / rate if np.isfinite(rate) else 0.0)
-            comm = max(comm, dt)
+        links, owner = flat_incidence(routes)
+        if links.size:
+            n = len(routes)
+            used, local = np.unique(links, return_inverse=True)
+            cap = platform.capacity[used] * params.efficiency
+            rates = progressive_fill(local, owner, cap, n)
+            lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
+            sizes = np.fromiter((t.nbytes for t in step.transfers), dtype=float, count=n)
+            remote = np.isfinite(rates)
+            dt = params.overhead + lat[remote] + sizes[remote] / rates[remote]
+            comm = float(dt.max())
     red = 0.0
     for rank, nbytes in step.reduce_bytes().items():
         red = max(red, nbytes / platform.spec(placement[rank]).reduce_bw)

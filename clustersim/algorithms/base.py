@@ -1,0 +1,177 @@
+"""What an algorithm module provides, and what it is told about the job.
+
+An algorithm is a function ``actors(job) -> list[ActorSpec]``: which actors exist (workers,
+servers), where they would like to run, and the generator each runs.  It learns about the job
+through :class:`JobInfo` only - sizes, counts, parameters - never through a simulator or MPI
+object, so the same module drives the simulated and the real backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clustersim.algorithms.ops import ActorGen
+from clustersim.errors import InputError, unknown_name
+
+__all__ = ["JobInfo", "ActorContext", "ActorSpec", "AlgorithmDef", "Param", "REGISTRY",
+           "register", "get_algorithm", "list_algorithms"]
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """The job as an algorithm sees it.
+
+    ``buckets``: gradient buckets in backward order as ``(layer_start, layer_stop, nbytes)``
+    (forward-order layer slice) - one bucket of everything when bucketing is off.
+    ``hosts[w]``: machine id of worker ``w`` (for hierarchical exchanges).
+    ``devices[w]``: device kind of worker ``w`` (heterogeneous clusters).
+    """
+
+    workers: int
+    iterations: int
+    grad_bytes: float
+    num_layers: int
+    buckets: tuple[tuple[int, int, float], ...]
+    hosts: tuple[int, ...]
+    devices: tuple[str, ...] = ()
+    servers: int = 0
+    batch: int = 1
+    seed: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ActorContext:
+    """Per-actor view handed to the generator: its rank, role, the job and a private RNG.
+
+    The RNG is seeded from (job seed, actor rank) so that async algorithms vary with the seed
+    and nothing else.
+    """
+
+    rank: int
+    role: str
+    job: JobInfo
+    index: int = 0  # index within its role (worker w, server s)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng([self.job.seed, self.rank])
+
+    @property
+    def iterations(self) -> int:
+        return self.job.iterations
+
+    @property
+    def grad_bytes(self) -> float:
+        return self.job.grad_bytes
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self.job.params
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """One actor: ``role`` is "worker" or "server"; ``index`` its number within the role.
+
+    Workers are placed on the job's devices in order; servers on the devices named by the
+    scenario (or the first devices, sharing them with workers, when none are named).
+    """
+
+    rank: int
+    role: str
+    index: int
+    body: Callable[[ActorContext], ActorGen]
+
+    def start(self, job: JobInfo) -> ActorGen:
+        return self.body(ActorContext(self.rank, self.role, job, self.index))
+
+
+@dataclass(frozen=True)
+class Param:
+    """A documented algorithm parameter: default, meaning and where the value comes from."""
+
+    default: Any
+    help: str
+    source: str = ""
+    kind: type = float
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class AlgorithmDef:
+    """A registered algorithm: name, family (sync / async / ...), parameters, actor factory."""
+
+    name: str
+    family: str
+    summary: str
+    params: Mapping[str, Param]
+    actors: Callable[[JobInfo], list[ActorSpec]]
+    servers: Callable[[Mapping[str, Any]], int] = lambda params: 0
+    validate: Callable[[dict[str, Any], tuple], None] | None = None
+    source: str = ""
+
+    def resolve_params(self, raw: Mapping[str, Any] | None, path: tuple = ("algorithm",)
+                       ) -> dict[str, Any]:
+        """Defaults filled in, types and ranges checked; errors name the field."""
+        out = {k: p.default for k, p in self.params.items()}
+        for key, value in (raw or {}).items():
+            if key not in self.params:
+                raise unknown_name(f"parameter of {self.name}", key, self.params,
+                                   path=(*path, key))
+            p = self.params[key]
+            where = (*path, key)
+            if p.choices:
+                if value not in p.choices:
+                    raise InputError(f"{key} must be one of {list(p.choices)}, not {value!r}",
+                                     path=where)
+            elif p.kind is bool:
+                if not isinstance(value, bool):
+                    raise InputError(f"{key} must be true or false, not {value!r}", path=where)
+            elif p.kind in (int, float):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise InputError(f"{key} must be a number, not {value!r}", path=where)
+                if p.kind is int and value != int(value):
+                    raise InputError(f"{key} must be a whole number, not {value!r}", path=where)
+                value = p.kind(value)
+                if p.minimum is not None and value < p.minimum:
+                    raise InputError(f"{key} must be >= {p.minimum}, not {value!r}", path=where)
+                if p.maximum is not None and value > p.maximum:
+                    raise InputError(f"{key} must be <= {p.maximum}, not {value!r}", path=where)
+            out[key] = value
+        if self.validate is not None:
+            self.validate(out, path)
+        return out
+
+
+REGISTRY: dict[str, AlgorithmDef] = {}
+
+
+def register(defn: AlgorithmDef) -> AlgorithmDef:
+    if defn.name in REGISTRY:
+        raise ValueError(f"algorithm {defn.name!r} registered twice")
+    REGISTRY[defn.name] = defn
+    return defn
+
+
+def _load_all() -> None:
+    # Importing the modules registers them; kept here so the registry is complete on first use.
+    from clustersim.algorithms import catalog  # noqa: F401
+
+
+def get_algorithm(name: str, **loc: Any) -> AlgorithmDef:
+    _load_all()
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise unknown_name("algorithm", name, REGISTRY, **loc) from None
+
+
+def list_algorithms() -> dict[str, AlgorithmDef]:
+    _load_all()
+    return dict(sorted(REGISTRY.items()))

@@ -1,0 +1,117 @@
+"""Synchronous data parallelism (BSP) with Theano-MPI's exchange strategies.
+
+Every worker computes forward and backward on its own mini-batch, the workers exchange, and
+every worker applies the same update.  Two exchange modes (Theano-MPI supports both):
+
+* ``gradients``: all-reduce the gradients every iteration (optionally per bucket, overlapped
+  with the rest of the backward pass - PyTorch DDP's scheme), then update;
+* ``weights``: every worker updates locally and every ``every`` iterations the weights are
+  averaged with an all-reduce (model averaging; Theano-MPI's "avg" rule).
+
+Theano-MPI strategies (Ma, Mao, Taylor 2016, arXiv 1605.08325; REFERENCES.md):
+
+=========  =====================================================================
+ar         MPI_Allreduce through host memory, barrier first (device->host copy,
+           allreduce among hosts, host->device copy)
+asa32/16   alltoall-sum-allgather (reduce-scatter by Alltoall, local sum, Allgather),
+           fp16 variant casts before sending
+copper     hand-fitted binary tree matching the node's PCIe/socket layout
+nccl32/16  NCCL all-reduce inside a node (ring), fp16 variant casts first
+=========  =====================================================================
+
+Any allreduce algorithm of :mod:`clustersim.collectives` may be named instead.
+"""
+
+from __future__ import annotations
+
+from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
+from clustersim.algorithms.ops import ActorGen, AllReduce, Barrier, Compute, Record, Wait
+from clustersim.errors import unknown_name
+
+__all__ = ["STRATEGIES", "strategy_collective", "bsp_worker", "BSP"]
+
+#: Theano-MPI strategy -> (allreduce algorithm, fp16, staged through host memory, barrier first)
+STRATEGIES: dict[str, tuple[str, bool, bool, bool]] = {
+    "ar": ("rabenseifner", False, True, True),
+    "asa32": ("asa", False, False, False),
+    "asa16": ("asa", True, False, False),
+    "copper": ("copper", False, False, False),
+    "nccl32": ("nccl", False, False, False),
+    "nccl16": ("nccl", True, False, False),
+}
+
+
+def strategy_collective(strategy: str) -> tuple[str, bool, bool, bool]:
+    """(algorithm, fp16, staged, barrier) for a Theano-MPI strategy or an algorithm name."""
+    if strategy in STRATEGIES:
+        return STRATEGIES[strategy]
+    return (strategy, False, False, False)
+
+
+def bsp_worker(ctx: ActorContext) -> ActorGen:
+    job = ctx.job
+    p = ctx.params
+    alg, fp16, staged, barrier = strategy_collective(p["strategy"])
+    fp16 = fp16 or p["fp16"]
+    kw = {"algorithm": alg, "fp16": fp16, "staged": staged}
+    overlap = p["overlap"] and len(job.buckets) > 1
+    for it in range(job.iterations):
+        yield Record("iteration", it)
+        yield Compute("forward")
+        if p["exchange"] == "gradients":
+            if overlap:
+                handles = []
+                for lo, hi, nbytes in job.buckets:
+                    yield Compute("backward", layers=(lo, hi))
+                    handles.append((yield AllReduce(nbytes, blocking=False, **kw)))
+                yield Wait(handles)
+            else:
+                yield Compute("backward")
+                if barrier:
+                    yield Barrier()
+                for _lo, _hi, nbytes in job.buckets:
+                    yield AllReduce(nbytes, **kw)
+            yield Compute("update")
+        else:
+            yield Compute("backward")
+            yield Compute("update")
+            if (it + 1) % p["every"] == 0:
+                if barrier:
+                    yield Barrier()
+                yield AllReduce(job.grad_bytes, **kw)
+                yield Compute("elastic", nbytes=job.grad_bytes, label="average")
+
+
+def _validate(params: dict, path: tuple) -> None:
+    from clustersim.collectives import list_algorithms
+
+    allowed = sorted(set(STRATEGIES) | set(list_algorithms()["allreduce"]))
+    if params["strategy"] not in allowed:
+        raise unknown_name("strategy", str(params["strategy"]), allowed,
+                           path=(*path, "strategy"))
+
+
+def _actors(job: JobInfo) -> list[ActorSpec]:
+    return [ActorSpec(w, "worker", w, bsp_worker) for w in range(job.workers)]
+
+
+BSP = AlgorithmDef(
+    name="bsp",
+    family="sync",
+    summary="synchronous data parallelism: all-reduce gradients (or average weights) each step",
+    params={
+        "strategy": Param("ring", "Theano-MPI strategy (ar, asa32, asa16, copper, nccl32, "
+                          "nccl16) or any allreduce algorithm name", "Ma et al. 2016", kind=str),
+        "exchange": Param("gradients", "what is exchanged: gradients every step, or weights "
+                          "averaged every `every` steps", "Theano-MPI", kind=str,
+                          choices=("gradients", "weights")),
+        "every": Param(1, "weight averaging period (exchange: weights)", "Theano-MPI", kind=int,
+                       minimum=1),
+        "overlap": Param(False, "overlap per-bucket all-reduce with the backward pass (needs "
+                         "workload.bucket)", "PyTorch DDP (Li et al., VLDB 2020)", kind=bool),
+        "fp16": Param(False, "cast gradients to fp16 for the exchange", "", kind=bool),
+    },
+    actors=_actors,
+    validate=_validate,
+    source="Ma, Mao, Taylor: Theano-MPI (arXiv 1605.08325)",
+)

@@ -1,0 +1,248 @@
+"""The ``clustersim`` command.
+
+Exit codes: 0 success, 1 failure (a bug or a failed real run), 2 bad input (with one clear
+message naming file, field and allowed values; never a traceback).  Heavy modules are imported
+inside the commands so that ``clustersim --help`` and bad-input errors are instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from clustersim import __version__
+from clustersim.errors import InputError
+
+EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as input errors (exit 2, one message)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def _console(quiet: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False)
+
+
+def _progress(total: int, what: str, enabled: bool):
+    """A rich progress bar on stderr, or a no-op when disabled or not a terminal."""
+    from contextlib import nullcontext
+
+    if not enabled or total < 2 or not sys.stderr.isatty():
+        return nullcontext(lambda n=1: None)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from clustersim._progress import ProgressAdvance
+
+    prog = Progress(TextColumn(what), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeRemainingColumn(), transient=True, console=Console(stderr=True))
+    return ProgressAdvance(prog, total)
+
+
+# --------------------------------------------------------------------------------------------
+def cmd_predict(args: argparse.Namespace) -> int:
+    from clustersim.scenario.schema import load_scenario
+
+    sets = list(args.set or [])
+    if args.fidelity:
+        sets.append(f"run.fidelity={args.fidelity}")
+    if args.seed is not None:
+        sets.append(f"run.seed={args.seed}")
+    scn = load_scenario(args.scenario, sets)
+    if args.calibration:
+        from clustersim.calibration.profile import apply_profile
+
+        scn = apply_profile(scn, args.calibration)
+    for out in (args.json, args.csv, args.trace):
+        if out and Path(out).is_dir():
+            raise InputError(f"output {out!r} is a directory")
+    console = _console(args.quiet)
+    if scn.benchmark is not None:
+        return _predict_benchmark(scn, args, console)
+    return _predict_training(scn, args, console)
+
+
+def _predict_benchmark(scn, args, console) -> int:
+    from clustersim.report.output import write_csv, write_json
+    from clustersim.report.tables import print_benchmark
+    from clustersim.sim.collective_bench import benchmark_points, run_benchmark
+
+    total = sum(1 for _ in benchmark_points(scn))
+    with _progress(total, "collectives", not args.quiet) as advance:
+        rows = run_benchmark(scn, progress=advance)
+    console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
+    console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
+    print_benchmark(console, rows, scn.benchmark.op)
+    if args.json:
+        write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
+                               "rows": [r.to_dict() for r in rows]})
+    if args.csv:
+        write_csv(args.csv, [r.to_dict() for r in rows])
+    return EXIT_OK
+
+
+def _predict_training(scn, args, console) -> int:
+    from clustersim.report.output import write_csv, write_json
+    from clustersim.report.training import print_training, training_json, training_rows
+    from clustersim.sim.sweep import run_sweep
+
+    result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
+        n, "simulating", not args.quiet))
+    print_training(console, scn, result)
+    if args.json:
+        write_json(args.json, training_json(scn, result))
+    if args.csv:
+        write_csv(args.csv, training_rows(scn, result))
+    if args.trace:
+        import json
+
+        from clustersim.report.output import atomic_write
+        from clustersim.trace import to_chrome
+
+        atomic_write(args.trace, json.dumps(to_chrome(result.trace_events(), scn.name)))
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from clustersim.scenario.schema import load_scenario
+
+    scn = load_scenario(args.scenario, list(args.set or []))
+    console = _console()
+    console.print(f"ok: {scn.name} — {scn.platform.describe()}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    console = _console()
+    what = args.what
+    t = Table(title=what, title_justify="left")
+    if what == "devices":
+        from clustersim.catalog import builtin_catalog
+        from clustersim.units import format_bandwidth
+
+        t.add_column("name")
+        t.add_column("fp32 peak (TFLOP/s)", justify="right")
+        t.add_column("memory bw", justify="right")
+        t.add_column("source")
+        for name, d in sorted(builtin_catalog().devices.items()):
+            t.add_row(name, f"{d.peak / 1e12:.2f}", format_bandwidth(d.mem_bw), d.source)
+    elif what == "links":
+        from clustersim.catalog import builtin_catalog
+        from clustersim.units import format_bandwidth, format_time
+
+        t.add_column("name")
+        t.add_column("bandwidth/direction", justify="right")
+        t.add_column("latency", justify="right")
+        t.add_column("source")
+        for name, lk in sorted(builtin_catalog().links.items()):
+            t.add_row(name, format_bandwidth(lk.bandwidth), format_time(lk.latency), lk.source)
+    elif what == "collectives":
+        from clustersim.collectives import describe_algorithm, list_algorithms
+
+        t.add_column("op")
+        t.add_column("algorithm")
+        t.add_column("what it does")
+        for op, algs in list_algorithms().items():
+            for a in algs:
+                t.add_row(op, a, describe_algorithm(op, a))
+    elif what == "topologies":
+        from clustersim.platform.describe import list_topologies
+
+        t.add_column("topology")
+        t.add_column("what it is")
+        for name, doc in list_topologies().items():
+            t.add_row(name, doc)
+    elif what == "algorithms":
+        from clustersim.algorithms.base import list_algorithms as algs
+
+        t.add_column("algorithm")
+        t.add_column("family")
+        t.add_column("what it does")
+        for name, d in algs().items():
+            t.add_row(name, d.family, d.summary)
+    elif what == "models":
+        from clustersim.workload import get_model, list_models
+
+        t.add_column("model")
+        t.add_column("parameters", justify="right")
+        t.add_column("forward GFLOP/sample", justify="right")
+        for name in list_models():
+            m = get_model(name)
+            t.add_row(name, f"{m.params:,}", f"{m.fwd_flops / 1e9:.2f}")
+    console.print(t)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="clustersim",
+        description="Predict, measure and explain data-parallel training scaling on clusters.",
+        epilog="Examples:\n  clustersim predict scenarios/knl_4253.yaml\n"
+               "  clustersim predict scenarios/allreduce_crossbar16.yaml --json out.json\n"
+               "  clustersim list collectives",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"clustersim {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    pr = sub.add_parser("predict", help="simulate a scenario and print the prediction",
+                        description="Simulate a scenario: a collective benchmark (nccl-tests "
+                                    "style table) or a training sweep (scaling table).")
+    pr.add_argument("scenario", help="scenario YAML file (see scenarios/)")
+    pr.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    pr.add_argument("--csv", metavar="FILE", help="write one row per point as CSV")
+    pr.add_argument("--trace", metavar="FILE",
+                    help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
+    pr.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
+    pr.add_argument("--fidelity", choices=["flow", "analytic", "auto"],
+                    help="override run.fidelity")
+    pr.add_argument("--seed", type=int, help="override run.seed")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
+    pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
+    pr.set_defaults(func=cmd_predict)
+
+    va = sub.add_parser("validate", help="check a scenario file without simulating it")
+    va.add_argument("scenario")
+    va.add_argument("--set", action="append", metavar="KEY=VALUE")
+    va.set_defaults(func=cmd_validate)
+
+    li = sub.add_parser("list", help="list catalog entries and registered components")
+    li.add_argument("what", choices=["devices", "links", "topologies", "collectives",
+                                     "algorithms", "models"])
+    li.set_defaults(func=cmd_list)
+
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_INPUT
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

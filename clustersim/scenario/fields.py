@@ -1,0 +1,130 @@
+"""Small typed readers for scenario sections.
+
+Each reader takes the raw value and its field path and either returns a clean Python value or
+raises :class:`InputError` naming the path and what was allowed.  Sections use
+:class:`Section` to reject unknown keys ("did you mean") and to read fields one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from clustersim.errors import InputError, unknown_name
+from clustersim.units import UnitError, parse_bandwidth, parse_size, parse_time
+
+__all__ = ["Section", "as_int", "as_float", "as_bool", "as_str", "as_choice", "as_size",
+           "as_time", "as_bandwidth", "as_list", "MISSING"]
+
+Path = tuple[Any, ...]
+MISSING = object()
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "true/false",
+            int: "a number", float: "a number", type(None): "empty"}.get(type(value),
+                                                                         type(value).__name__)
+
+
+def as_int(value: Any, path: Path, *, minimum: int | None = None,
+           maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise InputError(f"must be a whole number, not {_type_name(value)} {value!r}", path=path)
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise InputError(f"must be >= {minimum}, not {value}", path=path)
+    if maximum is not None and value > maximum:
+        raise InputError(f"must be <= {maximum}, not {value}", path=path)
+    return value
+
+
+def as_float(value: Any, path: Path, *, minimum: float | None = None,
+             maximum: float | None = None, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"must be a number, not {_type_name(value)} {value!r}", path=path)
+    value = float(value)
+    if positive and not value > 0:
+        raise InputError(f"must be positive, not {value}", path=path)
+    if minimum is not None and value < minimum:
+        raise InputError(f"must be >= {minimum}, not {value}", path=path)
+    if maximum is not None and value > maximum:
+        raise InputError(f"must be <= {maximum}, not {value}", path=path)
+    return value
+
+
+def as_bool(value: Any, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"must be true or false, not {value!r}", path=path)
+    return value
+
+
+def as_str(value: Any, path: Path) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"must be a string, not {_type_name(value)} {value!r}", path=path)
+    return value
+
+
+def as_choice(value: Any, path: Path, choices: Iterable[str], kind: str = "value") -> str:
+    choices = list(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise unknown_name(kind, str(value), choices, path=path)
+    return value
+
+
+def _unit(fn: Callable[..., float], value: Any, path: Path, **kw: Any) -> float:
+    try:
+        return fn(value, **kw)
+    except UnitError as exc:
+        raise InputError(str(exc), path=path) from None
+
+
+def as_size(value: Any, path: Path, *, allow_zero: bool = False) -> float:
+    return _unit(parse_size, value, path, allow_zero=allow_zero)
+
+
+def as_time(value: Any, path: Path) -> float:
+    return _unit(parse_time, value, path)
+
+
+def as_bandwidth(value: Any, path: Path) -> float:
+    return _unit(parse_bandwidth, value, path)
+
+
+def as_list(value: Any, path: Path, item: Callable[[Any, Path], Any], *,
+            allow_scalar: bool = True, nonempty: bool = True) -> list[Any]:
+    if not isinstance(value, list):
+        if allow_scalar:
+            value = [value]
+        else:
+            raise InputError(f"must be a list, not {_type_name(value)}", path=path)
+    if nonempty and not value:
+        raise InputError("must not be empty", path=path)
+    return [item(v, (*path, i)) for i, v in enumerate(value)]
+
+
+class Section:
+    """Reads one mapping section; unknown keys are errors with a suggestion."""
+
+    def __init__(self, raw: Any, path: Path, allowed: Iterable[str], what: str = "field") -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise InputError(f"must be a mapping, not {_type_name(raw)} {raw!r}", path=path)
+        self.raw = raw
+        self.path = path
+        self.allowed = list(allowed)
+        for key in raw:
+            if key not in self.allowed:
+                raise unknown_name(what, str(key), self.allowed, path=(*path, key))
+
+    def has(self, key: str) -> bool:
+        return key in self.raw
+
+    def get(self, key: str, reader: Callable[..., Any] | None = None, default: Any = MISSING,
+            **kw: Any) -> Any:
+        if key not in self.raw or self.raw[key] is None:
+            if default is MISSING:
+                raise InputError("is required", path=(*self.path, key))
+            return default
+        value = self.raw[key]
+        return reader(value, (*self.path, key), **kw) if reader else value

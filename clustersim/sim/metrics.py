@@ -1,0 +1,128 @@
+"""From one simulated run to the numbers people ask for.
+
+Definitions (per worker, over the measured iterations - warmup excluded - then averaged):
+
+* iteration time = (end of last iteration - start of first measured one) / measured iterations
+* throughput = sum over workers of batch / iteration time (samples/s; async workers run at
+  their own pace, so this is the sum of their rates, not p x one rate)
+* compute / comm / wait per iteration: busy computing; blocked on communication already under
+  way (exposed communication); blocked waiting for peers (stragglers, an idle server, an empty
+  mailbox).  compute + comm + wait = iteration time for a synchronous worker.
+* comm share, exposed = comm / iteration time; total = time any of the worker's communication
+  was in flight (overlapped with compute or not) / iteration time (can exceed the exposed one
+  when buckets overlap the backward pass; capped at 1 only by physics, not by us).
+* utilisation = compute / iteration time (workers), busy / wall time (servers).
+* staleness: samples recorded by the algorithms (``Record("staleness", v)``), in parameter
+  versions between a worker's read and its write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from clustersim.sim.engine import RunResult
+
+__all__ = ["PointMetrics", "point_metrics", "summarize"]
+
+
+@dataclass
+class PointMetrics:
+    algorithm: str
+    workers: int
+    batch_per_worker: float
+    iteration_time: float
+    throughput: float
+    compute: float
+    comm: float
+    wait: float
+    comm_total: float
+    comm_share: float
+    comm_share_total: float
+    worker_utilization: float
+    server_utilization: float | None
+    update_rate: float | None
+    staleness_mean: float | None
+    staleness_p90: float | None
+    staleness_max: float | None
+    bytes_per_iteration: float
+    sim_events: int
+    flows: int
+    makespan: float
+    speedup: float = 1.0
+    efficiency: float = 1.0
+    seeds: int = 1
+    interval: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: RunResult,
+                  measured: int) -> PointMetrics:
+    """Metrics of one run; ``batch[w]`` is worker w's batch, ``measured`` the iterations counted."""
+    ws = [a for a in run.actors if a.role == "worker"]
+    ss = [a for a in run.actors if a.role != "worker"]
+    its, comp, comm, wait, tot, sent = [], [], [], [], [], []
+    for a in ws:
+        mark = a.mark or (0.0,) * 6
+        span = a.end - mark[5]
+        n = max(measured, 1)
+        its.append(span / n)
+        comp.append((a.compute - mark[0]) / n)
+        comm.append((a.comm - mark[1]) / n)
+        wait.append((a.wait - mark[2]) / n)
+        tot.append((a.comm_total - mark[3]) / n)
+        sent.append((a.bytes_sent - mark[4]) / n)
+    it = float(np.mean(its))
+    thr = float(sum(b / t for b, t in zip(batch, its) if t > 0))
+    srv_util = upd = None
+    if ss:
+        wall = run.makespan or 1.0
+        srv_util = float(np.mean([a.compute / wall for a in ss]))
+        nupd = sum(len(a.records.get("update", [])) for a in ss)
+        upd = nupd / wall if nupd else None
+    stale = [v for a in run.actors for v in a.records.get("staleness", [])]
+    return PointMetrics(
+        algorithm=algorithm,
+        workers=workers,
+        batch_per_worker=float(np.mean(batch)),
+        iteration_time=it,
+        throughput=thr,
+        compute=float(np.mean(comp)),
+        comm=float(np.mean(comm)),
+        wait=float(np.mean(wait)),
+        comm_total=float(np.mean(tot)),
+        comm_share=float(np.mean(comm)) / it if it > 0 else 0.0,
+        comm_share_total=float(np.mean(tot)) / it if it > 0 else 0.0,
+        worker_utilization=float(np.mean(comp)) / it if it > 0 else 0.0,
+        server_utilization=srv_util,
+        update_rate=upd,
+        staleness_mean=float(np.mean(stale)) if stale else None,
+        staleness_p90=float(np.percentile(stale, 90)) if stale else None,
+        staleness_max=float(np.max(stale)) if stale else None,
+        bytes_per_iteration=float(np.mean(sent)),
+        sim_events=run.sim_events,
+        flows=run.flows,
+        makespan=run.makespan,
+    )
+
+
+_AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total", "comm_share",
+        "comm_share_total", "worker_utilization", "bytes_per_iteration")
+
+
+def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
+    """Mean over seeds, with a 90% interval (5th-95th percentile) of the key metrics."""
+    if len(samples) == 1:
+        return samples[0]
+    base = PointMetrics(**{k: v for k, v in asdict(samples[0]).items()})
+    for key in _AVG:
+        vals = np.array([getattr(s, key) for s in samples], dtype=float)
+        setattr(base, key, float(vals.mean()))
+        lo, hi = np.percentile(vals, [5, 95])
+        base.interval[key] = (float(lo), float(hi))
+    base.seeds = len(samples)
+    return base

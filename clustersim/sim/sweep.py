@@ -1,0 +1,131 @@
+"""Run a training scenario: every algorithm at every point of the workers sweep.
+
+Per point: build the job (batch per worker from weak/strong scaling, gradient buckets from
+the compute profile), the algorithm's actors, their placement, run the engine (once per seed
+when compute jitter makes runs differ), and reduce to :class:`PointMetrics`.  Speedup and
+parallel efficiency are relative to the smallest point of the same algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustersim.algorithms.base import AlgorithmDef, JobInfo, get_algorithm
+from clustersim.errors import InputError
+from clustersim.scenario.schema import AlgorithmSpec, Scenario
+from clustersim.sim.costs import CostModel
+from clustersim.sim.engine import Engine, RunResult
+from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
+from clustersim.trace import TraceEvent
+
+__all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors"]
+
+
+@dataclass
+class SweepResult:
+    points: dict[str, list[PointMetrics]] = field(default_factory=dict)
+    runs: dict[tuple[str, int], RunResult] = field(default_factory=dict)
+
+    def trace_events(self) -> list[TraceEvent]:
+        """Trace of the run kept for ``--trace``: the largest point of the first algorithm."""
+        return [ev for run in self.runs.values() for ev in run.events]
+
+
+def worker_counts(scn: Scenario) -> tuple[int, ...]:
+    if scn.sweep is not None:
+        return scn.sweep.workers
+    return (scn.platform.num_devices,)
+
+
+def batch_per_worker(scn: Scenario, workers: int) -> int:
+    wl = scn.workload
+    assert wl is not None
+    strong = scn.sweep is not None and scn.sweep.scaling == "strong"
+    if strong or wl.batch_per_worker is None:
+        if wl.global_batch is None:
+            raise InputError("strong scaling needs workload.global_batch",
+                             path=("workload", "global_batch"))
+        return max(1, round(wl.global_batch / workers))
+    return wl.batch_per_worker
+
+
+def place_actors(num_workers: int, num_servers: int, num_devices: int) -> list[int]:
+    """Workers on devices 0..w-1; servers on the next free devices, or shared with the first
+    workers' devices when the platform is full (documented in the output)."""
+    place = list(range(num_workers))
+    for s in range(num_servers):
+        d = num_workers + s
+        place.append(d if d < num_devices else s % max(num_workers, 1))
+    return place
+
+
+def build_job(scn: Scenario, alg: AlgorithmSpec, defn: AlgorithmDef, workers: int, seed: int,
+              costs: CostModel) -> JobInfo:
+    run = scn.run
+    plat = scn.platform
+    return JobInfo(
+        workers=workers,
+        iterations=run.iterations,
+        grad_bytes=float(costs.grad_bytes),
+        num_layers=costs.num_layers,
+        buckets=costs.buckets(),
+        hosts=tuple(plat.host(d) for d in range(workers)),
+        devices=tuple(plat.spec(d).name for d in range(workers)),
+        servers=defn.servers(alg.params),
+        batch=costs.batch,
+        seed=seed,
+        params=dict(alg.params),
+    )
+
+
+def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                   trace: bool = False) -> tuple[PointMetrics, RunResult]:
+    defn = get_algorithm(alg.name)
+    batch = batch_per_worker(scn, workers)
+    costs = CostModel(scn, batch, seed)
+    job = build_job(scn, alg, defn, workers, seed, costs)
+    actors = defn.actors(job)
+    if [a.rank for a in actors] != list(range(len(actors))):
+        raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
+    nservers = sum(1 for a in actors if a.role != "worker")
+    placement = place_actors(workers, nservers, scn.platform.num_devices)
+    engine = Engine(scn.platform, job, actors, placement, costs, params=scn.network,
+                    fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
+    res = engine.run()
+    m = point_metrics(alg.title, workers, [batch] * workers, res,
+                      scn.run.iterations - scn.run.warmup)
+    return m, res
+
+
+def run_sweep(scn: Scenario, trace: bool = False,
+              progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None
+              ) -> SweepResult:
+    if scn.workload is None or not scn.algorithms:
+        raise InputError("a training prediction needs 'workload' and 'algorithm' sections")
+    counts = worker_counts(scn)
+    repeats = scn.run.repeats if scn.workload.jitter > 0 else 1
+    total = len(scn.algorithms) * len(counts) * repeats
+    out = SweepResult()
+    ctx = progress_factory(total) if progress_factory else nullcontext(lambda n=1: None)
+    with ctx as advance:
+        for ai, alg in enumerate(scn.algorithms):
+            pts: list[PointMetrics] = []
+            for w in counts:
+                samples = []
+                for r in range(repeats):
+                    want_trace = trace and ai == 0 and w == counts[-1] and r == 0
+                    m, res = simulate_point(scn, alg, w, scn.run.seed + r, want_trace)
+                    samples.append(m)
+                    if want_trace:
+                        out.runs[(alg.title, w)] = res
+                    advance(1)
+                pts.append(summarize(samples))
+            base = pts[0]
+            for p in pts:
+                p.speedup = p.throughput / base.throughput if base.throughput > 0 else 0.0
+                p.efficiency = p.speedup / (p.workers / base.workers)
+            out.points[alg.title] = pts
+    return out

@@ -1,0 +1,380 @@
+"""Compute model: per-layer roofline times, the backward timeline and gradient buckets.
+
+Why a roofline per layer: a training step is a sequence of kernels, each limited either by
+arithmetic (``flops / (peak * efficiency)``) or by memory traffic (``bytes / (mem_bw *
+mem_efficiency)``), plus a fixed launch/dispatch overhead.  Convolutions are compute-bound,
+ReLU/batch-norm/pooling are memory-bound, and small fully connected layers flip between the
+two with the batch size (their weights are read once per batch) - a single FLOP rate per model
+cannot show that, a roofline per layer can.  The efficiencies per kernel class (conv, fc,
+other), ``mem_efficiency`` and ``overhead`` are the calibration parameters; defaults come from
+the :class:`~clustersim.catalog.DeviceSpec`.
+
+Why the backward pass is kept as a timeline: in data-parallel training a layer's gradient can
+be sent as soon as its backward step is done, while earlier layers are still computing.  The
+profile lists the backward steps in execution order with the offset at which each gradient is
+ready, and :meth:`ComputeProfile.buckets` groups them the way PyTorch DDP and Horovod fuse
+tensors, so the simulator can overlap communication with computation.
+
+Bytes per batch of ``b`` samples (weights read once per pass, fp32):
+
+* forward:  ``b * mem_bytes + 4 * params``
+* backward: ``b * bwd_mem_bytes + 4 * params`` (write dW) ``+ 4 * params`` (read W for dX,
+  only when the input gradient is needed)
+* update:   ``params * bytes_per_param(optimizer)`` - SGD reads w and g and writes w (12 B);
+  momentum/Nesterov also read and write v (20 B); Adam reads w, g, m, v and writes w, m, v
+  (28 B); one kernel per layer with parameters, as unfused framework optimizers launch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustersim.catalog import DeviceSpec
+from clustersim.errors import InputError, unknown_name
+from clustersim.units import UnitError, parse_bandwidth, parse_size, parse_time
+from clustersim.workload.layer import BYTES_PER_ELEMENT, KERNEL_CLASSES, Layer
+from clustersim.workload.model import Model
+
+__all__ = [
+    "OPTIMIZERS", "ComputeOverrides", "InputPipeline", "KernelTime", "BackwardStep", "Bucket",
+    "ComputeProfile", "roofline", "layer_time", "update_time",
+]
+
+#: Optimizer -> (bytes moved per parameter, FLOPs per parameter) of the update kernel.
+OPTIMIZERS: dict[str, tuple[int, int]] = {
+    "sgd": (12, 2),        # w -= lr * g
+    "momentum": (20, 4),   # v = mu * v + g ; w -= lr * v
+    "nesterov": (20, 6),   # plus the look-ahead term
+    "adam": (28, 12),      # m, v moments, bias correction, sqrt and divide
+}
+
+
+def _fraction(value: Any, path: Sequence[str | int]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise InputError(f"must be a number in (0, 1], not {value!r}", path=tuple(path))
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ComputeOverrides:
+    """Calibrated replacements for the device defaults.
+
+    ``efficiency`` maps kernel classes (``conv``, ``fc``, ``other``) to fractions of peak; a
+    missing class uses ``DeviceSpec.efficiency``.  ``None`` fields use the device's value.
+    """
+
+    efficiency: Mapping[str, float] = field(default_factory=dict)
+    mem_efficiency: float | None = None
+    overhead: float | None = None
+
+    def __post_init__(self) -> None:
+        for cls, value in self.efficiency.items():
+            if cls not in KERNEL_CLASSES:
+                raise unknown_name("kernel class", cls, KERNEL_CLASSES, path=("efficiency", cls))
+            _fraction(value, ("efficiency", cls))
+        if self.mem_efficiency is not None:
+            _fraction(self.mem_efficiency, ("mem_efficiency",))
+        if self.overhead is not None and not (math.isfinite(self.overhead) and self.overhead >= 0):
+            raise InputError(f"must be a non-negative time, not {self.overhead!r}",
+                             path=("overhead",))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None,
+                  path: Sequence[str | int] = ()) -> ComputeOverrides:
+        """From ``{efficiency: 0.6 | {conv: 0.6, fc: 0.4, other: 0.3}, mem_efficiency: 0.8,
+        overhead: "8 us"}``; errors name the field path."""
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise InputError("compute overrides must be a mapping", path=tuple(path))
+        allowed = ("efficiency", "mem_efficiency", "overhead")
+        for key in raw:
+            if key not in allowed:
+                raise unknown_name("compute field", str(key), allowed, path=(*path, key))
+        eff_raw = raw.get("efficiency", {})
+        if isinstance(eff_raw, Mapping):
+            eff = dict(eff_raw)
+        else:
+            eff = {c: _fraction(eff_raw, (*path, "efficiency")) for c in KERNEL_CLASSES}
+        overhead = None
+        if "overhead" in raw:
+            try:
+                overhead = parse_time(raw["overhead"])
+            except UnitError as exc:
+                raise InputError(str(exc), path=(*path, "overhead")) from None
+        try:
+            return cls(efficiency=eff, mem_efficiency=raw.get("mem_efficiency"), overhead=overhead)
+        except InputError as exc:
+            raise exc.located(prefix=tuple(path)) from None
+
+    def efficiency_for(self, device: DeviceSpec, kclass: str) -> float:
+        return self.efficiency.get(kclass, device.efficiency)
+
+    def mem_efficiency_for(self, device: DeviceSpec) -> float:
+        return device.mem_efficiency if self.mem_efficiency is None else self.mem_efficiency
+
+    def overhead_for(self, device: DeviceSpec) -> float:
+        return device.overhead if self.overhead is None else self.overhead
+
+
+def _as_overrides(overrides: ComputeOverrides | Mapping[str, Any] | None) -> ComputeOverrides:
+    if isinstance(overrides, ComputeOverrides):
+        return overrides
+    return ComputeOverrides.from_dict(overrides)
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel's roofline result; ``bound`` is ``compute``, ``memory`` or ``none`` (no work)."""
+
+    name: str
+    kind: str
+    time: float
+    flops: float
+    nbytes: float
+    bound: str
+
+
+def roofline(flops: float, nbytes: float, device: DeviceSpec, efficiency: float,
+             mem_efficiency: float, overhead: float) -> tuple[float, str]:
+    """``max(flops / (peak * eff), bytes / (mem_bw * mem_eff)) + overhead`` and the active bound.
+
+    A kernel with neither FLOPs nor bytes is not launched: zero time, bound ``none``.
+    """
+    if flops <= 0 and nbytes <= 0:
+        return 0.0, "none"
+    t_compute = flops / (device.peak * efficiency)
+    t_memory = nbytes / (device.mem_bw * mem_efficiency)
+    if t_compute >= t_memory:
+        return t_compute + overhead, "compute"
+    return t_memory + overhead, "memory"
+
+
+def layer_time(layer: Layer, device: DeviceSpec, batch: int, phase: str = "forward",
+               overrides: ComputeOverrides | Mapping[str, Any] | None = None) -> KernelTime:
+    """Roofline time of one layer's forward or backward pass for ``batch`` samples."""
+    ov = _as_overrides(overrides)
+    weight_bytes = float(BYTES_PER_ELEMENT * layer.params)
+    if phase == "forward":
+        flops = batch * layer.fwd_flops
+        nbytes = batch * (layer.mem_bytes or 0.0) + weight_bytes
+    elif phase == "backward":
+        flops = batch * (layer.bwd_flops or 0.0)
+        nbytes = batch * (layer.bwd_mem_bytes or 0.0)
+        if layer.params:
+            nbytes += weight_bytes * (2.0 if layer.input_grad else 1.0)
+    else:
+        raise ValueError(f"phase must be 'forward' or 'backward', not {phase!r}")
+    t, bound = roofline(flops, nbytes, device, ov.efficiency_for(device, layer.kernel_class),
+                        ov.mem_efficiency_for(device), ov.overhead_for(device))
+    return KernelTime(layer.name, layer.kind, t, flops, nbytes, bound)
+
+
+def update_time(model: Model, device: DeviceSpec, optimizer: str = "sgd",
+                overrides: ComputeOverrides | Mapping[str, Any] | None = None) -> float:
+    """Optimizer step: one memory-bound kernel per layer with parameters."""
+    if optimizer not in OPTIMIZERS:
+        raise unknown_name("optimizer", optimizer, OPTIMIZERS, path=("optimizer",))
+    ov = _as_overrides(overrides)
+    bpp, fpp = OPTIMIZERS[optimizer]
+    total = 0.0
+    for layer in model.weighted_layers:
+        t, _ = roofline(fpp * layer.params, bpp * layer.params, device,
+                        ov.efficiency_for(device, "other"), ov.mem_efficiency_for(device),
+                        ov.overhead_for(device))
+        total += t
+    return total
+
+
+@dataclass(frozen=True)
+class InputPipeline:
+    """Where the samples come from: storage/network bandwidth and, optionally, a decode rate.
+
+    ``bandwidth`` (bytes/s) is what this worker gets (divide a shared file system's bandwidth by
+    the workers reading it); ``bytes_per_sample`` is the stored size (an ImageNet JPEG is about
+    110 kB); ``decode_rate`` (samples/s) caps CPU-side decoding and augmentation.  The pipeline
+    is assumed to prefetch, so it overlaps compute and only starves it when slower.
+    """
+
+    bandwidth: float
+    bytes_per_sample: float
+    decode_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.bandwidth > 0 or not self.bytes_per_sample > 0:
+            raise InputError("input pipeline needs positive bandwidth and bytes_per_sample")
+        if self.decode_rate is not None and not self.decode_rate > 0:
+            raise InputError("input pipeline decode_rate must be positive", path=("decode_rate",))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], path: Sequence[str | int] = ()) -> InputPipeline:
+        """From ``{bandwidth: "500 MB/s", bytes_per_sample: "110 kB", decode_rate: 2000}``."""
+        if not isinstance(raw, Mapping):
+            raise InputError("input pipeline must be a mapping", path=tuple(path))
+        allowed = ("bandwidth", "bytes_per_sample", "decode_rate")
+        for key in raw:
+            if key not in allowed:
+                raise unknown_name("input pipeline field", str(key), allowed, path=(*path, key))
+        for key in allowed[:2]:
+            if key not in raw:
+                raise InputError(f"input pipeline needs {key!r}", path=(*path, key))
+        try:
+            bw = parse_bandwidth(raw["bandwidth"])
+        except UnitError as exc:
+            raise InputError(str(exc), path=(*path, "bandwidth")) from None
+        try:
+            size = parse_size(raw["bytes_per_sample"], allow_zero=False)
+        except UnitError as exc:
+            raise InputError(str(exc), path=(*path, "bytes_per_sample")) from None
+        rate = raw.get("decode_rate")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
+                                 or not rate > 0):
+            raise InputError(f"must be a positive number of samples/s, not {rate!r}",
+                             path=(*path, "decode_rate"))
+        return cls(bw, size, None if rate is None else float(rate))
+
+    @property
+    def io_rate(self) -> float:
+        return self.bandwidth / self.bytes_per_sample
+
+    @property
+    def rate(self) -> float:
+        """Samples per second the pipeline delivers."""
+        return self.io_rate if self.decode_rate is None else min(self.io_rate, self.decode_rate)
+
+    @property
+    def limit(self) -> str:
+        """``io`` or ``decode``: which stage sets :attr:`rate`."""
+        return "decode" if self.decode_rate is not None and self.decode_rate < self.io_rate else "io"
+
+
+@dataclass(frozen=True)
+class BackwardStep:
+    """A layer's backward kernel; its gradient (``grad_bytes``) is ready at offset ``end``."""
+
+    name: str
+    kind: str
+    time: float
+    start: float
+    end: float
+    grad_bytes: int
+    bound: str
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Consecutive gradients sent together; ready ``ready`` seconds after backward starts."""
+
+    index: int
+    ready: float
+    nbytes: int
+    layers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ComputeProfile:
+    """Timings of one training step of ``model`` on ``device`` with ``batch`` samples.
+
+    Build with :meth:`build`.  ``forward`` is in forward order; ``backward`` in execution
+    (reverse) order with cumulative offsets.  All times in seconds.
+    """
+
+    model: str
+    device: str
+    batch: int
+    optimizer: str
+    forward: tuple[KernelTime, ...]
+    backward: tuple[BackwardStep, ...]
+    update_time: float
+    input_time: float = 0.0
+    input_limit: str | None = None
+
+    @classmethod
+    def build(cls, model: Model, device: DeviceSpec, batch: int, *,
+              overrides: ComputeOverrides | Mapping[str, Any] | None = None,
+              optimizer: str = "sgd", pipeline: InputPipeline | None = None) -> ComputeProfile:
+        """Cost every layer of ``model`` for ``batch`` samples on ``device``."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InputError(f"batch must be a positive integer, not {batch!r}", path=("batch",))
+        ov = _as_overrides(overrides)
+        fwd = tuple(layer_time(layer, device, batch, "forward", ov) for layer in model.layers)
+        steps: list[BackwardStep] = []
+        clock = 0.0
+        for layer in reversed(model.layers):
+            kt = layer_time(layer, device, batch, "backward", ov)
+            steps.append(BackwardStep(layer.name, layer.kind, kt.time, clock, clock + kt.time,
+                                      layer.grad_bytes, kt.bound))
+            clock += kt.time
+        upd = update_time(model, device, optimizer, ov)
+        in_time = batch / pipeline.rate if pipeline is not None else 0.0
+        return cls(model.name, device.name, batch, optimizer, fwd, tuple(steps), upd, in_time,
+                   pipeline.limit if pipeline is not None else None)
+
+    @property
+    def forward_time(self) -> float:
+        return math.fsum(k.time for k in self.forward)
+
+    @property
+    def backward_time(self) -> float:
+        return self.backward[-1].end if self.backward else 0.0
+
+    @property
+    def compute_time(self) -> float:
+        """Forward + backward + optimizer update on the device."""
+        return self.forward_time + self.backward_time + self.update_time
+
+    @property
+    def step_time(self) -> float:
+        """Compute time, or the input pipeline's time per batch if that is longer."""
+        return max(self.compute_time, self.input_time)
+
+    @property
+    def bound(self) -> str:
+        """``compute`` or the input stage (``io``/``decode``) that starves it."""
+        if self.input_limit is not None and self.input_time > self.compute_time:
+            return self.input_limit
+        return "compute"
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.batch / self.step_time
+
+    @property
+    def grad_bytes(self) -> int:
+        return sum(s.grad_bytes for s in self.backward)
+
+    def buckets(self, bucket_bytes: float, first_bucket_bytes: float | None = None
+                ) -> tuple[Bucket, ...]:
+        """Group gradients in backward order into buckets of at least ``bucket_bytes``.
+
+        As PyTorch DDP's reducer: gradients are appended in the order they become ready and a
+        bucket closes once it holds ``bucket_bytes`` or more (the last one may be smaller).
+        ``first_bucket_bytes`` sets a different threshold for the first bucket (DDP uses 1 MiB
+        so communication starts early).  ``0`` gives one bucket per layer with parameters,
+        ``math.inf`` one bucket for the whole gradient.  Layers without parameters join no
+        bucket; a bucket is ready when its last gradient is.
+        """
+        for value, what in ((bucket_bytes, "bucket_bytes"), (first_bucket_bytes, "first_bucket_bytes")):
+            if value is not None and (isinstance(value, bool) or not value >= 0):
+                raise InputError(f"{what} must be a non-negative size, not {value!r}",
+                                 path=(what,))
+        limit = bucket_bytes if first_bucket_bytes is None else first_bucket_bytes
+        out: list[Bucket] = []
+        names: list[str] = []
+        nbytes = 0
+        ready = 0.0
+        for step in self.backward:
+            if step.grad_bytes <= 0:
+                continue
+            names.append(step.name)
+            nbytes += step.grad_bytes
+            ready = step.end
+            if nbytes >= limit:
+                out.append(Bucket(len(out), ready, nbytes, tuple(names)))
+                names, nbytes, limit = [], 0, bucket_bytes
+        if names:
+            out.append(Bucket(len(out), ready, nbytes, tuple(names)))
+        return tuple(out)

@@ -1,0 +1,324 @@
+"""Start ``mpiexec``, watch it, and end every run cleanly - with a culprit when it fails.
+
+Design (why it looks like this):
+
+* **Per-rank logs and exit codes through a one-line shell wrapper.**  Each rank runs as
+  ``sh -c WRAPPER realrun-rank python -m ...``: the shell finds its MPI rank in the variables
+  every launcher sets (``PMI_RANK`` for MPICH/Intel MPI, ``OMPI_COMM_WORLD_RANK``/``PMIX_RANK``
+  for Open MPI, ``SLURM_PROCID``), sends the rank's stdout/stderr to ``rank<r>.out/.err`` and,
+  when the rank ends, writes its exit status to ``rank<r>.exit``.  This works with any
+  ``mpiexec`` (hydra's ``-outfile-pattern`` would tie us to MPICH) and, unlike a Python-level
+  ``atexit``, it also sees ``os._exit``, ``SIGKILL`` and segfaults.  A shell keeps every
+  inherited file descriptor, which the PMI connection needs.
+* **Who failed first.**  When one rank dies, hydra kills the rest (with their wrappers, so they
+  leave no exit file); the earliest non-zero ``rank<r>.exit`` names the culprit.
+* **Who hung.**  On a timeout, the ranks' state records (:mod:`realrun.rankstate`) tell which
+  rank was *not* waiting in communication; each rank is asked (``SIGUSR1``, Python's
+  ``faulthandler``) to dump its stack into its ``.err`` log before it is killed.
+* **No stray processes.**  ``mpiexec`` runs in its own session; it is stopped with SIGTERM (hydra
+  then cleans its ranks up), then SIGKILL; finally every process that carries this run's
+  ``REALRUN_RUN_ID`` in its environment is killed (:mod:`realrun.proctree`) - hydra gives each
+  rank its own session, so process groups alone would miss them.
+* Traces are written by the ranks and flushed per event, so whatever was measured before a
+  failure is still on disk afterwards; the launcher never deletes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from clustersim.errors import InputError
+from realrun.proctree import MARKER, find_marked, kill_marked
+from realrun.rankstate import blame_hang, read_states
+
+__all__ = ["LaunchResult", "RealRunError", "launch", "find_mpiexec", "mpiexec_flavor",
+           "rank_log"]
+
+LOG_DIR_VAR = "REALRUN_LOG_DIR"
+
+# One line, no newlines: passed through mpiexec's argv to every rank.
+WRAPPER = (
+    'r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-x}}}}; '
+    '"$@" >"$REALRUN_LOG_DIR/rank$r.out" 2>"$REALRUN_LOG_DIR/rank$r.err"; rc=$?; '
+    'echo $rc >"$REALRUN_LOG_DIR/rank$r.exit"; exit $rc'
+)
+
+POLL_SECONDS = 0.05
+
+
+class RealRunError(RuntimeError):
+    """A real run that did not succeed.
+
+    ``kind``: ``failed`` (a rank exited non-zero or was killed), ``timeout`` (the run exceeded
+    its time limit; ``rank`` is the most likely culprit), ``launch`` (mpiexec itself failed).
+    ``log`` is the culprit's stderr log (or mpiexec's own log when no rank is known).
+    """
+
+    def __init__(self, message: str, *, kind: str, rank: int | None, log: Path | None,
+                 reason: str, exit_code: int | None = None, log_dir: Path | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.rank = rank
+        self.log = log
+        self.reason = reason
+        self.exit_code = exit_code
+        self.log_dir = log_dir
+
+
+@dataclass
+class LaunchResult:
+    """A run that ended with every rank exiting 0."""
+
+    returncode: int
+    np: int
+    log_dir: Path
+    elapsed: float
+    command: list[str]
+    run_id: str
+    strays: list[str] = field(default_factory=list)
+
+    def log(self, rank: int, stream: str = "err") -> Path:
+        return rank_log(self.log_dir, rank, stream)
+
+
+def rank_log(log_dir: str | Path, rank: int, stream: str = "err") -> Path:
+    """Path of a rank's ``out``/``err`` log or its ``exit`` status file."""
+    return Path(log_dir) / f"rank{rank}.{stream}"
+
+
+def find_mpiexec(mpiexec: str | os.PathLike[str] | None = None) -> str:
+    """The ``mpiexec`` to use: the one given, else the pip MPICH next to this Python, else PATH.
+
+    The pip ``mpich`` wheel installs ``mpiexec`` into the environment's scripts directory, which
+    need not be on PATH when the venv is not activated - so look there first.
+    """
+    if mpiexec is not None:
+        path = shutil.which(str(mpiexec))
+        if path is None:
+            raise InputError(f"mpiexec {str(mpiexec)!r} not found or not executable",
+                             path=("mpiexec",))
+        return path
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        cand = Path(folder) / "mpiexec"
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    path = shutil.which("mpiexec")
+    if path is None:
+        raise InputError("no mpiexec found: install the 'mpi' extra (pip install "
+                         "'clustersim[mpi]') or give --mpiexec PATH", path=("mpiexec",))
+    return path
+
+
+@lru_cache(maxsize=8)
+def mpiexec_flavor(mpiexec: str) -> str:
+    """``hydra`` (MPICH, Intel MPI), ``openmpi`` or ``generic`` - decides a few flags."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                             timeout=20, stdin=subprocess.DEVNULL)
+        text = (out.stdout + out.stderr).lower()
+    except (OSError, subprocess.TimeoutExpired):
+        return "generic"
+    if "hydra" in text or "intel(r) mpi" in text:
+        return "hydra"
+    if "open mpi" in text or "open-mpi" in text or "openrte" in text:
+        return "openmpi"
+    return "generic"
+
+
+def _command(target: str, args: Sequence[str], np: int, mpiexec: str, hostfile: Path | None,
+             python: str, extra: Sequence[str], forward: Sequence[str]) -> list[str]:
+    flavor = mpiexec_flavor(mpiexec)
+    cmd = [mpiexec, "-n", str(np)]
+    if hostfile is not None:
+        cmd += ["-f" if flavor == "hydra" else "--hostfile", str(hostfile)]
+    if flavor == "openmpi":
+        for var in forward:  # Open MPI forwards only what it is told to remote nodes
+            cmd += ["-x", var]
+        if hostfile is None and np > (os.cpu_count() or 1):
+            cmd.append("--oversubscribe")
+    cmd += list(extra)
+    is_script = target.endswith(".py") or os.sep in target
+    prog = [python, target] if is_script else [python, "-m", target]
+    return [*cmd, "sh", "-c", WRAPPER, "realrun-rank", *prog, *map(str, args)]
+
+
+def _exit_codes(log_dir: Path, np: int) -> dict[int, tuple[int, float]]:
+    """rank -> (exit status, time written) for every rank whose wrapper has recorded one."""
+    out: dict[int, tuple[int, float]] = {}
+    for r in range(np):
+        p = rank_log(log_dir, r, "exit")
+        try:
+            text = p.read_text().strip()
+            mtime = p.stat().st_mtime_ns / 1e9
+        except OSError:
+            continue
+        if text.lstrip("-").isdigit():
+            out[r] = (int(text), mtime)
+    return out
+
+
+def _describe_status(code: int) -> str:
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = "?"
+        return f"was killed by signal {code - 128} ({name})"
+    return f"exited with code {code}"
+
+
+def _tail(path: Path, lines: int = 6) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + ln for ln in text[-lines:])
+
+
+def _stop(proc: subprocess.Popen[bytes], run_id: str, grace: float) -> list[str]:
+    """End mpiexec and everything it started; returns descriptions of processes killed late."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+    killed = kill_marked(run_id)
+    return [f"pid {p.pid} (rank {p.rank}): {p.cmdline[:120]}" for p in killed]
+
+
+def _dump_stacks(log_dir: Path, np: int, run_id: str) -> None:
+    """Ask every live Python rank to write its stack to its .err log (faulthandler)."""
+    live = {p.pid for p in find_marked(run_id)}
+    asked = False
+    for r, st in read_states(log_dir, np).items():
+        if st is not None and st.pid in live:
+            try:
+                os.kill(st.pid, signal.SIGUSR1)
+                asked = True
+            except OSError:
+                pass
+    if asked:
+        time.sleep(0.3)
+
+
+def launch(
+    module_or_script: str,
+    args: Sequence[str] = (),
+    np: int = 2,
+    *,
+    timeout: float,
+    log_dir: str | os.PathLike[str],
+    mpiexec: str | os.PathLike[str] | None = None,
+    hostfile: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
+    mpiexec_args: Sequence[str] = (),
+    grace: float = 2.0,
+) -> LaunchResult:
+    """Run ``mpiexec -n np python -m module_or_script args`` and wait for it.
+
+    ``module_or_script`` is a module name (run with ``-m``) or a path to a ``.py`` file.
+    ``log_dir`` receives ``rank<r>.out/.err/.exit/.state`` and ``mpiexec.log``; with a hostfile
+    it must be on a file system every host sees.  ``env`` adds variables to the ranks'
+    environment.  Raises :class:`RealRunError` when a rank fails or the run exceeds
+    ``timeout`` seconds; in every case no process of the run is left behind.
+    """
+    if not isinstance(np, int) or np < 1:
+        raise InputError(f"np must be a whole number >= 1, not {np!r}", path=("np",))
+    if not timeout or timeout <= 0:
+        raise InputError(f"timeout must be > 0 seconds, not {timeout!r}", path=("timeout",))
+    exe = find_mpiexec(mpiexec)
+    hf = None
+    if hostfile is not None:
+        hf = Path(hostfile).resolve()
+        if not hf.is_file():
+            raise InputError(f"hostfile {str(hostfile)!r} does not exist", path=("hostfile",))
+    logs = Path(log_dir).resolve()
+    logs.mkdir(parents=True, exist_ok=True)
+    for r in range(np):  # stale files of an earlier run would confuse the blame
+        for stream in ("out", "err", "exit", "state"):
+            rank_log(logs, r, stream).unlink(missing_ok=True)
+
+    run_id = uuid.uuid4().hex
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.update({MARKER: run_id, LOG_DIR_VAR: str(logs), "PYTHONUNBUFFERED": "1"})
+    forward = sorted({MARKER, LOG_DIR_VAR, "PYTHONUNBUFFERED", *(env or {})})
+    cmd = _command(module_or_script, args, np, exe, hf, python or sys.executable,
+                   mpiexec_args, forward)
+
+    start = time.monotonic()
+    deadline = start + timeout
+    launcher_log = logs / "mpiexec.log"
+    with launcher_log.open("wb") as lf:
+        proc = subprocess.Popen(cmd, env=full_env, stdout=lf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    timed_out = False
+    culprit: tuple[int | None, str] = (None, "")
+    try:
+        while proc.poll() is None:
+            if any(code != 0 for code, _ in _exit_codes(logs, np).values()):
+                # a rank died: hydra normally ends the others by itself, give it a moment
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                culprit = blame_hang(read_states(logs, np))
+                _dump_stacks(logs, np, run_id)
+                break
+            time.sleep(POLL_SECONDS)
+        codes = _exit_codes(logs, np)  # before _stop: killed wrappers must not muddy them
+    finally:
+        strays = _stop(proc, run_id, grace)
+    elapsed = time.monotonic() - start
+    rc = proc.returncode if proc.returncode is not None else -1
+
+    failed = sorted((t, r, code) for r, (code, t) in codes.items() if code != 0)
+    if failed and not timed_out:
+        _, rank, code = failed[0]
+        reason = _describe_status(code)
+        log = rank_log(logs, rank, "err")
+        tail = _tail(log)
+        more = f" ({len(failed) - 1} more rank(s) failed after it)" if len(failed) > 1 else ""
+        msg = f"rank {rank} {reason}{more}; see its log {log}" + (
+            f"\n  last lines of {log.name}:\n{tail}" if tail else "")
+        raise RealRunError(msg, kind="failed", rank=rank, log=log, reason=reason,
+                           exit_code=code, log_dir=logs)
+    if timed_out:
+        rank, why = culprit
+        log = rank_log(logs, rank, "err") if rank is not None else launcher_log
+        who = f"rank {rank} {why}" if rank is not None else why
+        msg = (f"run timed out after {timeout:g} s: {who}; its stack is in {log}"
+               if rank is not None else f"run timed out after {timeout:g} s: {who}; see {log}")
+        raise RealRunError(msg, kind="timeout", rank=rank, log=log,
+                           reason=f"timeout: {why}", log_dir=logs)
+    if rc != 0:
+        reason = f"mpiexec exited with code {rc} and no rank reported a failure"
+        tail = _tail(launcher_log)
+        raise RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
+                           kind="launch", rank=None, log=launcher_log, reason=reason,
+                           exit_code=rc, log_dir=logs)
+    return LaunchResult(rc, np, logs, elapsed, cmd, run_id, strays)

@@ -1,0 +1,104 @@
+"""What each rank is doing right now, readable from outside - and who to blame for a hang.
+
+Why: when a run hangs, every rank looks the same from the outside (alive, maybe spinning), yet
+the culprit is usually the *one* rank that is not inside a communication call - it is stuck in
+its own code while the others wait for it in a collective.  Each rank keeps a tiny fixed-size
+state record in the log directory, overwritten in place (one ``pwrite``, no fsync: the page
+cache makes it visible to the launcher at once, and it costs a few microseconds per
+operation).  The launcher reads the records when the timeout strikes and names the rank.
+
+File layout: ``rank<r>.state`` holds one JSON object padded with spaces to ``RECORD_SIZE``
+bytes: ``state`` (``init`` / ``run`` / ``compute`` / ``comm`` / ``done``), ``op`` (what it is
+in), ``since`` (wall-clock seconds when it entered that state), ``n`` (operations
+completed so far) and ``pid`` (so the launcher can ask that process for its stack).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["RECORD_SIZE", "RankState", "StateFile", "read_states", "blame_hang", "state_path"]
+
+RECORD_SIZE = 256
+WAITING = "comm"
+
+
+def state_path(log_dir: str | Path, rank: int) -> Path:
+    return Path(log_dir) / f"rank{rank}.state"
+
+
+@dataclass(frozen=True)
+class RankState:
+    rank: int
+    state: str
+    op: str
+    since: float
+    n: int
+    pid: int = 0
+
+
+class StateFile:
+    """Rank side: overwrite the record on every state change (cheap enough per operation)."""
+
+    def __init__(self, path: str | Path, rank: int) -> None:
+        self.rank = rank
+        self.n = 0
+        self._pid = os.getpid()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.set("init", "")
+
+    def set(self, state: str, op: str = "", *, count: bool = False) -> None:
+        """Enter ``state``; ``count`` marks the end of one operation (progress counter)."""
+        if count:
+            self.n += 1
+        rec = json.dumps({"state": state, "op": op[:100], "since": time.time(), "n": self.n,
+                          "pid": self._pid})
+        os.pwrite(self._fd, rec.encode().ljust(RECORD_SIZE)[:RECORD_SIZE], 0)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_states(log_dir: str | Path, np: int) -> dict[int, RankState | None]:
+    """Launcher side: every rank's last record (``None`` if it never wrote one)."""
+    out: dict[int, RankState | None] = {}
+    for r in range(np):
+        try:
+            obj = json.loads(state_path(log_dir, r).read_bytes().decode().strip() or "null")
+        except (OSError, ValueError):
+            obj = None
+        out[r] = (RankState(r, obj["state"], obj.get("op", ""), float(obj["since"]),
+                            int(obj.get("n", 0)), int(obj.get("pid", 0))) if obj else None)
+    return out
+
+
+def blame_hang(states: dict[int, RankState | None]) -> tuple[int | None, str]:
+    """The rank most likely responsible for a hang, and why.
+
+    Rules, in order: a rank that never wrote a state (stuck before or in ``MPI_Init``); a rank
+    that is *not* waiting in communication (the others wait for it) - the one in that state
+    longest; if every live rank waits in communication, a deadlock - the least advanced rank
+    (fewest completed operations, then lowest rank).
+    """
+    missing = [r for r, s in states.items() if s is None]
+    if missing:
+        return missing[0], "never reported its state (stuck before or during MPI start-up)"
+    live = [s for s in states.values() if s is not None and s.state != "done"]
+    if not live:
+        return None, "every rank had finished; the launcher itself did not end"
+    busy = [s for s in live if s.state != WAITING]
+    if busy:
+        s = min(busy, key=lambda s: (s.since, s.rank))
+        others = sum(1 for x in live if x.state == WAITING)
+        what = f"in {s.state}" + (f" ({s.op})" if s.op else "")
+        return s.rank, (f"was {what} for {time.time() - s.since:.1f} s while {others} other "
+                        f"rank(s) waited in communication")
+    s = min(live, key=lambda s: (s.n, s.rank))
+    return s.rank, (f"all ranks were waiting in communication (deadlock?); rank {s.rank} is "
+                    f"the least advanced ({s.n} operations done, waiting in {s.op or '?'})")

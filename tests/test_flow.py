@@ -1,0 +1,262 @@
+"""FlowNetwork: closed forms, batching, and agreement with a naive fluid reference.
+
+The reference below recomputes max-min rates of *all* flows at every event and steps time
+from event to event - obviously right and slow.  The engine (component-only recomputation,
+batched timestamps, one wake-up, lazy byte accounting) must give the same finish times.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustersim.network.flow import LAZY, FlowNetwork
+from clustersim.network.maxmin import maxmin_rates
+from clustersim.network.params import NetworkParams
+from tests.test_maxmin import check_maxmin
+
+
+def reference_finish_times(jobs, cap, lat, params=NetworkParams()):
+    """Naive fluid simulation: ``jobs`` = [(start, route, nbytes)] -> finish times."""
+    cap = np.asarray(cap, float) * params.efficiency
+    n = len(jobs)
+    finish = [math.nan] * n
+    arrive = []
+    for i, (t0, route, size) in enumerate(jobs):
+        if not route:
+            finish[i] = t0
+            continue
+        ta = t0 + params.overhead + sum(lat[lk] for lk in route)
+        if size == 0:
+            finish[i] = ta
+        else:
+            arrive.append((ta, i))
+    arrive.sort()
+    remaining = {}
+    now = 0.0
+    k = 0
+    while k < len(arrive) or remaining:
+        active = sorted(remaining)
+        rates = maxmin_rates([jobs[i][1] for i in active], cap) if active else []
+        t_done = min((now + remaining[i] / r for i, r in zip(active, rates)), default=math.inf)
+        t_next = arrive[k][0] if k < len(arrive) else math.inf
+        t = min(t_done, t_next)
+        for i, r in zip(active, rates):
+            remaining[i] -= r * (t - now)
+        now = t
+        for i in active:
+            if remaining[i] <= 1e-9 * jobs[i][2]:
+                finish[i] = now
+                del remaining[i]
+        while k < len(arrive) and arrive[k][0] <= now:
+            remaining[arrive[k][1]] = jobs[arrive[k][1]][2]
+            k += 1
+    return finish
+
+
+def run_jobs(jobs, cap, lat, params=NetworkParams()):
+    """Each job a process: wait until its start, transfer, record the arrival time."""
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.asarray(cap, float), np.asarray(lat, float), params)
+    finish = [math.nan] * len(jobs)
+
+    def job(i, t0, route, size):
+        yield env.timeout(t0)
+        yield net.transfer(route, size)
+        finish[i] = env.now
+
+    for i, (t0, route, size) in enumerate(jobs):
+        env.process(job(i, t0, route, size))
+    env.run()
+    return finish, net
+
+
+# -- closed forms ------------------------------------------------------------------------
+
+def test_lone_flow_is_latency_plus_size_over_bandwidth():
+    # route over links 0 (10 GB/s, 1 us) and 2 (4 GB/s, 2 us); link 1 is not used
+    cap = [10e9, 1e9, 4e9]
+    lat = [1e-6, 5e-6, 2e-6]
+    params = NetworkParams(overhead=3e-6, efficiency=0.8)
+    finish, net = run_jobs([(0.5, (0, 2), 8e6)], cap, lat, params)
+    assert finish[0] == pytest.approx(0.5 + 3e-6 + 3e-6 + 8e6 / (4e9 * 0.8), rel=1e-12)
+    assert (net.flows_started, net.flows_finished, net.recomputations) == (1, 1, 1)
+
+
+def test_two_flows_share_then_one_leaves():
+    """a < b bytes on one link of capacity C: a ends at 2a/C, then b alone ends at (a+b)/C."""
+    c, a, b = 5.0, 30.0, 80.0
+    finish, net = run_jobs([(0.0, (0,), a), (0.0, (0,), b)], [c], [0.0])
+    assert finish[0] == pytest.approx(2 * a / c, rel=1e-12)
+    assert finish[1] == pytest.approx((a + b) / c, rel=1e-12)
+    assert net.recomputations == 2  # start (both at once), then a's departure
+
+
+def test_late_arrival_slows_the_first_flow():
+    """f0 alone for 2 s at 10 B/s, then f1 (latency 1 s after its start at t=1) halves it."""
+    cap, lat = [10.0, 10.0], [0.0, 1.0]
+    finish, _ = run_jobs([(0.0, (0,), 50.0), (1.0, (1, 0), 100.0)], cap, lat)
+    # f0: 20 B by t=2, then 5 B/s: 30 B more by t=8; f1: 30 B at 5 B/s by t=8, then 70 at 10
+    assert finish[0] == pytest.approx(8.0, rel=1e-12)
+    assert finish[1] == pytest.approx(15.0, rel=1e-12)
+
+
+def test_simultaneous_starts_are_one_recomputation():
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.array([100.0, 1.0]), np.zeros(2))
+    ends = []
+
+    def worker():
+        yield net.transfer((0,), 10.0)
+        ends.append(env.now)
+
+    for _ in range(50):
+        env.process(worker())
+    env.run()
+    assert ends == [pytest.approx(5.0, rel=1e-12)] * 50
+    # all 50 start at t=0 (one refill) and all end at t=5 (nothing left to rate)
+    assert net.recomputations == 1
+    assert net.flows_started == net.flows_finished == 50
+
+
+def test_one_pending_wakeup_for_many_flows():
+    """1,000 flows with distinct finish times keep the SimPy queue at O(1) entries."""
+    env = simpy.Environment()
+    nlinks = 1000
+    net = FlowNetwork(env, np.linspace(1.0, 2.0, nlinks), np.zeros(nlinks))
+    events = [net.transfer((i,), 1.0 + i) for i in range(nlinks)]
+    env.run(until=1e-9)
+    assert net.recomputations == 1
+    assert len(env._queue) <= 2  # the wake-up (and nothing per flow)
+    env.run()
+    assert all(ev.processed for ev in events)
+
+
+def test_transfer_all_completes_with_its_slowest_flow():
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.array([2.0, 8.0, 4.0]), np.array([0.0, 0.5, 0.0]))
+    done = net.transfer_all([(0,), (1,), (1, 2), ()], [4.0, 8.0, 4.0, 99.0])
+    env.run(done)
+    # link 1 shared by flows 1 and 2 from t=0.5: 4 B/s each; flow 2 ends at 1.5, flow 1 at
+    # 1.5 + 4/8 = 2.0; flow 0 ends at 2.0 as well; the local copy costs nothing
+    assert env.now == pytest.approx(2.0, rel=1e-12)
+    assert net.flows_finished == 4
+
+
+def test_local_copy_and_empty_message():
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.array([1.0]), np.array([0.25]), NetworkParams(overhead=0.5))
+    local = net.transfer((), 1e9)
+    empty = net.transfer((0,), 0.0)
+    env.run(local)
+    assert env.now == 0.0
+    env.run(empty)
+    assert env.now == pytest.approx(0.75)  # overhead + latency, no bandwidth
+    assert net.recomputations == 0
+
+
+def test_reentrant_chains_of_processes():
+    """Processes that start transfers as soon as others finish, on shared links, give the same
+    finish times as the reference fed with the resulting start times."""
+    env = simpy.Environment()
+    cap, lat = np.array([3.0, 5.0, 7.0]), np.array([0.1, 0.0, 0.2])
+    net = FlowNetwork(env, cap, lat)
+    log = []
+
+    def chain(k, routes):
+        for j, r in enumerate(routes):
+            t0 = env.now
+            yield net.transfer(r, 10.0 + 3 * k + j)
+            log.append((t0, r, 10.0 + 3 * k + j, env.now))
+
+    env.process(chain(0, [(0, 1), (1,), (2, 0)]))
+    env.process(chain(1, [(1, 2), (0,), (0, 1, 2)]))
+    env.process(chain(2, [(2,), (2, 1), (1,)]))
+    env.run()
+    ref = reference_finish_times([(t0, r, n) for t0, r, n, _ in log], cap, lat)
+    np.testing.assert_allclose([t for *_, t in log], ref, rtol=1e-9)
+
+
+def test_deterministic():
+    jobs = [(0.1 * (i % 7), (i % 5, (i * 3) % 5), 10.0 + i) for i in range(60)]
+    a, _ = run_jobs(jobs, [4.0, 5.0, 6.0, 7.0, 8.0], [0.01] * 5)
+    b, _ = run_jobs(jobs, [4.0, 5.0, 6.0, 7.0, 8.0], [0.01] * 5)
+    assert a == b
+
+
+def test_bad_input():
+    env = simpy.Environment()
+    with pytest.raises(ValueError):
+        FlowNetwork(env, np.array([1.0, 2.0]), np.array([0.0]))
+    with pytest.raises(ValueError):
+        FlowNetwork(env, np.array([0.0]), np.array([0.0]))
+    net = FlowNetwork(env, np.array([1.0]), np.array([0.0]))
+    with pytest.raises(ValueError):
+        net.transfer((0,), -1.0)
+    with pytest.raises(ValueError):
+        net.transfer((0,), math.nan)
+    with pytest.raises(ValueError):
+        net.transfer((3,), 1.0)
+    with pytest.raises(ValueError):
+        net.transfer_all([(0,)], [1.0, 2.0])
+
+
+def test_recompute_runs_after_normal_events_of_the_same_instant():
+    assert LAZY > simpy.events.NORMAL > simpy.events.URGENT
+
+
+# -- properties on random small networks -------------------------------------------------
+
+@st.composite
+def workloads(draw):
+    nlinks = draw(st.integers(1, 6))
+    cap = draw(st.lists(st.floats(1.0, 100.0), min_size=nlinks, max_size=nlinks))
+    lat = draw(st.lists(st.sampled_from([0.0, 0.0, 0.01, 0.5]), min_size=nlinks,
+                        max_size=nlinks))
+    route = st.lists(st.integers(0, nlinks - 1), min_size=1, max_size=min(4, nlinks),
+                     unique=True).map(tuple)
+    job = st.tuples(st.sampled_from([0.0, 0.0, 0.25, 1.0, 1.5, 3.0]), route,
+                    st.floats(0.5, 200.0))
+    jobs = draw(st.lists(job, min_size=1, max_size=14))
+    return jobs, cap, lat
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads())
+def test_finish_times_match_naive_reference(wl):
+    jobs, cap, lat = wl
+    got, net = run_jobs(jobs, cap, lat)
+    want = reference_finish_times(jobs, cap, np.asarray(lat))
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    assert net.flows_started == net.flows_finished == len(jobs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads(), st.floats(0.05, 4.0))
+def test_steady_state_rates_are_global_maxmin(wl, t_probe):
+    """At any instant the engine's rates equal max-min over *all* flows then present, and
+    satisfy the capacity and bottleneck invariants."""
+    jobs, cap, lat = wl
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.asarray(cap), np.asarray(lat))
+
+    def job(t0, route, size):
+        yield env.timeout(t0)
+        yield net.transfer(route, size)
+
+    for j in jobs:
+        env.process(job(*j))
+    env.run(until=t_probe)
+    snap = net.snapshot()
+    if not snap:
+        return
+    routes = [s.route for s in snap]
+    rates = np.array([s.rate for s in snap])
+    np.testing.assert_allclose(rates, maxmin_rates(routes, np.asarray(cap)), rtol=1e-9)
+    check_maxmin(routes, np.asarray(cap), rates)
+    assert all(0 <= s.remaining <= s.nbytes for s in snap)

@@ -1,0 +1,70 @@
+"""Units: every accepted spelling gives the right SI value; bad ones give a clear error."""
+
+import math
+
+import pytest
+
+from clustersim.units import (
+    UnitError,
+    format_bandwidth,
+    format_size,
+    format_time,
+    parse_bandwidth,
+    parse_flops,
+    parse_size,
+    parse_time,
+)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("64 MiB", 64 * 2**20), ("4 B", 4), ("4B", 4), ("1.5 GB", 1.5e9), ("8 kb", 1000),
+    ("2 KiB", 2048), (1024, 1024), ("1e3 B", 1000), ("100", 100), ("1 Gbit", 1.25e8),
+])
+def test_sizes(text, value):
+    assert parse_size(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1 us", 1e-6), ("1us", 1e-6), ("1 µs", 1e-6), ("2.5 ms", 2.5e-3), ("3 ns", 3e-9),
+    ("1 s", 1.0), (0.5, 0.5), ("1 min", 60.0), ("0 s", 0.0),
+])
+def test_times(text, value):
+    assert parse_time(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("100 Gb/s", 12.5e9), ("12.5 GB/s", 12.5e9), ("10 Gbps", 1.25e9), ("1 GiB/s", 2**30),
+    (5e9, 5e9), ("25 Gb/s", 3.125e9),
+])
+def test_bandwidths(text, value):
+    assert parse_bandwidth(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("6.1 TFLOP/s", 6.1e12), ("2.8 TFLOPS", 2.8e12), ("450 GFLOPs", 450e9), (1e9, 1e9),
+])
+def test_flops(text, value):
+    assert parse_flops(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("fn, text", [
+    (parse_bandwidth, "0 Gb/s"), (parse_bandwidth, "-1 GB/s"), (parse_bandwidth, "10 GB"),
+    (parse_size, "12 parsecs"), (parse_time, "1 fortnight"), (parse_time, "-1 s"),
+    (parse_size, True), (parse_size, [1]), (parse_bandwidth, "fast"), (parse_size, math.inf),
+    (parse_flops, "1 TB/s"),
+])
+def test_bad_quantities_raise_unit_error(fn, text):
+    with pytest.raises(UnitError):
+        fn(text)
+
+
+def test_zero_size_allowed_only_when_asked():
+    assert parse_size("0 B") == 0
+    with pytest.raises(UnitError):
+        parse_size("0 B", allow_zero=False)
+
+
+def test_formatting_round_trips_magnitude():
+    assert format_size(64 * 2**20) == "64 MiB"
+    assert format_time(2e-6) == "2 us"
+    assert format_bandwidth(12.5e9) == "12.5 GB/s"
