@@ -28,7 +28,9 @@ class _Parser(argparse.ArgumentParser):
 def _console(quiet: bool = False):
     from rich.console import Console
 
-    return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False)
+    # when piped or captured, do not squeeze tables into 80 columns
+    width = None if sys.stdout.isatty() else 160
+    return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 
 def _progress(total: int, what: str, enabled: bool):

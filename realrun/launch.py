@@ -25,6 +25,7 @@ Design (why it looks like this):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -40,12 +41,10 @@ from pathlib import Path
 
 from clustersim.errors import InputError
 from realrun.proctree import MARKER, find_marked, kill_marked
-from realrun.rankstate import blame_hang, read_states
+from realrun.rankstate import LOG_DIR_VAR, blame_hang, read_states
 
 __all__ = ["LaunchResult", "RealRunError", "launch", "find_mpiexec", "mpiexec_flavor",
            "rank_log"]
-
-LOG_DIR_VAR = "REALRUN_LOG_DIR"
 
 # One line, no newlines: passed through mpiexec's argv to every rank.
 WRAPPER = (
@@ -66,8 +65,8 @@ class RealRunError(RuntimeError):
     """
 
     def __init__(self, message: str, *, kind: str, rank: int | None, log: Path | None,
-                 reason: str, exit_code: int | None = None, log_dir: Path | None = None
-                 ) -> None:
+                 reason: str, exit_code: int | None = None, log_dir: Path | None = None,
+                 run_id: str = "", strays: list[str] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.rank = rank
@@ -75,6 +74,8 @@ class RealRunError(RuntimeError):
         self.reason = reason
         self.exit_code = exit_code
         self.log_dir = log_dir
+        self.run_id = run_id  # REALRUN_RUN_ID of the run's processes (all gone by now)
+        self.strays = strays or []  # processes that outlived mpiexec and had to be killed
 
 
 @dataclass
@@ -190,17 +191,13 @@ def _tail(path: Path, lines: int = 6) -> str:
 def _stop(proc: subprocess.Popen[bytes], run_id: str, grace: float) -> list[str]:
     """End mpiexec and everything it started; returns descriptions of processes killed late."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except OSError:
-            pass
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
             proc.wait()
     killed = kill_marked(run_id)
     return [f"pid {p.pid} (rank {p.rank}): {p.cmdline[:120]}" for p in killed]
@@ -210,7 +207,7 @@ def _dump_stacks(log_dir: Path, np: int, run_id: str) -> None:
     """Ask every live Python rank to write its stack to its .err log (faulthandler)."""
     live = {p.pid for p in find_marked(run_id)}
     asked = False
-    for r, st in read_states(log_dir, np).items():
+    for st in read_states(log_dir, np).values():
         if st is not None and st.pid in live:
             try:
                 os.kill(st.pid, signal.SIGUSR1)
@@ -279,10 +276,8 @@ def launch(
         while proc.poll() is None:
             if any(code != 0 for code, _ in _exit_codes(logs, np).values()):
                 # a rank died: hydra normally ends the others by itself, give it a moment
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    pass
                 break
             if time.monotonic() > deadline:
                 timed_out = True
@@ -306,7 +301,19 @@ def launch(
         msg = f"rank {rank} {reason}{more}; see its log {log}" + (
             f"\n  last lines of {log.name}:\n{tail}" if tail else "")
         raise RealRunError(msg, kind="failed", rank=rank, log=log, reason=reason,
-                           exit_code=code, log_dir=logs)
+                           exit_code=code, log_dir=logs, run_id=run_id, strays=strays)
+    if not timed_out:
+        aborted = sorted((st.since, r, st.op) for r, st in read_states(logs, np).items()
+                         if st is not None and st.state == "failed")
+        if aborted:  # the rank called MPI_Abort: hydra killed it before its wrapper wrote
+            _, rank, why = aborted[0]
+            log = rank_log(logs, rank, "err")
+            tail = _tail(log)
+            reason = f"failed and aborted the job ({why})"
+            msg = f"rank {rank} {reason}; see its log {log}" + (
+                f"\n  last lines of {log.name}:\n{tail}" if tail else "")
+            raise RealRunError(msg, kind="failed", rank=rank, log=log, reason=reason,
+                               exit_code=rc, log_dir=logs, run_id=run_id, strays=strays)
     if timed_out:
         rank, why = culprit
         log = rank_log(logs, rank, "err") if rank is not None else launcher_log
@@ -314,11 +321,12 @@ def launch(
         msg = (f"run timed out after {timeout:g} s: {who}; its stack is in {log}"
                if rank is not None else f"run timed out after {timeout:g} s: {who}; see {log}")
         raise RealRunError(msg, kind="timeout", rank=rank, log=log,
-                           reason=f"timeout: {why}", log_dir=logs)
+                           reason=f"timeout: {why}", log_dir=logs, run_id=run_id,
+                           strays=strays)
     if rc != 0:
         reason = f"mpiexec exited with code {rc} and no rank reported a failure"
         tail = _tail(launcher_log)
         raise RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
                            kind="launch", rank=None, log=launcher_log, reason=reason,
-                           exit_code=rc, log_dir=logs)
+                           exit_code=rc, log_dir=logs, run_id=run_id, strays=strays)
     return LaunchResult(rc, np, logs, elapsed, cmd, run_id, strays)

@@ -3,12 +3,12 @@
 Why: when a run hangs, every rank looks the same from the outside (alive, maybe spinning), yet
 the culprit is usually the *one* rank that is not inside a communication call - it is stuck in
 its own code while the others wait for it in a collective.  Each rank keeps a tiny fixed-size
-state record in the log directory, overwritten in place (one ``pwrite``, no fsync: the page
-cache makes it visible to the launcher at once, and it costs a few microseconds per
-operation).  The launcher reads the records when the timeout strikes and names the rank.
+state record in the log directory, overwritten in place through a shared memory map (no system call,
+no fsync: the page cache makes it visible to the launcher at once; about a microsecond per
+update).  The launcher reads the records when the timeout strikes and names the rank.
 
 File layout: ``rank<r>.state`` holds one JSON object padded with spaces to ``RECORD_SIZE``
-bytes: ``state`` (``init`` / ``run`` / ``compute`` / ``comm`` / ``done``), ``op`` (what it is
+bytes: ``state`` (``init`` / ``run`` / ``compute`` / ``comm`` / ``done`` / ``failed``), ``op`` (what it is
 in), ``since`` (wall-clock seconds when it entered that state), ``n`` (operations
 completed so far) and ``pid`` (so the launcher can ask that process for its stack).
 """
@@ -16,15 +16,26 @@ completed so far) and ``pid`` (so the launcher can ask that process for its stac
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import time
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 
-__all__ = ["RECORD_SIZE", "RankState", "StateFile", "read_states", "blame_hang", "state_path"]
+__all__ = ["LOG_DIR_VAR", "RECORD_SIZE", "RankState", "StateFile", "read_states", "blame_hang", "state_path"]
 
 RECORD_SIZE = 256
+LOG_DIR_VAR = "REALRUN_LOG_DIR"  # set by the launcher: where logs and state records go
 WAITING = "comm"
+
+
+_DOING = {
+    "run": "running its own code (outside any traced operation)",
+    "compute": "computing",
+    "init": "starting up",
+    "failed": "failing",
+}
 
 
 def state_path(log_dir: str | Path, rank: int) -> Path:
@@ -42,27 +53,43 @@ class RankState:
 
 
 class StateFile:
-    """Rank side: overwrite the record on every state change (cheap enough per operation)."""
+    """Rank side: overwrite the record on every state change (cheap enough per operation).
+
+    The file is memory-mapped (shared): an update is a memory copy, no system call, and the
+    launcher sees it through the page cache at once.
+    """
 
     def __init__(self, path: str | Path, rank: int) -> None:
         self.rank = rank
         self.n = 0
         self._pid = os.getpid()
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, RECORD_SIZE)
+            self._map: mmap.mmap | None = mmap.mmap(fd, RECORD_SIZE)
+        finally:
+            os.close(fd)
         self.set("init", "")
 
     def set(self, state: str, op: str = "", *, count: bool = False) -> None:
         """Enter ``state``; ``count`` marks the end of one operation (progress counter)."""
         if count:
             self.n += 1
-        rec = json.dumps({"state": state, "op": op[:100], "since": time.time(), "n": self.n,
-                          "pid": self._pid})
-        os.pwrite(self._fd, rec.encode().ljust(RECORD_SIZE)[:RECORD_SIZE], 0)
+        op = op[:100]
+        while True:  # formatted by hand: this runs twice per operation, json.dumps is slow
+            rec = (f'{{"state": {encode_basestring_ascii(state)}, '
+                   f'"op": {encode_basestring_ascii(op)}, "since": {time.time()!r}, '
+                   f'"n": {self.n}, "pid": {self._pid}}}').encode()
+            if len(rec) <= RECORD_SIZE or not op:
+                break
+            op = op[: len(op) // 2]  # escapes made it too long: keep the record valid JSON
+        if self._map is not None:
+            self._map[:] = rec.ljust(RECORD_SIZE)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
 
 def read_states(log_dir: str | Path, np: int) -> dict[int, RankState | None]:
@@ -96,9 +123,9 @@ def blame_hang(states: dict[int, RankState | None]) -> tuple[int | None, str]:
     if busy:
         s = min(busy, key=lambda s: (s.since, s.rank))
         others = sum(1 for x in live if x.state == WAITING)
-        what = f"in {s.state}" + (f" ({s.op})" if s.op else "")
+        what = _DOING.get(s.state, f"in state {s.state!r}") + (f" ({s.op})" if s.op else "")
         return s.rank, (f"was {what} for {time.time() - s.since:.1f} s while {others} other "
-                        f"rank(s) waited in communication")
+                        f"rank(s) waited for it in communication")
     s = min(live, key=lambda s: (s.n, s.rank))
     return s.rank, (f"all ranks were waiting in communication (deadlock?); rank {s.rank} is "
                     f"the least advanced ({s.n} operations done, waiting in {s.op or '?'})")

@@ -18,7 +18,20 @@ from hypothesis import strategies as st
 from clustersim.network.flow import LAZY, FlowNetwork
 from clustersim.network.maxmin import maxmin_rates
 from clustersim.network.params import NetworkParams
-from tests.test_maxmin import check_maxmin
+
+
+def check_maxmin(routes, cap, rates, tol=1e-9):
+    """No link over capacity; every flow has a saturated link where nobody gets more."""
+    load = np.zeros(len(cap))
+    for r, x in zip(routes, rates):
+        load[list(r)] += x
+    assert np.all(load <= cap * (1 + tol))
+    for f, r in enumerate(routes):
+        assert any(
+            load[lk] >= cap[lk] * (1 - tol)
+            and rates[f] >= max(rates[g] for g, rg in enumerate(routes) if lk in rg) * (1 - tol)
+            for lk in r
+        ), f"flow {f} has no bottleneck"
 
 
 def reference_finish_times(jobs, cap, lat, params=NetworkParams()):

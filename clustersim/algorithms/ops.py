@@ -79,6 +79,8 @@ class Compute(Op):
     needs ``seconds`` or ``flops``.  ``seconds`` overrides the model (tests, synthetic work).
     ``fn`` is the math to run on real arrays (the real backend, or the simulator with math on):
     it is called with ``data`` and its return value is the operation's result.
+    ``blocking=False`` returns a :class:`Handle` at once (work that runs beside the actor, e.g.
+    lock-free Hogwild updates on a many-core server).
     """
 
     phase: str = "custom"
@@ -88,6 +90,7 @@ class Compute(Op):
     flops: float | None = None
     seconds: float | None = None
     label: str = ""
+    blocking: bool = True
     fn: Callable[..., Any] | None = field(default=None, compare=False)
     data: Any = field(default=None, compare=False)
 

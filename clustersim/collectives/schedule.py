@@ -5,47 +5,113 @@ analytically - each distinct step costed once, times its ``repeat`` - and (3) ex
 with MPI point-to-point messages by ``realrun``.  One source, three uses, and the three can be
 compared.
 
-Semantics (the "bulk-synchronous step" model):
+Timing semantics (the "bulk-synchronous step" model):
 
 * Within a step every transfer starts at once; a step ends when its last transfer has arrived
   and every receiver has reduced what it had to reduce.  Steps run one after another.
 * ``Transfer.reduce`` means the receiver adds the received buffer into its own (costed at the
   receiving device's reduction bandwidth); otherwise the data is only copied into place.
 * ``Step.repeat`` says the same step pattern happens that many times in a row.  The data moved
-  differs (other chunks), the timing does not - which is exactly what keeps a 4,253-rank ring
-  at two step objects instead of millions of transfers.
-* ``Schedule.convert_bytes`` is the number of bytes each rank casts between fp32 and fp16
-  (before sending and after receiving) in the fp16 variants.
+  differs (other chunks, see ``chunk_shift`` below), the sources, destinations and sizes do
+  not - so neither does the timing, which is exactly what keeps a 4,253-rank ring at two step
+  objects instead of millions of transfers.
+* ``Schedule.convert_bytes`` is the number of fp32 bytes the busiest rank casts between fp32
+  and fp16 in the fp16 variants: its input before sending plus its result after receiving
+  (e.g. ``2 * nbytes`` for an allreduce).
 
 Real MPI implementations let a rank start its next step as soon as *its own* transfers are done;
 for the regular algorithms here (every rank does the same work per step) this is the same
 time, for irregular ones (trees with partial fill) the step model is slightly pessimistic.
+
+Data semantics - the contract an executor (``collectives.verify``, ``realrun``'s MPI executor)
+implements:
+
+* **Buffer.**  Every rank owns one working buffer of ``N`` elements holding the *whole*
+  collective: the full vector for allreduce/broadcast/reduce, the full gathered result for
+  allgather/gather (a rank's own contribution sits in its own block, like ``MPI_IN_PLACE``),
+  the full input for reduce_scatter (rank ``r``'s result ends in block ``r``).  The buffer is
+  cut into ``Schedule.segments`` segments; segment ``i`` is elements
+  ``[floor(i*N/S), floor((i+1)*N/S))`` (see :func:`segment_bounds`), so any ``N`` works and
+  some segments may be empty when ``N < S``.
+* **Out of place.**  ``Schedule.inplace`` is False only for alltoall: transfers read the
+  rank's *send* buffer and write its *receive* buffer, and the receive buffer starts as a copy
+  of the send buffer (that is the rank's own block; every other block is overwritten).
+* **Chunks.**  ``Transfer.chunk = (start, end)`` names the segments the sender reads,
+  ``start`` in ``[0, S)`` and ``start < end <= start + S``: the segments
+  ``start, start+1, ..., end-1`` taken *modulo S* (a chunk may wrap past the end of the
+  buffer; binomial gathers rooted at rank ``r != 0`` need that).  ``Transfer.dst_chunk`` names
+  where the receiver puts it (same width); ``None`` means "the same segments".  A ``chunk`` of
+  ``None`` means the whole buffer ``(0, S)``.  Only alltoall uses a ``dst_chunk`` that differs
+  from ``chunk``; like MPI_Alltoall's single count it needs ``N`` divisible by ``S``.
+* **Repeats shift chunks.**  Occurrence ``j`` (0-based) of a step with ``repeat > 1`` moves
+  every chunk and dst_chunk of the step by ``j * chunk_shift`` segments modulo ``S``; sources,
+  destinations, sizes and ``reduce`` flags stay.  A ring's ``2(p-1)`` steps are two patterns
+  with ``chunk_shift = -1``; a pipeline's steady state is one pattern with ``chunk_shift = +1``.
+  Patterns whose *ranks* move between occurrences are never compressed (their timing would
+  differ on a non-uniform network), they are written out step by step.
+* **One occurrence.**  Every transfer reads its payload from the state the buffers had at the
+  *start* of the occurrence; receivers receive into scratch space and apply all received
+  payloads after the occurrence's messages are complete: ``reduce`` adds into the chunk,
+  otherwise the chunk is overwritten.  Builders guarantee that an overwritten chunk receives no
+  other write in the same occurrence.  Two transfers between the same pair in one occurrence
+  are matched in the order they appear in ``Step.transfers`` (post sends and receives in list
+  order - MPI's non-overtaking rule then pairs them correctly).
+* **fp16.**  When ``Schedule.fp16`` is set, payloads travel as float16 (``nbytes`` already
+  counts 2-byte elements) and are cast back on arrival; the buffers keep the user's dtype.
+
+:meth:`Schedule.expanded` yields the concrete occurrences with their chunks already shifted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-__all__ = ["Transfer", "Step", "Schedule"]
+import numpy as np
+
+__all__ = ["Transfer", "Step", "Schedule", "Chunk", "segment_bounds", "chunk_indices",
+           "shift_chunk"]
+
+#: ``(start, end)`` segment range; ``end`` may exceed the segment count (wraps around)
+Chunk = tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """``nbytes`` from rank ``src`` to rank ``dst``; the receiver reduces it if ``reduce``."""
+class Transfer(NamedTuple):
+    """``nbytes`` from rank ``src`` to rank ``dst``; the receiver reduces it if ``reduce``.
+
+    ``chunk``/``dst_chunk``: which segments are read at the sender / written at the receiver
+    (module docstring).  A NamedTuple rather than a dataclass because schedules hold many of
+    them and tuple construction is several times cheaper (a 4,253-rank ring builds in ms).
+    """
 
     src: int
     dst: int
     nbytes: float
     reduce: bool = False
+    chunk: Chunk | None = None
+    dst_chunk: Chunk | None = None
+
+
+def shift_chunk(chunk: Chunk, shift: int, segments: int) -> Chunk:
+    """``chunk`` moved by ``shift`` segments modulo ``segments`` (width kept)."""
+    a, b = chunk
+    a2 = (a + shift) % segments
+    return (a2, a2 + (b - a))
 
 
 @dataclass(frozen=True)
 class Step:
-    """Transfers that run concurrently; the pattern occurs ``repeat`` times in a row."""
+    """Transfers that run concurrently; the pattern occurs ``repeat`` times in a row.
+
+    ``chunk_shift``: how far (in segments, modulo the schedule's segment count) every chunk
+    moves from one occurrence to the next.
+    """
 
     transfers: tuple[Transfer, ...]
     repeat: int = 1
     label: str = ""
+    chunk_shift: int = 0
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -59,14 +125,32 @@ class Step:
                 out[t.dst] = out.get(t.dst, 0.0) + t.nbytes
         return out
 
+    def occurrence(self, j: int, segments: int) -> tuple[Transfer, ...]:
+        """The concrete transfers of occurrence ``j`` (chunks shifted by ``j*chunk_shift``)."""
+        if not 0 <= j < self.repeat:
+            raise IndexError(f"occurrence {j} of a step repeated {self.repeat} times")
+        d = j * self.chunk_shift
+        if d % segments == 0:
+            return self.transfers
+        out = []
+        for t in self.transfers:
+            c = shift_chunk(t.chunk, d, segments) if t.chunk is not None else None
+            dc = shift_chunk(t.dst_chunk, d, segments) if t.dst_chunk is not None else None
+            out.append(t._replace(chunk=c, dst_chunk=dc))
+        return tuple(out)
+
 
 @dataclass(frozen=True)
 class Schedule:
     """A collective as an ordered tuple of steps.
 
-    ``nbytes`` is the user-facing message size (per rank buffer, as in nccl-tests ``size``).
+    ``nbytes`` is the user-facing message size (per rank buffer, as in nccl-tests ``size``;
+    always fp32 bytes, also for fp16 variants).
     ``busbw_factor`` converts algorithm bandwidth into nccl-tests' *bus bandwidth*
     (e.g. ``2(p-1)/p`` for allreduce) so that numbers are comparable across rank counts.
+    ``segments``, ``inplace`` and ``fp16`` describe the data each transfer moves (module
+    docstring); ``meta`` carries what an executor needs to check results (``root``,
+    ``servers``) and what built the schedule (``chunks``, ``inter``).
     """
 
     op: str
@@ -77,10 +161,18 @@ class Schedule:
     convert_bytes: float = 0.0
     busbw_factor: float = 1.0
     meta: dict = field(default_factory=dict, compare=False)
+    segments: int = 1
+    inplace: bool = True
+    fp16: bool = False
 
     @property
     def num_steps(self) -> int:
         return sum(s.repeat for s in self.steps)
+
+    @property
+    def wire_bytes(self) -> float:
+        """Bytes of the whole buffer as it travels (half of ``nbytes`` in fp16)."""
+        return self.nbytes * (0.5 if self.fp16 else 1.0)
 
     def bytes_sent(self) -> dict[int, float]:
         """Total bytes each rank sends over the whole collective (a check on schedules)."""
@@ -97,8 +189,67 @@ class Schedule:
                 out[t.dst] = out.get(t.dst, 0.0) + t.nbytes * s.repeat
         return out
 
-    def expanded(self):
-        """Yield steps one occurrence at a time (for execution, not for costing)."""
+    def num_transfers(self) -> int:
+        """Point-to-point messages over the whole collective (occurrences expanded)."""
+        return sum(len(s.transfers) * s.repeat for s in self.steps)
+
+    def expanded(self) -> Iterator[Step]:
+        """Yield one concrete :class:`Step` (``repeat=1``) per occurrence, chunks shifted.
+
+        For execution, not for costing (costing should use ``steps`` and ``repeat``).
+        """
         for s in self.steps:
-            for _ in range(s.repeat):
+            if s.repeat == 1:
                 yield s
+                continue
+            for j in range(s.repeat):
+                yield Step(s.occurrence(j, self.segments), 1, s.label)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` if the schedule breaks the contract of this module.
+
+        Checks ranks, chunk ranges, and that every transfer's ``nbytes`` equals its chunk's
+        share of :attr:`wire_bytes` - the property that lets an executor trust both.
+        """
+        p, seg = self.ranks, self.segments
+        if seg < 1:
+            raise ValueError(f"segments must be >= 1, got {seg}")
+        per_seg = self.wire_bytes / seg
+        for i, s in enumerate(self.steps):
+            for t in s.transfers:
+                where = f"step {i} ({s.label or 'unlabelled'}) transfer {t}"
+                if not (0 <= t.src < p and 0 <= t.dst < p) or t.src == t.dst:
+                    raise ValueError(f"{where}: ranks must differ and lie in [0, {p})")
+                width = seg
+                for c in (t.chunk, t.dst_chunk):
+                    if c is None:
+                        continue
+                    a, b = c
+                    if not (0 <= a < seg and a < b <= a + seg):
+                        raise ValueError(f"{where}: chunk {c} outside [0, {seg}) segments")
+                if t.chunk is not None:
+                    width = t.chunk[1] - t.chunk[0]
+                if t.dst_chunk is not None and t.dst_chunk[1] - t.dst_chunk[0] != width:
+                    raise ValueError(f"{where}: dst_chunk width differs from chunk width")
+                want = per_seg * width
+                if abs(t.nbytes - want) > 1e-9 * max(1.0, want):
+                    raise ValueError(f"{where}: {t.nbytes} bytes for {width} segment(s), "
+                                     f"expected {want}")
+
+
+def segment_bounds(n_elements: int, segments: int) -> np.ndarray:
+    """Element offsets of the ``segments + 1`` segment boundaries: ``floor(i*N/S)``."""
+    i = np.arange(segments + 1, dtype=np.int64)
+    return (i * int(n_elements)) // int(segments)
+
+
+def chunk_indices(chunk: Chunk | None, bounds: np.ndarray) -> slice | np.ndarray:
+    """Element positions of ``chunk`` given :func:`segment_bounds` (a slice unless it wraps)."""
+    seg = len(bounds) - 1
+    if chunk is None:
+        return slice(0, int(bounds[-1]))
+    a, b = chunk
+    if b <= seg:
+        return slice(int(bounds[a]), int(bounds[b]))
+    n = int(bounds[-1])
+    return np.r_[int(bounds[a]):n, 0:int(bounds[b - seg])]

@@ -41,6 +41,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import simpy
@@ -56,6 +57,10 @@ LAZY = 2
 
 #: a flow whose undrained bytes are below this fraction of its size counts as arrived
 _REL_EPS = 1e-9
+#: components up to this many flows are filled in plain Python (see ``_fill_small``)
+_SMALL_COMPONENT = 24
+#: fair shares this close (relative) saturate in the same round, as in ``maxmin``
+_REL_TOL = 1e-12
 #: finish times this close (relative to the clock) are the same instant
 _TIME_EPS = 1e-12
 
@@ -133,9 +138,13 @@ class FlowNetwork:
         self.params = params
         self._cap = cap * params.efficiency
         self._lat = lat
+        self._cap_list: list[float] = self._cap.tolist()
+        self._lat_list: list[float] = lat.tolist()
         self._on_link: list[dict[int, _Flow] | None] = [None] * cap.size
         self._dirty: dict[int, None] = {}
-        self._heap: list[tuple[float, int, int, _Flow]] = []
+        self._heap: list[tuple[float, int, int, _Flow]] = []  # (finish, fid, version, flow)
+        self._arrivals: list[tuple[float, int, list[_Flow]]] = []  # (time, seq, flows)
+        self._seq = 0
         self._route_info: dict[tuple[int, ...], tuple[float, np.ndarray, float]] = {}
         self._next_fid = 0
         self._recompute_armed = False
@@ -195,16 +204,17 @@ class FlowNetwork:
         """(overhead + path latency, links as an array, lone-flow rate) of a route, cached."""
         info = self._route_info.get(route)
         if info is None:
-            links = np.asarray(route, dtype=np.int64)
-            if len(route) == 0:
-                info = (0.0, links, math.inf)
+            if not route:
+                info = (0.0, np.zeros(0, dtype=np.int64), math.inf)
             else:
-                if links.min() < 0 or links.max() >= self._cap.size:
-                    raise ValueError(f"route {route} names a link outside 0..{self._cap.size - 1}")
-                _, counts = np.unique(links, return_counts=True)
-                lone = float((self._cap[np.unique(links)] / counts).min())
-                lat = self.params.overhead + float(self._lat[links].sum())
-                info = (lat, links, lone)
+                nlinks = len(self._cap_list)
+                for lk in route:
+                    if not 0 <= lk < nlinks:
+                        raise ValueError(f"route {route} names a link outside 0..{nlinks - 1}")
+                cap = self._cap_list
+                lone = min(cap[lk] / route.count(lk) for lk in route)
+                lat = self.params.overhead + math.fsum(self._lat_list[lk] for lk in route)
+                info = (lat, np.array(route, dtype=np.int64), lone)
             self._route_info[route] = info
         return info
 
@@ -245,12 +255,20 @@ class FlowNetwork:
                 group.event.succeed()
         if now_arrivals:
             self._arrive(now_arrivals)
-        for lat, flows in by_delay.items():
-            _call_at(self.env, lat, simpy.events.NORMAL,
-                     lambda _ev, flows=flows: self._arrive(flows))
+        if by_delay:
+            now = self.env.now
+            for lat, flows in by_delay.items():
+                self._seq += 1
+                heapq.heappush(self._arrivals, (now + lat, self._seq, flows))
+            self._arm_wake()
 
     def _arrive(self, flows: list[_Flow]) -> None:
-        """First byte is at the destination: the flows start competing for bandwidth."""
+        """First byte is at the destination: the flows start competing for bandwidth.
+
+        A flow alone on all its links is rated at once (its narrowest link) without a
+        recomputation; if another flow joins one of those links at the same instant, that
+        link is dirty and the batch recomputation rates both.
+        """
         now = self.env.now
         on_link = self._on_link
         dirty = self._dirty
@@ -262,14 +280,28 @@ class FlowNetwork:
             f.t_last = now
             fid = f.fid
             live[fid] = f
+            alone = True
             for lk in f.route:
                 d = on_link[lk]
                 if d is None:
                     on_link[lk] = {fid: f}
+                elif d:
+                    d[fid] = f
+                    alone = False
                 else:
                     d[fid] = f
-                dirty[lk] = None
-        self._arm_recompute()
+            if alone:
+                rate = self._route_info[f.route][2]
+                f.rate = rate
+                f.version += 1
+                heapq.heappush(self._heap, (now + f.size / rate, fid, f.version, f))
+            else:
+                for lk in f.route:
+                    dirty[lk] = None
+        if dirty:
+            self._arm_recompute()
+        else:
+            self._arm_wake()
 
     # -- finishing flows -----------------------------------------------------------------
     def _group_done(self, group: _Group) -> None:
@@ -287,21 +319,25 @@ class FlowNetwork:
             fid = f.fid
             for lk in f.route:
                 d = on_link[lk]
-                if d is not None:
-                    d.pop(fid, None)
-                dirty[lk] = None
-            self._arm_recompute()
+                d.pop(fid, None)
+                if d:
+                    dirty[lk] = None
+            if dirty:
+                self._arm_recompute()
         self._group_done(f.group)
 
     def _wake(self, version: int) -> None:
-        """The earliest finish time is (probably) now: finish every flow that is due."""
+        """The earliest timer is (probably) due: let arrivals in, finish flows that are done."""
         if version != self._wake_version:
             return  # superseded wake-up
         self._wake_time = math.inf
         now = self.env.now
         horizon = now + _TIME_EPS * max(abs(now), 1e-300)
-        heap = self._heap
+        arrivals = self._arrivals
         heappop = heapq.heappop
+        while arrivals and arrivals[0][0] <= horizon:
+            self._arrive(heappop(arrivals)[2])
+        heap = self._heap
         live = self._live
         on_link = self._on_link
         dirty = self._dirty
@@ -322,19 +358,21 @@ class FlowNetwork:
             finished += 1
             del live[fid]
             for lk in f.route:
-                on_link[lk].pop(fid, None)
-                dirty[lk] = None
+                d = on_link[lk]
+                d.pop(fid, None)
+                if d:  # flows left on this link may speed up
+                    dirty[lk] = None
             g = f.group
             g.pending -= 1
             if g.pending == 0:
                 g.event.succeed()
-        if finished:
-            self.flows_finished += finished
+        self.flows_finished += finished
+        if dirty:
             self._arm_recompute()
         self._arm_wake()
 
     def _arm_wake(self) -> None:
-        """Make sure one wake-up is pending for the earliest valid finish time."""
+        """Make sure one wake-up is pending for the earliest timer (arrival or finish)."""
         heap = self._heap
         while heap and (heap[0][3].done or heap[0][2] != heap[0][3].version):
             heapq.heappop(heap)
@@ -342,9 +380,9 @@ class FlowNetwork:
             # drop stale entries so the heap stays proportional to the live flows
             self._heap = heap = [e for e in heap if not e[3].done and e[2] == e[3].version]
             heapq.heapify(heap)
-        if not heap:
-            return
-        t = heap[0][0]
+        t = heap[0][0] if heap else math.inf
+        if self._arrivals and self._arrivals[0][0] < t:
+            t = self._arrivals[0][0]
         if t < self._wake_time:
             self._wake_time = t
             self._wake_version += 1
@@ -360,23 +398,26 @@ class FlowNetwork:
             _call_at(self.env, 0.0, LAZY, self._recompute)
 
     def _component(self, seeds: dict[int, None]) -> list[_Flow]:
-        """Flows connected to the ``seeds`` links through shared links, in discovery order."""
+        """Flows connected to the ``seeds`` links through shared links (breadth-first, one
+        frontier of links at a time so that the inner loops run in C)."""
         on_link = self._on_link
         comp: dict[int, _Flow] = {}
-        seen = dict(seeds)
-        frontier = list(seeds)
-        for lk in frontier:  # the list grows while it is walked: a breadth-first search
-            d = on_link[lk]
-            if not d:
-                continue
-            for fid, f in d.items():
-                if fid not in comp:
-                    comp[fid] = f
-                    for l2 in f.route:
-                        if l2 not in seen:
-                            seen[l2] = None
-                            frontier.append(l2)
-        # (progressive filling is exact in any order, and the walk itself is deterministic)
+        seen = set(seeds)
+        frontier = seen
+        while frontier:
+            found: dict[int, _Flow] = {}
+            for lk in frontier:
+                d = on_link[lk]
+                if d:
+                    found.update(d)
+            new = found.keys() - comp.keys()
+            if not new:
+                break
+            fresh = [found[fid] for fid in new]
+            comp.update(zip(new, fresh))
+            frontier = set(chain.from_iterable(f.route for f in fresh))
+            frontier -= seen
+            seen |= frontier
         return list(comp.values())
 
     def _recompute(self, _ev: simpy.Event) -> None:
@@ -403,8 +444,49 @@ class FlowNetwork:
         self._arm_wake()
 
     def _fill(self, flows: list[_Flow]) -> list[float]:
+        """Max-min rates of one component (numpy for big ones, plain Python for small)."""
+        if len(flows) <= _SMALL_COMPONENT:
+            return self._fill_small(flows)
         inc = np.concatenate([f.links for f in flows])
         lengths = np.fromiter((len(f.route) for f in flows), dtype=np.int64, count=len(flows))
         owner = np.repeat(np.arange(len(flows), dtype=np.int64), lengths)
         used, local = np.unique(inc, return_inverse=True)
         return progressive_fill(local, owner, self._cap[used], len(flows)).tolist()
+
+    def _fill_small(self, flows: list[_Flow]) -> list[float]:
+        """Progressive filling in plain Python: numpy's per-call cost dominates below a few
+        dozen flows.  Same rounds and tolerance as :func:`progressive_fill`."""
+        cap = self._cap_list
+        rem: dict[int, float] = {}
+        cnt: dict[int, int] = {}
+        for f in flows:
+            for lk in f.route:
+                c = cnt.get(lk)
+                if c is None:
+                    cnt[lk] = 1
+                    rem[lk] = cap[lk]
+                else:
+                    cnt[lk] = c + 1
+        rates = [0.0] * len(flows)
+        active = list(range(len(flows)))
+        while active:
+            share = {lk: (r if (r := rem[lk]) > 0.0 else 0.0) / c for lk, c in cnt.items()}
+            s = min(share.values())
+            lim = s * (1 + _REL_TOL) + 1e-300
+            bottleneck = {lk for lk, x in share.items() if x <= lim}
+            still = []
+            for i in active:
+                route = flows[i].route
+                if bottleneck.isdisjoint(route):
+                    still.append(i)
+                    continue
+                rates[i] = s
+                for lk in route:
+                    rem[lk] -= s
+                    c = cnt[lk] - 1
+                    if c:
+                        cnt[lk] = c
+                    else:
+                        del cnt[lk]
+            active = still
+        return rates

@@ -5,40 +5,37 @@ route is a tuple of integer resource ids and capacities live in one numpy array.
 cable becomes two directed edges with two resources; a half-duplex one becomes two directed
 edges that name the *same* resource, so traffic in both directions shares its capacity.
 
-Node attributes: ``kind`` in {"device", "switch", "nic", "cpu", "pcie"} (free text is allowed
-for display, only "device" is special); devices also carry ``spec`` (a
+Node attributes: ``kind`` in {"device", "switch", "router", "nic", "cpu", "pcie", "bus"} (free
+text is allowed for display, only "device" is special); devices also carry ``spec`` (a
 :class:`~clustersim.catalog.DeviceSpec`) and ``host`` (the integer machine they sit in, used by
 hierarchical collectives).  Edge attributes: ``bandwidth`` (bytes/s), ``latency`` (s), ``link``
-(resource id) and ``kind`` (link class name).
+(resource id), ``kind`` (link class name) and ``cost`` (integer routing cost, 1 per hop unless
+a builder says otherwise).
 
-Routing is deterministic shortest-hop with ECMP: when several next hops are equally short, the
-choice is a fixed hash of (source, destination), like a switch hashing a flow's 5-tuple.
+Routing is deterministic minimal-cost (shortest-hop with unit costs) with ECMP: when several next
+hops are equally good, the choice is a fixed hash of (source, destination, current node), like a
+switch hashing a flow's 5-tuple with its own seed.  See :mod:`clustersim.platform.routing`.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
+from clustersim.platform.routing import NoRoute, Router
 
 __all__ = ["Platform", "PlatformBuilder", "Route"]
 
 Route = tuple[int, ...]
-
-
-def _mix(a: int, b: int) -> int:
-    """A small deterministic integer hash (Python's str hash is salted per process)."""
-    x = (a * 0x9E3779B1 + b * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
-    x ^= x >> 15
-    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
-    x ^= x >> 12
-    return x
 
 
 @dataclass
@@ -50,24 +47,32 @@ class _LinkRes:
 
 
 class PlatformBuilder:
-    """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`."""
+    """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`.
+
+    Nodes go into ``graph`` at once (builders may annotate them); links are kept in a list
+    and added to the graph in one batch by :meth:`build`, which is several times faster
+    than networkx's per-edge ``add_edge`` on platforms with tens of thousands of links.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.graph = nx.DiGraph()
+        self.meta: dict[str, Any] = {}
         self._devices: list[str] = []
         self._res: list[_LinkRes] = []
+        self._edges: list[tuple[str, str, dict[str, Any]]] = []
+        self._pairs: set[tuple[str, str]] = set()
 
     def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
         if name in self.graph:
-            raise ValueError(f"duplicate node {name!r}")
+            raise InputError(f"duplicate node {name!r}")
         self.graph.add_node(name, kind="device", spec=spec, host=host, **attrs)
         self._devices.append(name)
         return name
 
     def add_node(self, name: str, kind: str = "switch", **attrs: object) -> str:
         if name in self.graph:
-            raise ValueError(f"duplicate node {name!r}")
+            raise InputError(f"duplicate node {name!r}")
         self.graph.add_node(name, kind=kind, **attrs)
         return name
 
@@ -81,8 +86,12 @@ class PlatformBuilder:
         latency: float | None = None,
         kind: str | None = None,
         duplex: bool | None = None,
+        cost: int = 1,
     ) -> None:
-        """Connect ``a`` and ``b``; explicit values override the link class ``spec``."""
+        """Connect ``a`` and ``b``; explicit values override the link class ``spec``.
+
+        ``cost`` is the routing cost of crossing the link (a positive integer).
+        """
         bw = bandwidth if bandwidth is not None else (spec.bandwidth if spec else None)
         lat = latency if latency is not None else (spec.latency if spec else 0.0)
         kd = kind or (spec.name if spec else "link")
@@ -91,35 +100,46 @@ class PlatformBuilder:
             raise InputError(f"link {a}-{b} needs a positive bandwidth, got {bw!r}")
         if lat < 0:
             raise InputError(f"link {a}-{b} needs a non-negative latency, got {lat!r}")
-        for n in (a, b):
-            if n not in self.graph:
-                raise InputError(f"link {a}-{b} names unknown node {n!r}")
-        if self.graph.has_edge(a, b):
+        if cost.__class__ is not int or cost < 1:
+            raise InputError(f"link {a}-{b} needs a positive integer routing cost, got {cost!r}")
+        nodes = self.graph._node  # plain dict membership: this runs once per cable
+        if a not in nodes or b not in nodes:
+            missing = a if a not in nodes else b
+            raise InputError(f"link {a}-{b} names unknown node {missing!r}")
+        if a == b:
+            raise InputError(f"link {a}-{b} connects a node to itself")
+        if (a, b) in self._pairs:
             raise InputError(f"duplicate link {a}-{b}")
+        self._pairs.add((a, b))
+        self._pairs.add((b, a))
         rid = len(self._res)
         self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd))
-        self.graph.add_edge(a, b, bandwidth=bw, latency=lat, link=rid, kind=kd)
+        self._edges.append((a, b, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd,
+                                   "cost": cost}))
         if dup:
-            rid = len(self._res)
+            rid += 1
             self._res.append(_LinkRes(f"{b}->{a}", bw, lat, kd))
         else:
             self._res[rid].name = f"{a}<->{b}"
-        self.graph.add_edge(b, a, bandwidth=bw, latency=lat, link=rid, kind=kd)
+        self._edges.append((b, a, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd,
+                                   "cost": cost}))
 
     def build(self, devices: Sequence[str] | None = None) -> Platform:
         """Freeze.  ``devices`` orders the ranks (default: insertion order)."""
         order = tuple(devices) if devices is not None else tuple(self._devices)
         if not order:
             raise InputError(f"platform {self.name!r} has no devices")
-        und = self.graph.to_undirected(as_view=True)
-        comp = nx.node_connected_component(und, order[0])
-        lost = [d for d in order if d not in comp]
+        self.graph.add_edges_from(self._edges)
+        self._edges = []
+        self.graph.graph.update(self.meta)
+        platform = Platform(self.name, self.graph, order, self._res)
+        lost = platform.unreachable(order[0])
         if lost:
             raise InputError(
                 f"platform {self.name!r} is disconnected: device {lost[0]!r} cannot reach "
                 f"{order[0]!r} ({len(lost)} device(s) unreachable)"
             )
-        return Platform(self.name, self.graph, order, self._res)
+        return platform
 
 
 class Platform:
@@ -136,20 +156,17 @@ class Platform:
         self.latency = np.array([r.latency for r in resources], dtype=float)
         self.capacity.setflags(write=False)
         self.latency.setflags(write=False)
-        # integer view of the graph for fast routing
+        # integer view of the graph for fast routing; node order = natural name order
         self._names: list[str] = sorted(graph.nodes, key=_natural_key)
         self._index = {n: i for i, n in enumerate(self._names)}
-        n = len(self._names)
-        self._succ: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self._pred: list[list[int]] = [[] for _ in range(n)]
-        for u, v, data in graph.edges(data=True):
-            iu, iv = self._index[u], self._index[v]
-            self._succ[iu].append((iv, data["link"]))
-            self._pred[iv].append(iu)
-        for lst in self._succ:
-            lst.sort()
-        self._dist_cache: dict[int, np.ndarray] = {}
-        self._route_cache: dict[tuple[int, int], Route] = {}
+        idx = self._index
+        edges = [(idx[u], idx[v], data["link"], data.get("cost", 1))
+                 for u, nbrs in graph._adj.items() for v, data in nbrs.items()]
+        self._router = Router(len(self._names), edges)
+        self._edge_index = edges
+        self._dev_index = [idx[d] for d in self.devices]
+        self._route_cache: dict[tuple[str | int, str | int], Route] = {}
+        self.rank_hosts: tuple[int, ...] = tuple(graph.nodes[d]["host"] for d in self.devices)
 
     # -- devices -------------------------------------------------------------------------
     @property
@@ -159,6 +176,16 @@ class Platform:
     @property
     def num_links(self) -> int:
         return len(self.capacity)
+
+    @property
+    def num_hosts(self) -> int:
+        """Number of distinct machines the devices sit in."""
+        return len(set(self.rank_hosts))
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What the builder recorded (topology name, parameters, oversubscription, ...)."""
+        return dict(self.graph.graph)
 
     def spec(self, device: str | int) -> DeviceSpec:
         return self.graph.nodes[self._dev(device)]["spec"]
@@ -170,50 +197,66 @@ class Platform:
     def _dev(self, device: str | int) -> str:
         return self.devices[device] if isinstance(device, (int, np.integer)) else device
 
-    # -- routing -------------------------------------------------------------------------
-    def _dist_to(self, dst: int) -> np.ndarray:
-        d = self._dist_cache.get(dst)
-        if d is None:
-            d = np.full(len(self._names), -1, dtype=np.int64)
-            d[dst] = 0
-            q = deque([dst])
-            pred = self._pred
-            while q:
-                u = q.popleft()
-                du = d[u] + 1
-                for w in pred[u]:
-                    if d[w] < 0:
-                        d[w] = du
-                        q.append(w)
-            self._dist_cache[dst] = d
-        return d
+    def _node_index(self, node: str | int) -> int:
+        if isinstance(node, (int, np.integer)):
+            return self._dev_index[node]
+        try:
+            return self._index[node]
+        except KeyError:
+            raise InputError(f"unknown node {node!r} in platform {self.name!r}") from None
 
+    # -- routing -------------------------------------------------------------------------
     def route(self, src: str | int, dst: str | int) -> Route:
         """Link resource ids from ``src`` to ``dst`` (devices by rank or any node by name)."""
-        s = self._index[self._dev(src)]
-        t = self._index[self._dev(dst)]
-        key = (s, t)
-        r = self._route_cache.get(key)
-        if r is not None:
-            return r
-        if s == t:
-            r = ()
-        else:
-            dist = self._dist_to(t)
-            if dist[s] < 0:
-                raise InputError(f"no route from {self._names[s]!r} to {self._names[t]!r}")
-            h = _mix(s, t)
-            links = []
-            u = s
-            while u != t:
-                want = dist[u] - 1
-                cands = [(v, lk) for v, lk in self._succ[u] if dist[v] == want]
-                v, lk = cands[h % len(cands)] if len(cands) > 1 else cands[0]
-                links.append(lk)
-                u = v
-            r = tuple(links)
-        self._route_cache[key] = r
+        r = self._route_cache.get((src, dst))
+        if r is None:
+            s = self._node_index(src)
+            t = self._node_index(dst)
+            try:
+                r = self._router.route(s, t)
+            except NoRoute:
+                raise InputError(
+                    f"no route from {self._names[s]!r} to {self._names[t]!r}") from None
+            self._route_cache[(src, dst)] = r
         return r
+
+    def routes(self, pairs: Iterable[tuple[str | int, str | int]]) -> list[Route]:
+        """:meth:`route` for many ``(src, dst)`` pairs (e.g. every transfer of a step)."""
+        return [self.route(s, t) for s, t in pairs]
+
+    def hops(self, src: str | int, dst: str | int) -> int:
+        """Number of links on the route."""
+        return len(self.route(src, dst))
+
+    def route_cost(self, src: str | int, dst: str | int) -> int:
+        """Minimal routing cost (= hop count when every link costs 1); -1 if unreachable."""
+        return self._router.distance(self._node_index(src), self._node_index(dst))
+
+    def route_nodes(self, src: str | int, dst: str | int) -> list[str]:
+        """Node names along the route, both ends included (for display and tests)."""
+        node = self._names[self._node_index(src)]
+        out = [node]
+        for lk in self.route(src, dst):
+            nxt = self._link_end(node, lk)
+            out.append(nxt)
+            node = nxt
+        return out
+
+    def unreachable(self, node: str) -> list[str]:
+        """Devices that ``node`` cannot reach or be reached from (ignoring direction)."""
+        n = len(self._names)
+        u = np.array([e[0] for e in self._edge_index], dtype=np.int64)
+        v = np.array([e[1] for e in self._edge_index], dtype=np.int64)
+        adj = csr_matrix((np.ones(u.size), (u, v)), shape=(n, n))
+        _, label = connected_components(adj, directed=True, connection="weak")
+        mine = label[self._index[node]]
+        return [d for d, i in zip(self.devices, self._dev_index) if label[i] != mine]
+
+    def _link_end(self, node: str, link: int) -> str:
+        for v, data in self.graph[node].items():
+            if data["link"] == link:
+                return v
+        raise ValueError(f"link {link} does not leave {node!r}")  # an internal inconsistency
 
     def path_latency(self, route: Route) -> float:
         return float(sum(self.latency[i] for i in route))
@@ -221,6 +264,11 @@ class Platform:
     def path_bandwidth(self, route: Route) -> float:
         """Bandwidth a lone flow gets on this route: the narrowest link."""
         return float(min(self.capacity[i] for i in route)) if route else float("inf")
+
+    @property
+    def routing_core_size(self) -> int:
+        """Nodes the router searches after collapsing one-neighbour nodes (devices)."""
+        return self._router.num_core
 
     def describe(self) -> str:
         kinds: dict[str, int] = {}
@@ -232,6 +280,4 @@ class Platform:
 
 def _natural_key(name: str) -> tuple:
     """Sort "n2" before "n10" so node indices follow the order people expect."""
-    import re
-
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(name)))

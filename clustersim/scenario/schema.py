@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +56,18 @@ class BenchmarkSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """What each worker computes.  ``model`` is a :class:`clustersim.workload.Model`."""
+    """What each worker computes.  ``model`` is a :class:`clustersim.workload.Model`;
+    ``compute`` a :class:`~clustersim.workload.ComputeOverrides` (calibrated efficiencies);
+    ``pipeline`` an optional :class:`~clustersim.workload.InputPipeline`."""
 
     model: Any
     batch_per_worker: int | None = None
     global_batch: int | None = None
     optimizer: str = "momentum"
     bucket_bytes: float | None = None
-    overlap: bool = True
-    input_bandwidth: float | None = None
-    sample_bytes: float | None = None
     jitter: float = 0.0
-    efficiency: Mapping[str, float] = field(default_factory=dict)
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    compute: Any = None
+    pipeline: Any = None
 
 
 @dataclass(frozen=True)
@@ -260,54 +259,31 @@ def _parse_benchmark(raw: Any) -> BenchmarkSpec:
 
 
 def _parse_workload(raw: Any) -> WorkloadSpec:
-    from clustersim.workload import get_model, model_from_dict
+    from clustersim.workload import OPTIMIZERS, ComputeOverrides, InputPipeline, resolve_model
 
     path = ("workload",)
     s = Section(raw, path, ("model", "batch_per_worker", "global_batch", "optimizer", "bucket",
-                            "overlap", "input", "jitter", "efficiency"))
-    mraw = s.get("model")
-    if isinstance(mraw, str):
-        model = get_model(mraw, path=(*path, "model"))
-    else:
-        model = model_from_dict(mraw, (*path, "model"))
+                            "input", "jitter", "compute"))
+    model = resolve_model(s.get("model"), (*path, "model"))
     bpw = s.get("batch_per_worker", as_int, None, minimum=1)
     gb = s.get("global_batch", as_int, None, minimum=1)
     if bpw is None and gb is None:
         raise InputError("needs batch_per_worker (weak scaling) or global_batch (strong scaling)",
                          path=path)
     bucket = s.get("bucket", default=None)
-    if bucket in (None, "none", False):
-        bucket_bytes = None
-    else:
-        bucket_bytes = as_size(bucket, (*path, "bucket"))
-    input_bw = sample_bytes = None
-    if s.has("input"):
-        si = Section(s.raw["input"], (*path, "input"), ("bandwidth", "sample_bytes"))
-        from clustersim.scenario.fields import as_bandwidth
-
-        input_bw = si.get("bandwidth", as_bandwidth)
-        sample_bytes = si.get("sample_bytes", as_size)
-    eff: dict[str, float] = {}
-    if s.has("efficiency"):
-        se = s.get("efficiency")
-        if not isinstance(se, Mapping):
-            raise InputError("must be a mapping of kernel class to fraction of peak",
-                             path=(*path, "efficiency"))
-        for k, v in se.items():
-            eff[str(k)] = as_float(v, (*path, "efficiency", k), positive=True, maximum=1.0)
+    bucket_bytes = None if bucket in (None, "none", False) else as_size(bucket, (*path, "bucket"))
+    pipeline = (InputPipeline.from_dict(s.raw["input"], (*path, "input"))
+                if s.has("input") else None)
     return WorkloadSpec(
         model=model,
         batch_per_worker=bpw,
         global_batch=gb,
-        optimizer=s.get("optimizer", as_choice, "momentum", choices=("sgd", "momentum", "adam"),
+        optimizer=s.get("optimizer", as_choice, "momentum", choices=list(OPTIMIZERS),
                         kind="optimizer"),
         bucket_bytes=bucket_bytes,
-        overlap=s.get("overlap", as_bool, True),
-        input_bandwidth=input_bw,
-        sample_bytes=sample_bytes,
         jitter=s.get("jitter", as_float, 0.0, minimum=0.0, maximum=1.0),
-        efficiency=eff,
-        raw=dict(s.raw),
+        compute=ComputeOverrides.from_dict(s.get("compute", default=None), (*path, "compute")),
+        pipeline=pipeline,
     )
 
 

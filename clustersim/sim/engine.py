@@ -150,8 +150,10 @@ class Engine:
         for st in self.stats:
             if not st.end:
                 st.end = self.env.now
+        # SimPy numbers every scheduled event from an itertools.count: the next id is the total
+        scheduled = next(self.env._eid)  # noqa: SLF001
         return RunResult(self.env.now, self.stats, self.events, self.net.flows_started,
-                         self.env._eid)  # noqa: SLF001 - SimPy's event counter
+                         scheduled)
 
     def _actor(self, i: int, spec: ActorSpec):
         env = self.env
@@ -166,14 +168,10 @@ class Engine:
             value = None
             t0 = env.now
             if isinstance(op, Compute):
-                dt = self.costs.compute(op, spec, self.placement[i], self._iter[i])
-                if dt > 0:
-                    yield env.timeout(dt)
-                st.compute += dt
-                if self.trace:
-                    self._ev(i, "compute", t0, env.now, op.label or op.phase)
-                if op.fn is not None:
-                    value = op.fn(op.data)
+                if op.blocking:
+                    value = yield from self._compute(i, spec, op)
+                else:
+                    value = self._spawn(self._compute(i, spec, op))
             elif isinstance(op, Collective):
                 proc = self._collective(i, op)
                 if op.blocking:
@@ -218,6 +216,17 @@ class Engine:
         st.iterations.append(env.now)
         if st.mark is None:  # servers (no iterations) or runs shorter than the warmup
             st.mark = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+    def _compute(self, i: int, spec: ActorSpec, op: Compute):
+        env = self.env
+        t0 = env.now
+        dt = self.costs.compute(op, spec, self.placement[i], self._iter[i])
+        if dt > 0:
+            yield env.timeout(dt)
+        self.stats[i].compute += dt
+        if self.trace:
+            self._ev(i, "compute", t0, env.now, op.label or op.phase)
+        return op.fn(op.data) if op.fn is not None else None
 
     def _spawn(self, proc) -> Handle:
         h = Handle(self._next_handle)

@@ -86,7 +86,7 @@ def _shape(value: Any, path: Path) -> tuple[int, ...]:
 def _check_keys(raw: Mapping[str, Any], allowed: Sequence[str], kind: str, path: Path) -> None:
     for key in raw:
         if key not in allowed:
-            raise unknown_name(f"field for {kind}", str(key), allowed, path=(*path, key))
+            raise unknown_name(f"{kind} field", str(key), allowed, path=(*path, key))
 
 
 def _bool(value: Any, path: Path) -> bool:

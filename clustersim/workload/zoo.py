@@ -218,6 +218,31 @@ def model_options(name: str) -> dict[str, Any]:
     return {p.name: p.default for p in sig.parameters.values()}
 
 
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _option_ok(default: Any, value: Any) -> bool:
+    """Options take the type of their default (bool, positive int, list of ints, str)."""
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return _positive_int(value)
+    if isinstance(default, tuple):
+        return isinstance(value, (list, tuple)) and all(_positive_int(v) for v in value)
+    return isinstance(value, type(default))
+
+
+def _describe(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return f"a positive integer (default {default})"
+    if isinstance(default, tuple):
+        return f"a list of positive integers (default {list(default)})"
+    return f"a {type(default).__name__} (default {default!r})"
+
+
 def _freeze(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
@@ -238,19 +263,9 @@ def get_model(name: str, path: Sequence[str | int] = (), **options: Any) -> Mode
     for key, value in options.items():
         if key not in allowed:
             raise unknown_name(f"option for model {name!r}", key, allowed, path=(*path, key))
-        default = allowed[key]
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-        elif isinstance(default, tuple):
-            ok = (isinstance(value, (list, tuple)) and all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value))
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise InputError(f"option {key!r} of model {name!r} must be like {default!r}, "
-                             f"not {value!r}", path=(*path, key))
+        if not _option_ok(allowed[key], value):
+            raise InputError(f"option {key!r} of model {name!r} must be "
+                             f"{_describe(allowed[key])}, not {value!r}", path=(*path, key))
     frozen = tuple(sorted((k, _freeze(v)) for k, v in options.items()))
     try:
         return _cached(name, frozen)

@@ -1,0 +1,283 @@
+"""Platforms described in YAML: ``topology: <builder>`` plus that builder's parameters.
+
+Example (``topologies/*.yaml`` has more)::
+
+    topology: leaf_spine
+    leaves: 8
+    spines: 4
+    hosts_per_leaf: 16
+    device: v100                      # a catalog name, or inline {like: v100, peak: 14 TFLOP/s}
+    host_link: eth25g                 # a catalog name, or inline {bandwidth: 25 Gb/s, latency: 3 us}
+    uplink: eth100g
+    node: {devices: 2, layout: pcie_tree, sockets: 2, devices_per_switch: 0, gpudirect: false}
+
+Why a thin layer over the builders: the builders already validate their arguments and raise
+:class:`~clustersim.errors.InputError` naming the parameter, so this module only turns names
+and unit strings into specs (through the catalog and :mod:`clustersim.units`) and prefixes the
+location.  The allowed fields of a topology are the keyword parameters of its builder, read
+from its signature - one source of truth.  ``about``, ``notes`` and ``sources`` are free text
+for the reader; ``catalog:`` adds or overrides devices and link classes for this platform.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clustersim.catalog import (
+    Catalog,
+    DeviceSpec,
+    LinkSpec,
+    builtin_catalog,
+    device_from_dict,
+    link_from_dict,
+)
+from clustersim.errors import InputError, unknown_name
+from clustersim.platform.builders import TOPOLOGIES, list_topologies
+from clustersim.platform.explicit import ExplicitLink, ExplicitNode, explicit
+from clustersim.platform.model import Platform
+from clustersim.platform.node import LAYOUTS, NodeSpec
+
+__all__ = ["build_platform", "load_platform", "list_topologies", "parse_node", "parse_device",
+           "parse_link"]
+
+_TEXT_FIELDS = ("about", "notes", "sources")
+_LINK_PARAMS = ("link", "host_link", "uplink", "local_link", "global_link")
+_NODE_LINKS = ("pcie", "intersocket", "nvlink", "nic_link", "internal")
+_NODE_FIELDS = ("devices", "layout", "device", "nics", "gpudirect", "sockets",
+                "devices_per_switch", *_NODE_LINKS)
+
+
+def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> Platform:
+    """Build the platform a parsed YAML mapping describes; errors are located under ``path``."""
+    path = tuple(path)
+    if not isinstance(raw, dict):
+        raise InputError(f"a platform must be a mapping with a 'topology' field, not "
+                         f"{type(raw).__name__}", path=path)
+    if "catalog" in raw:
+        catalog = catalog.extended(raw["catalog"], path=(*path, "catalog"))
+    if "topology" not in raw:
+        raise InputError(f"missing required field 'topology' (allowed: "
+                         f"{', '.join(TOPOLOGIES)})", path=(*path, "topology"))
+    topo = raw["topology"]
+    if not isinstance(topo, str) or topo not in TOPOLOGIES:
+        raise unknown_name("topology", str(topo), TOPOLOGIES, path=(*path, "topology"))
+    if topo == "explicit":
+        return _build_explicit(raw, catalog, path)
+    fn = TOPOLOGIES[topo][0]
+    params = {n: p for n, p in inspect.signature(fn).parameters.items()
+              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = (*path, key)
+        if key in ("topology", "catalog", *_TEXT_FIELDS):
+            continue
+        if key not in params:
+            raise unknown_name(f"field of topology {topo!r}", str(key),
+                               [*params, "catalog", *_TEXT_FIELDS], path=where)
+        kwargs[key] = _parse_param(key, value, catalog, where)
+    for pname, p in params.items():
+        if p.default is inspect.Parameter.empty and pname not in kwargs:
+            required = [n for n, q in params.items() if q.default is inspect.Parameter.empty]
+            raise InputError(f"topology {topo!r} needs field {pname!r} (required: "
+                             f"{', '.join(required)})", path=(*path, pname))
+    try:
+        return fn(**kwargs)
+    except InputError as exc:
+        raise exc.located(prefix=path) from None
+
+
+def load_platform(file: str | Path, catalog: Catalog | None = None) -> Platform:
+    """Read a topology file; errors carry the file name and, when known, the line."""
+    file = str(file)
+    try:
+        text = Path(file).read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read platform file: {exc.strerror}", file=file) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=file,
+                         line=mark.line + 1 if mark else None) from None
+    if isinstance(raw, dict) and "name" not in raw:
+        raw = {**raw, "name": Path(file).stem}
+    try:
+        return build_platform(raw, catalog or builtin_catalog(), path=())
+    except InputError as exc:
+        raise exc.located(file=file, line=yaml_line(text, exc.path)) from None
+
+
+def yaml_line(text: str, path: tuple) -> int | None:
+    """1-based line of the YAML node at ``path`` (deepest existing prefix), if any."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            nxt = node.value[part]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+# -- field parsers --------------------------------------------------------------------------
+def parse_device(value: Any, catalog: Catalog, path: tuple) -> DeviceSpec:
+    """A catalog device name, or an inline mapping (``like: k80`` to start from an entry)."""
+    if isinstance(value, str):
+        return catalog.device(value, path=path)
+    if isinstance(value, dict):
+        raw = dict(value)
+        base = catalog.device(raw.pop("like"), path=(*path, "like")) if "like" in raw else None
+        name = str(raw.pop("name", base.name if base else "custom"))
+        return device_from_dict(name, raw, base, path)
+    raise InputError(f"device must be a catalog name ({', '.join(sorted(catalog.devices))}) "
+                     f"or a mapping of fields, not {value!r}", path=path)
+
+
+def parse_link(value: Any, catalog: Catalog, path: tuple) -> LinkSpec:
+    """A catalog link class name, or an inline mapping (``like: eth10g`` to start from one)."""
+    if isinstance(value, str):
+        return catalog.link(value, path=path)
+    if isinstance(value, dict):
+        raw = dict(value)
+        base = catalog.link(raw.pop("like"), path=(*path, "like")) if "like" in raw else None
+        name = str(raw.pop("name", base.name if base else "custom"))
+        return link_from_dict(name, raw, base, path)
+    raise InputError(f"link must be a catalog name ({', '.join(sorted(catalog.links))}) or a "
+                     f"mapping like {{bandwidth: 10 Gb/s, latency: 1 us}}, not {value!r}",
+                     path=path)
+
+
+def parse_node(value: Any, catalog: Catalog, path: tuple) -> NodeSpec:
+    """A ``node:`` mapping into a :class:`NodeSpec` (links and device through the catalog)."""
+    if not isinstance(value, dict):
+        raise InputError(f"node must be a mapping with fields {', '.join(_NODE_FIELDS)}, not "
+                         f"{value!r}", path=path)
+    kwargs: dict[str, Any] = {}
+    for key, item in value.items():
+        where = (*path, key)
+        if key not in _NODE_FIELDS:
+            raise unknown_name("node field", str(key), _NODE_FIELDS, path=where)
+        if key in _NODE_LINKS:
+            kwargs[key] = parse_link(item, catalog, where)
+        elif key == "device":
+            kwargs[key] = parse_device(item, catalog, where)
+        elif key == "layout" and not isinstance(item, str):
+            raise unknown_name("layout", str(item), LAYOUTS, path=where)
+        else:
+            kwargs[key] = item
+    try:
+        return NodeSpec(**kwargs)
+    except InputError as exc:
+        raise exc.located(prefix=path) from None
+
+
+def _parse_param(key: str, value: Any, catalog: Catalog, where: tuple) -> Any:
+    if key in _LINK_PARAMS:
+        return parse_link(value, catalog, where)
+    if key == "device":
+        return parse_device(value, catalog, where)
+    if key == "node":
+        return parse_node(value, catalog, where)
+    if key == "dims" and isinstance(value, list):
+        return tuple(value)
+    if key == "name" and not isinstance(value, str):
+        raise InputError(f"name must be a string, not {value!r}", path=where)
+    return value  # counts and choices: the builder checks them and names the field
+
+
+def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
+    allowed = ("topology", "name", "nodes", "links", "device", "link", "catalog", *_TEXT_FIELDS)
+    for key in raw:
+        if key not in allowed:
+            raise unknown_name("field of topology 'explicit'", str(key), allowed,
+                               path=(*path, key))
+    for key in ("nodes", "links"):
+        if key not in raw:
+            raise InputError(f"topology 'explicit' needs field {key!r}", path=(*path, key))
+        if not isinstance(raw[key], list):
+            raise InputError(f"{key} must be a list", path=(*path, key))
+    device = parse_device(raw["device"], catalog, (*path, "device")) if "device" in raw else None
+    link = parse_link(raw["link"], catalog, (*path, "link")) if "link" in raw else None
+    nodes = [_explicit_node(n, i, device, catalog, (*path, "nodes", i))
+             for i, n in enumerate(raw["nodes"])]
+    links = [_explicit_link(x, link, catalog, (*path, "links", i))
+             for i, x in enumerate(raw["links"])]
+    name = raw.get("name", "explicit")
+    if not isinstance(name, str):
+        raise InputError(f"name must be a string, not {name!r}", path=(*path, "name"))
+    try:
+        return explicit(nodes, links, name=name)
+    except InputError as exc:
+        raise exc.located(prefix=path) from None
+
+
+def _explicit_node(raw: Any, i: int, device: DeviceSpec | None, catalog: Catalog,
+                   path: tuple) -> ExplicitNode:
+    fields = ("name", "kind", "device", "host")
+    if not isinstance(raw, dict):
+        raise InputError(f"a node must be a mapping with fields {', '.join(fields)}, not "
+                         f"{raw!r}", path=path)
+    for key in raw:
+        if key not in fields:
+            raise unknown_name("node field", str(key), fields, path=(*path, key))
+    if "name" not in raw:
+        raise InputError("node needs a 'name'", path=(*path, "name"))
+    kind = raw.get("kind", "device" if "device" in raw else "switch")
+    if not isinstance(kind, str):
+        raise InputError(f"kind must be a string, not {kind!r}", path=(*path, "kind"))
+    dev = parse_device(raw["device"], catalog, (*path, "device")) if "device" in raw else None
+    if kind == "device" and dev is None:
+        if device is None:
+            raise InputError("device node needs a 'device' (or give a top-level 'device')",
+                             path=(*path, "device"))
+        dev = device
+    return ExplicitNode(name=str(raw["name"]), kind=kind, device=dev, host=raw.get("host"))
+
+
+def _explicit_link(raw: Any, default: LinkSpec | None, catalog: Catalog,
+                   path: tuple) -> ExplicitLink:
+    """``[a, b]``, ``[a, b, link]`` or ``{between: [a, b], link: ..., cost: 1}``."""
+    spec_raw: Any = None
+    cost: Any = 1
+    if isinstance(raw, list) and len(raw) in (2, 3):
+        ends = raw[:2]
+        spec_raw = raw[2] if len(raw) == 3 else None
+        spec_path = (*path, 2)
+    elif isinstance(raw, dict):
+        for key in raw:
+            if key not in ("between", "link", "cost"):
+                raise unknown_name("link field", str(key), ("between", "link", "cost"),
+                                   path=(*path, key))
+        ends = raw.get("between")
+        if not isinstance(ends, list) or len(ends) != 2:
+            raise InputError("between must list the two nodes a link joins, like [gpu0, sw]",
+                             path=(*path, "between"))
+        spec_raw = raw.get("link")
+        cost = raw.get("cost", 1)
+        spec_path = (*path, "link")
+    else:
+        raise InputError(f"a link is [a, b], [a, b, link class] or {{between: [a, b], link: "
+                         f"...}}, not {raw!r}", path=path)
+    if spec_raw is None:
+        if default is None:
+            raise InputError("link needs a link class (or give a top-level 'link')", path=path)
+        spec = default
+    else:
+        spec = parse_link(spec_raw, catalog, spec_path)
+    if isinstance(cost, bool) or not isinstance(cost, int) or cost < 1:
+        raise InputError(f"cost must be an integer >= 1, not {cost!r}", path=(*path, "cost"))
+    return ExplicitLink(str(ends[0]), str(ends[1]), spec, cost)

@@ -1,0 +1,68 @@
+"""Helpers shared by the topology builders: argument checks and plugging machines in.
+
+Builders raise :class:`~clustersim.errors.InputError` whose ``path`` is the parameter name, so
+the YAML layer only has to prefix its own location (``platform.k``) to point at the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from clustersim.catalog import DeviceSpec, LinkSpec
+from clustersim.errors import InputError
+from clustersim.platform.model import PlatformBuilder
+from clustersim.platform.node import Machine, NodeSpec, add_machine
+
+__all__ = ["check_count", "check_link", "check_node", "plug_machines"]
+
+
+def check_count(name: str, value: object, minimum: int = 1) -> int:
+    """An integer parameter ``>= minimum`` (bools are not integers here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be an integer, not {value!r}", path=(name,))
+    if value < minimum:
+        raise InputError(f"{name} must be >= {minimum}, not {value}", path=(name,))
+    return value
+
+
+def check_link(name: str, value: object) -> LinkSpec:
+    if not isinstance(value, LinkSpec):
+        raise InputError(f"{name} must be a link class, not {value!r}", path=(name,))
+    return value
+
+
+def check_node(node: object, *, fabric: bool, direct: bool = False) -> NodeSpec:
+    """The node spec (default: one device per host) checked against the network kind.
+
+    ``fabric``: machines must reach a network, so they need at least one port.  ``direct``:
+    a direct network routes through each machine, which therefore needs exactly one port (the
+    device itself, or the NIC acting as the router).
+    """
+    if node is None:
+        return NodeSpec()
+    if not isinstance(node, NodeSpec):
+        raise InputError(f"node must be a node description, not {node!r}", path=("node",))
+    if fabric and node.has_nics and node.nics < 1:
+        raise InputError("machines on a network need at least one NIC", path=("node", "nics"))
+    if direct:
+        if node.layout == "ports":
+            raise InputError("a direct network routes through one port per machine; layout "
+                             "'ports' gives each device its own", path=("node", "layout"))
+        if node.has_nics and node.nics != 1:
+            raise InputError(f"in a direct network the machine's single NIC is its router; "
+                             f"nics must be 1, not {node.nics}", path=("node", "nics"))
+    return node
+
+
+def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: NodeSpec,
+                  link: LinkSpec, switch_of: Callable[[int], str], cost: int = 1
+                  ) -> list[Machine]:
+    """Add ``count`` machines and join every port of machine ``i`` to ``switch_of(i)``."""
+    out = []
+    for i in range(count):
+        m = add_machine(b, i, node, device)
+        sw = switch_of(i)
+        for port in m.ports:
+            b.add_link(port, sw, link, cost=cost)
+        out.append(m)
+    return out

@@ -1,0 +1,392 @@
+"""Deterministic minimal-cost routing with ECMP, fast enough for thousands of ranks.
+
+Semantics (what a route *is*):
+
+* A route from ``s`` to ``t`` is a minimal-cost path; every link costs its integer ``cost``
+  (1 unless a builder says otherwise - dragonfly global links cost more so that minimal routes
+  take one global hop, as Aries minimal routing does).  With unit costs this is shortest-hop.
+* When several next hops lie on minimal paths (ECMP), the one taken at node ``u`` is
+  ``candidates[mix(mix(s, t), u) % len(candidates)]`` with candidates in node order.  The
+  ``(s, t)`` part is the flow hash a switch computes from a packet's 5-tuple; mixing in ``u``
+  gives every switch its own hash seed.  Without it every switch would use the same residue and
+  the choices would correlate ("hash polarisation"): in a k-ary fat-tree only k/2 of the
+  (k/2)^2 core switches would ever carry traffic.
+* Everything is integer arithmetic on node indices, so routes are identical across processes
+  (Python's salted ``hash()`` is never used).
+
+How it is fast (a walk needs, at each node, which neighbours are one step nearer to ``t``):
+
+* *Stub collapse.*  A node with exactly one neighbour (a device on its switch, a GPU under its
+  PCIe switch) can never be in the middle of a minimal path, so a route from a stub is its
+  uplink followed by a route from its attachment node.  Only the *core* graph (switches,
+  routers, NICs, ...) is searched.
+* *Local balls.*  Distances to ``t`` are first grown breadth-first from ``t`` in Python, one
+  level at a time, only until the source is reached and only within a small work budget.  A
+  ball of radius ``r = dist(s, t)`` holds every node nearer than ``s``, which is all a minimal
+  walk from ``s`` can visit, so neighbour traffic (rings, tori, NVLink peers) never searches
+  the whole graph.
+* *Full searches in C and next-hop tables.*  Past the budget, distances from every core node to
+  ``t`` come from :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph
+  (a link of cost ``c`` is expanded into ``c`` unit edges through ``c - 1`` virtual nodes, so
+  BFS stays exact; levels are read off the BFS order, along which predecessor positions never
+  decrease).  One vectorised pass then marks every edge that lies on a minimal path to ``t``;
+  the walk reads its next hop from that table in O(1).
+* *Twins.*  Nodes with identical neighbours and costs (the edge switches of a fat-tree pod, the
+  leaves of a leaf-spine, the PCIe switches of one socket) are equally far from every other
+  node, so one search and one table serve the whole class.  Only a hop next to the pair itself
+  differs, and that one is computed on the spot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order
+
+__all__ = ["Router", "NoRoute", "mix"]
+
+Route = tuple[int, ...]
+
+#: Neighbour scans allowed when growing a local ball before falling back to a full search in
+#: C (which costs about as much as this many Python steps on a ~1,000-switch core).
+BALL_BUDGET = 256
+
+#: Cache caps, in stored integers: next-hop tables are evicted oldest first past this, and the
+#: per-node candidate cache is dropped wholesale, so all-pairs traffic on a large direct
+#: network cannot exhaust memory (it gets slower instead).
+TABLE_CACHE_ENTRIES = 1 << 25
+CAND_CACHE_ENTRIES = 1 << 21
+
+
+def mix(a: int, b: int) -> int:
+    """A small deterministic integer hash of two integers (a 32-bit finaliser)."""
+    x = (a * 0x9E3779B1 + b * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    return x
+
+
+class NoRoute(Exception):
+    """Raised when the destination cannot be reached from the source."""
+
+
+class _Ball:
+    """Exact distances to one destination for every node within ``radius`` (expanded graph)."""
+
+    __slots__ = ("dist", "frontier", "radius", "work")
+
+    def __init__(self, t: int) -> None:
+        self.dist: dict[int, int] = {t: 0}
+        self.frontier: list[int] = [t]
+        self.radius = 0
+        self.work = 0
+
+
+class _Table:
+    """Distances to a destination and, per node, its minimal next hops (edge positions)."""
+
+    __slots__ = ("dist", "start", "count", "onpath", "size")
+
+    def __init__(self, dist: np.ndarray, start: np.ndarray, count: np.ndarray,
+                 onpath: np.ndarray) -> None:
+        self.dist = dist
+        self.start = start
+        self.count = count
+        self.onpath = onpath
+        self.size = dist.size + start.size + count.size + onpath.size
+
+
+class Router:
+    """Routes between integer node ids of a directed graph with integer link costs.
+
+    ``edges`` holds ``(u, v, link_id, cost)`` for each directed edge; link ids are opaque
+    (half-duplex links repeat an id).  Node ids order the ECMP candidates.
+    """
+
+    def __init__(self, num_nodes: int, edges: Sequence[tuple[int, int, int, int]]) -> None:
+        n = num_nodes
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        for u, v, lk, cost in edges:
+            c = int(cost)
+            if c != cost or c < 1:
+                raise ValueError(f"link cost must be a positive integer, got {cost!r}")
+            out[u].append((v, lk, c))
+        self._find_stubs(n, out)
+        attach = self._attach
+        core = [u for u in range(n) if attach[u] < 0]
+        self._core = core
+        cid = [-1] * n
+        for i, u in enumerate(core):
+            cid[u] = i
+        self._cid = cid
+        self._ncore = len(core)
+        # core adjacency in node order, as lists (walks, balls) and as a CSR (tables)
+        self._adj_list: list[list[tuple[int, int, int]]] = [
+            sorted((cid[v], lk, c) for v, lk, c in out[u] if attach[v] < 0) for u in core]
+        flat = [e for lst in self._adj_list for e in lst]
+        self._eptr = np.zeros(self._ncore + 1, dtype=np.int64)
+        np.cumsum([len(lst) for lst in self._adj_list], out=self._eptr[1:])
+        self._erow = np.repeat(np.arange(self._ncore), np.diff(self._eptr))
+        self._ecol = np.array([e[0] for e in flat], dtype=np.int64)
+        self._ecost = np.array([e[2] for e in flat], dtype=np.int64)
+        self._ecol_l = [e[0] for e in flat]
+        self._elink_l = [e[1] for e in flat]
+        self._build_reverse()
+        self._twin, self._twin_in = self._find_twins()
+        self._tables: dict[int, _Table] = {}
+        self._table_entries = 0
+        self._balls: dict[int, _Ball] = {}
+        self._cand: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._pair_dist: dict[int, int] = {}
+        self._pos = np.empty(self._nexp, dtype=np.int64)
+        self._arange = np.arange(self._nexp, dtype=np.int64)
+        self.searches = 0  # full breadth-first searches run (benchmarks and tests read it)
+
+    # -- construction ------------------------------------------------------------------
+    def _find_stubs(self, n: int, out: list[list[tuple[int, int, int]]]) -> None:
+        """Stubs: one neighbour, linked both ways, and that neighbour is not a stub itself
+        (two nodes joined only to each other stay in the core)."""
+        nbrs: list[set[int]] = [set() for _ in range(n)]
+        for u, lst in enumerate(out):
+            for v, _, _ in lst:
+                nbrs[u].add(v)
+                nbrs[v].add(u)
+        self._attach = [-1] * n
+        self._up = [(-1, 0)] * n
+        self._down = [(-1, 0)] * n
+        for u in range(n):
+            if len(nbrs[u]) == 1:
+                (a,) = nbrs[u]
+                if len(nbrs[a]) > 1 and len(out[u]) == 1:
+                    back = [(lk, c) for v, lk, c in out[a] if v == u]
+                    if back:
+                        self._attach[u] = a
+                        self._up[u] = out[u][0][1:]
+                        self._down[u] = back[0]
+
+    def _build_reverse(self) -> None:
+        """Reversed core graph with cost-c edges expanded through c-1 virtual nodes."""
+        rows: list[int] = []
+        cols: list[int] = []
+        nvirt = self._ncore
+        for cu, lst in enumerate(self._adj_list):
+            for cv, _, c in lst:
+                prev = cv
+                for _ in range(c - 1):
+                    rows.append(prev)
+                    cols.append(nvirt)
+                    prev = nvirt
+                    nvirt += 1
+                rows.append(prev)
+                cols.append(cu)
+        self._nexp = nvirt
+        self._radj: list[list[int]] = [[] for _ in range(nvirt)]
+        for r, c in zip(rows, cols):
+            self._radj[r].append(c)
+        self._rev = csr_matrix(
+            (np.ones(len(rows)), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))),
+            shape=(nvirt, nvirt),
+        )
+
+    def _find_twins(self) -> tuple[list[int], dict[int, frozenset[int]]]:
+        """Twin representative (smallest core id) of every core node, and the in-neighbours
+        of each representative (where a twin's last hop differs from the representative's)."""
+        incoming: list[list[tuple[int, int]]] = [[] for _ in range(self._ncore)]
+        for cu, lst in enumerate(self._adj_list):
+            for cv, _, c in lst:
+                incoming[cv].append((cu, c))
+        rep: dict[tuple, int] = {}
+        twin = []
+        for cu, lst in enumerate(self._adj_list):
+            key = (tuple((cv, c) for cv, _, c in lst), tuple(sorted(incoming[cu])))
+            twin.append(rep.setdefault(key, cu))
+        counts: dict[int, int] = {}
+        for r in twin:
+            counts[r] = counts.get(r, 0) + 1
+        twin_in = {r: frozenset(u for u, _ in incoming[r]) for r, k in counts.items() if k > 1}
+        return twin, twin_in
+
+    # -- public ------------------------------------------------------------------------
+    @property
+    def num_core(self) -> int:
+        """Nodes left after collapsing stubs (the graph that is actually searched)."""
+        return self._ncore
+
+    def route(self, s: int, t: int) -> Route:
+        """Link ids of the deterministic ECMP route from node ``s`` to node ``t``."""
+        if s == t:
+            return ()
+        cs = self._attach[s]
+        ct = self._attach[t]
+        if cs < 0:
+            cs = s
+            up: tuple[int, ...] = ()
+        else:
+            up = (self._up[s][0],)
+            if cs == t:
+                return up
+        if ct < 0:
+            ct = t
+            down: tuple[int, ...] = ()
+        else:
+            down = (self._down[t][0],)
+        if cs == ct:
+            return up + down
+        return (*up, *self._core_walk(self._cid[cs], self._cid[ct], mix(s, t)), *down)
+
+    def distance(self, s: int, t: int) -> int:
+        """Minimal route cost from ``s`` to ``t`` (``-1`` when unreachable)."""
+        if s == t:
+            return 0
+        extra = 0
+        if self._attach[s] >= 0:
+            up = self._up[s][1]
+            if self._attach[s] == t:
+                return up
+            s = self._attach[s]
+            extra += up
+        if self._attach[t] >= 0:
+            extra += self._down[t][1]
+            t = self._attach[t]
+        if s == t:
+            return extra
+        ct = self._cid[t]
+        d = self._dist(self._table(self._twin[ct]), self._cid[s], ct)
+        return d + extra if d >= 0 else -1
+
+    # -- distances ---------------------------------------------------------------------
+    def _bfs(self, ct: int) -> np.ndarray:
+        """Distance of every core node to ``ct`` (-1: unreachable), by a BFS in C."""
+        self.searches += 1
+        order, pred = breadth_first_order(self._rev, ct, directed=True,
+                                          return_predecessors=True)
+        pos = self._pos
+        pos[order] = self._arange[: order.size]
+        pp = pos[pred[order[1:]]]  # non-decreasing: BFS discovers in dequeue order
+        full = np.full(self._nexp, -1, dtype=np.int32)
+        lo, hi, level = 0, 1, 0
+        while lo < order.size:
+            full[order[lo:hi]] = level
+            lo, hi, level = hi, 1 + int(np.searchsorted(pp, hi, side="left")), level + 1
+        return full[: self._ncore]
+
+    def _table(self, rep: int) -> _Table:
+        """Next-hop table towards ``rep`` (a twin representative), built once and cached."""
+        tab = self._tables.get(rep)
+        if tab is not None:
+            return tab
+        d = self._bfs(rep)
+        dv = d[self._ecol]
+        on = np.flatnonzero((dv >= 0) & (dv + self._ecost == d[self._erow]))
+        start = np.searchsorted(on, self._eptr[:-1])
+        count = np.searchsorted(on, self._eptr[1:]) - start
+        tab = _Table(d, start, count, on)
+        while self._tables and self._table_entries + tab.size > TABLE_CACHE_ENTRIES:
+            old = self._tables.pop(next(iter(self._tables)))
+            self._table_entries -= old.size
+        self._tables[rep] = tab
+        self._table_entries += tab.size
+        self._balls.pop(rep, None)
+        return tab
+
+    def _dist(self, tab: _Table, u: int, ct: int) -> int:
+        """Distance of ``u`` to ``ct`` from the table of ``ct``'s twin representative."""
+        if u == ct:
+            return 0
+        rep = self._twin[ct]
+        if u != rep or rep == ct:
+            return int(tab.dist[u])
+        # the representative's own distance to its twin: leave through a shared neighbour
+        d = self._pair_dist.get(ct)
+        if d is None:
+            best = [int(tab.dist[v]) + c for v, _, c in self._adj_list[rep] if tab.dist[v] >= 0]
+            d = self._pair_dist[ct] = min(best) if best else -1
+        return d
+
+    def _ball(self, ct: int, cs: int) -> _Ball | None:
+        """A ball around ``ct`` reaching ``cs``, or None when that exceeds the budget."""
+        ball = self._balls.get(ct)
+        if ball is None:
+            ball = self._balls[ct] = _Ball(ct)
+        dist = ball.dist
+        radj = self._radj
+        while cs not in dist:
+            if not ball.frontier:
+                raise NoRoute
+            work = sum(len(radj[x]) for x in ball.frontier)
+            if ball.work + work > BALL_BUDGET:
+                return None
+            ball.work += work
+            ball.radius += 1
+            r = ball.radius
+            nxt = []
+            for x in ball.frontier:
+                for y in radj[x]:
+                    if y not in dist:
+                        dist[y] = r
+                        nxt.append(y)
+            ball.frontier = nxt
+        return ball
+
+    # -- the walk ----------------------------------------------------------------------
+    def _core_walk(self, cs: int, ct: int, h: int) -> list[int]:
+        rep = self._twin[ct]
+        tab = self._tables.get(rep)
+        if tab is None:
+            ball = self._ball(ct, cs)
+            if ball is not None:
+                return self._ball_walk(ball, cs, ct, h)
+            tab = self._table(rep)
+            self._balls.pop(ct, None)
+        if self._dist(tab, cs, ct) < 0:
+            raise NoRoute
+        near = self._twin_in.get(rep, ()) if rep != ct else ()
+        core, start, count, onpath = self._core, tab.start, tab.count, tab.onpath
+        ecol, elink = self._ecol_l, self._elink_l
+        links: list[int] = []
+        u = cs
+        while u != ct:
+            if u == rep or u in near:  # next to a twin pair: the table is rep's, not ct's
+                cands = self._twin_candidates(tab, u, ct)
+                u, lk = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            else:
+                c = int(count[u])
+                e = int(onpath[start[u] + (mix(h, core[u]) % c if c > 1 else 0)])
+                u, lk = ecol[e], elink[e]
+            links.append(lk)
+        return links
+
+    def _twin_candidates(self, tab: _Table, u: int, ct: int) -> tuple[tuple[int, int], ...]:
+        key = ct * self._ncore + u
+        cands = self._cand.get(key)
+        if cands is None:
+            du = self._dist(tab, u, ct)
+            cands = tuple((v, lk) for v, lk, c in self._adj_list[u]
+                          if (dv := self._dist(tab, v, ct)) >= 0 and dv + c == du)
+            self._remember(key, cands)
+        return cands
+
+    def _ball_walk(self, ball: _Ball, cs: int, ct: int, h: int) -> list[int]:
+        bd = ball.dist
+        core = self._core
+        links: list[int] = []
+        u = cs
+        while u != ct:
+            key = ct * self._ncore + u
+            cands = self._cand.get(key)
+            if cands is None:
+                du = bd[u]
+                cands = tuple((v, lk) for v, lk, c in self._adj_list[u]
+                              if (dv := bd.get(v, -1)) >= 0 and dv + c == du)
+                self._remember(key, cands)
+            u, lk = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            links.append(lk)
+        return links
+
+    def _remember(self, key: int, cands: tuple[tuple[int, int], ...]) -> None:
+        if len(self._cand) >= CAND_CACHE_ENTRIES:
+            self._cand.clear()
+        self._cand[key] = cands

@@ -1,0 +1,109 @@
+"""Training predictions for people (a scaling table per algorithm) and for programs (JSON/CSV)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from clustersim import __version__
+
+__all__ = ["print_training", "training_json", "training_rows"]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _interval(p: Any, key: str, fmt) -> str:
+    base = fmt(getattr(p, key))
+    iv = p.interval.get(key)
+    if iv:
+        return f"{base} [{fmt(iv[0])}, {fmt(iv[1])}]"
+    return base
+
+
+def print_training(console: Console, scn: Any, result: Any) -> None:
+    wl = scn.workload
+    console.print(f"[bold]{scn.name}[/bold]" + (f" — {scn.about}" if scn.about else ""))
+    console.print(f"platform: {scn.platform.describe()}")
+    scaling = scn.sweep.scaling if scn.sweep else "single point"
+    console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
+                  f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
+                  f"fidelity: {scn.run.fidelity}; seed {scn.run.seed}")
+    any_async = any(p.staleness_mean is not None or p.server_utilization is not None
+                    for pts in result.points.values() for p in pts)
+    for title, pts in result.points.items():
+        t = Table(title=f"{title}", title_justify="left")
+        for col in ("workers", "batch/w", "iter (ms)", "samples/s", "speedup", "efficiency",
+                    "comm exposed", "comm total", "compute ms", "comm ms", "wait ms"):
+            t.add_column(col, justify="right")
+        if any_async:
+            for col in ("staleness mean/p90", "server util"):
+                t.add_column(col, justify="right")
+        for p in pts:
+            row = [str(p.workers), f"{p.batch_per_worker:g}", _interval(p, "iteration_time", _ms),
+                   _interval(p, "throughput", lambda v: f"{v:,.0f}"), f"{p.speedup:.2f}",
+                   _pct(p.efficiency), _pct(p.comm_share), _pct(p.comm_share_total),
+                   _ms(p.compute), _ms(p.comm), _ms(p.wait)]
+            if any_async:
+                st = ("—" if p.staleness_mean is None
+                      else f"{p.staleness_mean:.1f}/{p.staleness_p90:.0f}")
+                row += [st, _pct(p.server_utilization)]
+            t.add_row(*row)
+        console.print(t)
+    if len(result.points) > 1:
+        _print_comparison(console, result)
+
+
+def _print_comparison(console: Console, result: Any) -> None:
+    """One line per algorithm at the largest common point, fastest first."""
+    largest = min(pts[-1].workers for pts in result.points.values())
+    rows = []
+    for title, pts in result.points.items():
+        p = next((q for q in pts if q.workers == largest), None)
+        if p is not None:
+            rows.append((title, p))
+    rows.sort(key=lambda r: -r[1].throughput)
+    best = rows[0][1].throughput if rows else 1.0
+    t = Table(title=f"comparison at {largest} workers (fastest first)", title_justify="left")
+    for col in ("algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed"):
+        t.add_column(col, justify="right" if col != "algorithm" else "left")
+    for title, p in rows:
+        t.add_row(title, f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
+                  _pct(p.efficiency), _pct(p.comm_share))
+    console.print(t)
+
+
+def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
+    rows = []
+    for pts in result.points.values():
+        for p in pts:
+            d = p.to_dict()
+            d.pop("interval", None)
+            rows.append(d)
+    return rows
+
+
+def training_json(scn: Any, result: Any) -> dict[str, Any]:
+    wl = scn.workload
+    return {
+        "clustersim": __version__,
+        "scenario": scn.name,
+        "kind": "training_sweep",
+        "platform": scn.platform.describe(),
+        "model": {"name": wl.model.name, "params": wl.model.params,
+                  "grad_bytes": wl.model.grad_bytes},
+        "scaling": scn.sweep.scaling if scn.sweep else None,
+        "run": {"iterations": scn.run.iterations, "warmup": scn.run.warmup,
+                "seed": scn.run.seed, "fidelity": scn.run.fidelity,
+                "repeats": scn.run.repeats},
+        "assumptions": list(scn.assumptions),
+        "algorithms": {title: [p.to_dict() for p in pts]
+                       for title, pts in result.points.items()},
+    }

@@ -1,0 +1,197 @@
+"""One array interface for the real backend: NumPy on CPUs, CuPy on GPUs.
+
+Why one class for both: CuPy mirrors NumPy's API (``empty``, ``add(out=)``, ``matmul(out=)``,
+``astype``), so a backend is the array module ``xp`` plus the few things that differ -
+whether work is asynchronous (``synchronize``), how to reach host memory, and whether MPI may
+read device memory directly (CUDA-aware MPI).  The NumPy path is therefore the *same code* as
+the GPU path, which is what lets tests on a machine without a GPU exercise it.
+
+CuPy is imported only when a GPU is present (``/dev/nvidia*`` or ``/proc/driver/nvidia``) and
+the user did not ask for NumPy - importing CuPy on a machine without a driver is slow and can
+fail in confusing ways.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from clustersim.errors import InputError
+
+__all__ = ["Backend", "GemmKernel", "get_backend", "gpu_present", "BACKEND_CHOICES"]
+
+BACKEND_CHOICES = ("auto", "numpy", "cupy")
+DTYPES = {"float32": np.float32, "fp32": np.float32, "float16": np.float16, "fp16": np.float16,
+          "float64": np.float64, "fp64": np.float64, "int8": np.int8}  # int8: raw byte buffers
+
+
+def gpu_present() -> bool:
+    """True when an NVIDIA driver exposes at least one device (no CUDA import needed)."""
+    if glob.glob("/dev/nvidia[0-9]*"):
+        return True
+    return bool(glob.glob("/proc/driver/nvidia/gpus/*"))
+
+
+def _dtype(dtype: Any) -> np.dtype:
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise InputError(f"unknown dtype {dtype!r} (allowed: {', '.join(DTYPES)})",
+                             path=("dtype",))
+        return np.dtype(DTYPES[dtype])
+    return np.dtype(dtype)
+
+
+@dataclass
+class GemmKernel:
+    """``C = A @ B`` on preallocated operands; calling it runs one GEMM (not synchronised).
+
+    Preallocation keeps allocation out of the timed region, as a real training step would.
+    """
+
+    m: int
+    n: int
+    k: int
+    dtype: np.dtype
+    run: Callable[[], Any]
+
+    @property
+    def flops(self) -> float:
+        """Floating-point operations of one call (a multiply-add counts as two)."""
+        return 2.0 * self.m * self.n * self.k
+
+    def __call__(self) -> Any:
+        return self.run()
+
+
+class Backend:
+    """Arrays on one device kind.  ``xp`` is ``numpy`` or ``cupy``."""
+
+    def __init__(self, xp: ModuleType, *, name: str, is_gpu: bool, cuda_aware: bool = False,
+                 sync: Callable[[], None] | None = None) -> None:
+        self.xp = xp
+        self.name = name
+        self.is_gpu = is_gpu
+        # MPI may be handed device arrays directly only if the library is CUDA-aware;
+        # otherwise communication goes through host copies (``to_host``/``from_host``).
+        self.direct_mpi = (not is_gpu) or cuda_aware
+        self._sync = sync
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r}, direct_mpi={self.direct_mpi})"
+
+    # --- allocation -------------------------------------------------------------------------
+    def empty(self, n: int, dtype: Any = "float32") -> Any:
+        return self.xp.empty(int(n), dtype=_dtype(dtype))
+
+    def zeros(self, n: int, dtype: Any = "float32") -> Any:
+        return self.xp.zeros(int(n), dtype=_dtype(dtype))
+
+    def random(self, n: int, dtype: Any = "float32", seed: int = 0) -> Any:
+        """Uniform [0, 1) values, reproducible from ``seed`` (drawn in fp32, then cast)."""
+        dt = _dtype(dtype)
+        rng = self.xp.random.default_rng(seed)
+        draw = np.float64 if dt == np.float64 else np.float32
+        out = rng.random(int(n), dtype=draw)
+        return out if out.dtype == dt else out.astype(dt)
+
+    # --- arithmetic -------------------------------------------------------------------------
+    def add_(self, a: Any, b: Any) -> Any:
+        """``a += b`` in place (the reduction of a received buffer); returns ``a``."""
+        self.xp.add(a, b, out=a)
+        return a
+
+    def to_fp16(self, a: Any) -> Any:
+        return a.astype(np.float16)
+
+    def to_fp32(self, a: Any) -> Any:
+        return a.astype(np.float32)
+
+    def gemm(self, m: int, n: int, k: int, dtype: Any = "float32", seed: int = 0) -> GemmKernel:
+        """A GEMM kernel of shape (m x k) @ (k x n) on this device."""
+        dt = _dtype(dtype)
+        a = self.random(m * k, dt, seed).reshape(m, k)
+        b = self.random(k * n, dt, seed + 1).reshape(k, n)
+        c = self.xp.empty((m, n), dtype=dt)
+        matmul = self.xp.matmul
+        return GemmKernel(m, n, k, dt, lambda: matmul(a, b, out=c))
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (a no-op for NumPy, whose calls are synchronous)."""
+        if self._sync is not None:
+            self._sync()
+
+    # --- host/device ------------------------------------------------------------------------
+    def to_host(self, a: Any) -> np.ndarray:
+        return a if isinstance(a, np.ndarray) else self.xp.asnumpy(a)
+
+    def from_host(self, a: np.ndarray, out: Any = None) -> Any:
+        """Copy host data onto the device (into ``out`` when given)."""
+        if out is None:
+            return self.xp.asarray(a)
+        if self.is_gpu:
+            out.set(a)
+        else:
+            np.copyto(out, a)
+        return out
+
+
+def _numpy_backend() -> Backend:
+    return Backend(np, name="numpy", is_gpu=False)
+
+
+def _cuda_aware_mpi() -> bool:
+    """Whether MPI may read device memory: ``REALRUN_CUDA_AWARE`` decides, else the library.
+
+    There is no portable query; Open MPI and MPICH builds with CUDA say so in their version
+    string, and mpi4py exposes ``Query_cuda_support`` where the library has it.
+    """
+    flag = os.environ.get("REALRUN_CUDA_AWARE")
+    if flag is not None:
+        return flag.strip().lower() in ("1", "true", "yes", "on")
+    from mpi4py import MPI  # lazy: only a GPU rank gets here
+
+    query = getattr(MPI, "Query_cuda_support", None)
+    if query is not None:
+        try:
+            return bool(query())
+        except Exception:  # noqa: BLE001 - an unsupported query just means "unknown"
+            return False
+    return "cuda" in MPI.Get_library_version().lower()
+
+
+def _cupy_backend() -> Backend:
+    cp = importlib.import_module("cupy")
+    local = int(os.environ.get("MPI_LOCALRANKID", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK",
+                                                                   "0")))
+    ndev = cp.cuda.runtime.getDeviceCount()
+    cp.cuda.Device(local % max(ndev, 1)).use()  # one GPU per local rank, round robin
+    return Backend(cp, name="cupy", is_gpu=True, cuda_aware=_cuda_aware_mpi(),
+                   sync=lambda: cp.cuda.get_current_stream().synchronize())
+
+
+def get_backend(prefer: str = "auto") -> Backend:
+    """The array backend: ``auto`` = CuPy when a GPU and CuPy are present, else NumPy."""
+    if prefer not in BACKEND_CHOICES:
+        raise InputError(f"unknown array backend {prefer!r} (allowed: "
+                         f"{', '.join(BACKEND_CHOICES)})", path=("backend",))
+    if prefer == "numpy":
+        return _numpy_backend()
+    has_cupy = importlib.util.find_spec("cupy") is not None
+    if prefer == "cupy":
+        if not has_cupy or not gpu_present():
+            raise InputError("backend 'cupy' needs CuPy and an NVIDIA GPU; neither is usable "
+                             "here (allowed: auto, numpy)" if not has_cupy else
+                             "backend 'cupy' needs an NVIDIA GPU and none was found "
+                             "(allowed: auto, numpy)", path=("backend",))
+        return _cupy_backend()
+    if has_cupy and gpu_present():
+        return _cupy_backend()
+    return _numpy_backend()

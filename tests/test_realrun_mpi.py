@@ -1,0 +1,140 @@
+"""Real MPI runs with the pip MPICH: schedules vs the library, failures, hangs, microbenchmarks.
+
+Correctness runs use up to 4 ranks on this 2-core machine (oversubscribed, so no timing is
+asserted there); the microbenchmark runs use 2.  Every test also checks that no process of
+its run survived (``/proc`` scan for the run's marker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from clustersim.trace import read_jsonl
+from realrun.api import load_traces, run_microbenchmarks, run_selftest, verify_schedules
+from realrun.launch import RealRunError
+from realrun.proctree import find_marked
+from realrun.rankstate import LOG_DIR_VAR
+
+pytestmark = pytest.mark.mpi
+
+ALL_OPS = ("allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall",
+           "gather", "scatter")
+# the allreduce schedules issue 5 names; each must agree with MPI_Allreduce
+REQUIRED = {"ring", "recursive_doubling", "rabenseifner", "binomial_tree", "double_binary_tree",
+            "asa", "hierarchical"}
+
+
+def _no_strays(where: Path) -> None:
+    """No live process of a run whose logs are under ``where`` survived (/proc scan)."""
+    want = f"{LOG_DIR_VAR}={where}".encode()
+    left = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            state = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X") and any(e.startswith(want) for e in env):
+            left.append(int(name))
+    assert left == [], f"stray processes: {left}"
+
+
+@pytest.mark.parametrize("np_", [2, 3, 4])
+def test_schedules_give_the_library_sums(np_: int, tmp_path: Path) -> None:
+    rows = verify_schedules(np_, out_dir=tmp_path, algorithms=["all"], ops=ALL_OPS,
+                            sizes=[4, 1000, 1 << 16], ranks_per_host=2, timeout=120)
+    checked = [r for r in rows if "skipped" not in r]
+    assert checked and all(r["ok"] for r in checked), [r for r in checked if not r["ok"]]
+    # fp32 sums of the same values in another order: a few ulps at most
+    assert max(r["max_rel_error"] for r in checked if r["tolerance"] <= 1e-5) < 1e-5
+    done = {r["algorithm"] for r in checked if r["op"] == "allreduce"}
+    assert done >= REQUIRED, REQUIRED - done
+    assert {r["op"] for r in checked} == set(ALL_OPS)
+    # the only skips are the ones that cannot run here (a user tree; copper needs 2^k ranks)
+    skipped = {(r["op"], r["algorithm"]) for r in rows if "skipped" in r}
+    assert skipped <= {("allreduce", "user_tree"), ("allreduce", "copper")}
+    trace_header, events = read_jsonl(tmp_path / "trace.rank0.jsonl")
+    assert trace_header["world"] == np_ and len(events) == 2 * len(checked)
+    _no_strays(tmp_path)
+
+
+def _assert_partial_trace(out: Path, np_: int, fault_after: int, failed_rank: int) -> None:
+    headers, events = load_traces(out)
+    assert len(headers) == np_
+    mine = [e for e in events if e.actor == failed_rank and e.kind == "allreduce"]
+    # everything up to the fault was flushed: exactly the iterations before it
+    assert [e.iteration for e in mine] == list(range(fault_after))
+    assert all(e.end >= e.start >= 0 for e in events)
+
+
+@pytest.mark.parametrize("fault,reason", [("exit", "exited with code 3"),
+                                          ("kill", "killed by signal 9 (SIGKILL)"),
+                                          ("raise", "RuntimeError: selftest: injected")])
+def test_failed_rank_is_named_with_its_log(fault: str, reason: str, tmp_path: Path) -> None:
+    with pytest.raises(RealRunError) as exc:
+        run_selftest(3, out_dir=tmp_path, iterations=40, fault=fault, fault_rank=1,
+                     fault_after=6, timeout=60)
+    err = exc.value
+    assert err.kind == "failed" and err.rank == 1
+    assert err.log == tmp_path / "logs" / "rank1.err" and err.log.is_file()
+    assert reason in err.reason and "rank 1" in str(err) and str(err.log) in str(err)
+    assert "injecting fault" in err.log.read_text()
+    assert find_marked(err.run_id) == []
+    _assert_partial_trace(tmp_path, 3, 6, 1)
+    _no_strays(tmp_path)
+
+
+def test_hung_rank_times_out_and_is_named(tmp_path: Path) -> None:
+    with pytest.raises(RealRunError) as exc:
+        run_selftest(3, out_dir=tmp_path, iterations=40, fault="hang", fault_rank=1,
+                     fault_after=4, timeout=5)
+    err = exc.value
+    assert err.kind == "timeout" and err.rank == 1
+    assert "timed out after 5 s" in str(err) and "waited for it in communication" in err.reason
+    # the launcher asked the rank for its stack before killing it (faulthandler)
+    text = err.log.read_text()
+    assert "most recent call first" in text and "_inject" in text
+    assert find_marked(err.run_id) == []
+    _assert_partial_trace(tmp_path, 3, 4, 1)
+    _no_strays(tmp_path)
+
+
+def test_microbenchmarks_rows_and_traces(tmp_path: Path) -> None:
+    sizes = [8, 1 << 16, 1 << 20, 4 << 20]  # far enough apart that noise cannot reorder
+    rows = run_microbenchmarks(2, out_dir=tmp_path, sizes=sizes,
+                               ops=["allreduce", "allgather"], algorithms=["mpi", "ring"],
+                               gemm_shapes=[(64, 64, 64)], mem_sizes=[1 << 16],
+                               target=0.004, repeats=3, timeout=120)
+    pp = sorted((r for r in rows if r["bench"] == "pingpong"), key=lambda r: r["size"])
+    assert [r["size"] for r in pp] == sizes
+    times = [r["time"] for r in pp]
+    assert all(t > 0 for t in times) and times == sorted(times), times  # monotone in size
+    assert all(r["bandwidth"] > 0 for r in pp)
+    assert pp[-1]["bandwidth"] > pp[0]["bandwidth"]
+    coll = [r for r in rows if r["bench"] == "collective"]
+    assert {(r["op"], r["algorithm"]) for r in coll} == {
+        (o, a) for o in ("allreduce", "allgather") for a in ("mpi", "ring")}
+    for r in coll:
+        assert r["ranks"] == 2 and r["time"] > 0
+        assert r["algbw"] == pytest.approx(r["size"] / r["time"])
+        factor = 1.0 if r["op"] == "allreduce" else 0.5  # 2(p-1)/p and (p-1)/p at p = 2
+        assert r["busbw"] == pytest.approx(r["algbw"] * factor)
+    kinds = {r["bench"] for r in rows}
+    assert kinds == {"pingpong", "collective", "gemm", "memory", "reduce"}
+    assert all(r["flop_rate"] > 0 for r in rows if r["bench"] == "gemm")
+    # every trace line is valid schema: header + events that read back
+    for rank in (0, 1):
+        header, events = read_jsonl(tmp_path / f"trace.rank{rank}.jsonl")
+        assert header["schema"] == 1 and header["rank"] == rank and header["world"] == 2
+        assert events and all(e.end >= e.start for e in events)
+        assert all(e.meta["bench"] in kinds for e in events)
+    assert json.loads((tmp_path / "results.json").read_text()) == rows
+    chrome = json.loads((tmp_path / "trace.chrome.json").read_text())
+    assert any(e.get("ph") == "X" for e in chrome["traceEvents"])
+    _no_strays(tmp_path)
