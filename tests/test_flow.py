@@ -98,7 +98,8 @@ def test_lone_flow_is_latency_plus_size_over_bandwidth():
     params = NetworkParams(overhead=3e-6, efficiency=0.8)
     finish, net = run_jobs([(0.5, (0, 2), 8e6)], cap, lat, params)
     assert finish[0] == pytest.approx(0.5 + 3e-6 + 3e-6 + 8e6 / (4e9 * 0.8), rel=1e-12)
-    assert (net.flows_started, net.flows_finished, net.recomputations) == (1, 1, 1)
+    # a flow alone on its links is rated by the closed form, without a max-min refill
+    assert (net.flows_started, net.flows_finished, net.recomputations) == (1, 1, 0)
 
 
 def test_two_flows_share_then_one_leaves():
@@ -140,9 +141,9 @@ def test_simultaneous_starts_are_one_recomputation():
 def test_one_pending_wakeup_for_many_flows():
     """1,000 flows with distinct finish times keep the SimPy queue at O(1) entries."""
     env = simpy.Environment()
-    nlinks = 1000
+    nlinks = 10
     net = FlowNetwork(env, np.linspace(1.0, 2.0, nlinks), np.zeros(nlinks))
-    events = [net.transfer((i,), 1.0 + i) for i in range(nlinks)]
+    events = [net.transfer((i % nlinks,), 1.0 + i) for i in range(1000)]
     env.run(until=1e-9)
     assert net.recomputations == 1
     assert len(env._queue) <= 2  # the wake-up (and nothing per flow)
