@@ -54,6 +54,7 @@ WRAPPER = (
 )
 
 POLL_SECONDS = 0.05
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class RealRunError(RuntimeError):
@@ -237,7 +238,8 @@ def launch(
     ``module_or_script`` is a module name (run with ``-m``) or a path to a ``.py`` file.
     ``log_dir`` receives ``rank<r>.out/.err/.exit/.state`` and ``mpiexec.log``; with a hostfile
     it must be on a file system every host sees.  ``env`` adds variables to the ranks'
-    environment.  Raises :class:`RealRunError` when a rank fails or the run exceeds
+    environment; without a hostfile and unless set, the BLAS/OpenMP thread counts are set to
+    ``cores // np`` per rank.  Raises :class:`RealRunError` when a rank fails or the run exceeds
     ``timeout`` seconds; in every case no process of the run is left behind.
     """
     if not isinstance(np, int) or np < 1:
@@ -259,6 +261,11 @@ def launch(
     run_id = uuid.uuid4().hex
     full_env = dict(os.environ)
     full_env.update(env or {})
+    if hf is None and not any(v in full_env for v in THREAD_VARS):
+        # one machine: share its cores among the ranks, or every rank's BLAS starts a thread
+        # per core and the GEMM figures measure oversubscription
+        per_rank = str(max(1, (os.cpu_count() or 1) // np))
+        full_env.update({v: per_rank for v in THREAD_VARS})
     full_env.update({MARKER: run_id, LOG_DIR_VAR: str(logs), "PYTHONUNBUFFERED": "1"})
     forward = sorted({MARKER, LOG_DIR_VAR, "PYTHONUNBUFFERED", *(env or {})})
     cmd = _command(module_or_script, args, np, exe, hf, python or sys.executable,

@@ -248,7 +248,8 @@ def _parse_benchmark(raw: Any) -> BenchmarkSpec:
     op = s.get("op", as_choice, choices=list(ops), kind="collective")
     algs_raw = s.get("algorithms", default="all")
     if algs_raw == "all":
-        algs = list(ops[op])
+        # every algorithm that needs no extra input (a user tree must be given by name)
+        algs = [a for a in ops[op] if a != "user_tree"]
     else:
         algs = as_list(algs_raw, (*path, "algorithms"),
                        lambda v, p: as_choice(v, p, ops[op], f"{op} algorithm"))

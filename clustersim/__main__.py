@@ -1,0 +1,7 @@
+"""``python -m clustersim`` = the ``clustersim`` command."""
+
+import sys
+
+from clustersim.cli import main
+
+sys.exit(main())

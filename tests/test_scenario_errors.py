@@ -1,0 +1,176 @@
+"""Bad input: one clear message naming file, line and field path, exit code 2, no traceback,
+nothing written.  Each case runs the real CLI entry point."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from clustersim.cli import main
+
+GOOD = """\
+name: ok
+platform:
+  topology: star
+  hosts: 4
+  device: v100
+  link: {bandwidth: 10 Gb/s, latency: 1 us}
+benchmark:
+  op: allreduce
+  algorithms: [ring]
+  ranks: [2, 4]
+  sizes: [1 KiB, 1 MiB]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_good_scenario_runs(tmp_path, capsys):
+    f = write(tmp_path, GOOD)
+    out_json = tmp_path / "o.json"
+    code, out, err = run_cli(capsys, "predict", str(f), "--json", str(out_json))
+    assert code == 0, err
+    assert "busbw" in out and out_json.exists()
+
+
+CASES = [
+    # (replace this, with that, expected fragments of the message, expected line)
+    ("  device: v100", "  device: k8O", ["platform.device", "did you mean 'k80'"], 5),
+    ("  hosts: 4", "  hosts: four", ["platform.hosts"], 4),
+    ("latency: 1 us}", "latency: 1 fortnight}", ["platform.link", "time"], 6),
+    ("bandwidth: 10 Gb/s", "bandwidth: 0 Gb/s", ["platform.link", "positive"], 6),
+    ("bandwidth: 10 Gb/s", "bandwidth: -5 Gb/s", ["platform.link", "positive"], 6),
+    ("  op: allreduce", "  op: allreduse", ["benchmark.op", "did you mean 'allreduce'"], 8),
+    ("algorithms: [ring]", "algorithms: [rign]", ["benchmark.algorithms[0]", "'ring'"], 9),
+    ("ranks: [2, 4]", "ranks: [2, 8]", ["benchmark.ranks[1]", "only 4 devices"], 10),
+    ("ranks: [2, 4]", "ranks: [2, 0]", ["benchmark.ranks[1]", ">= 1"], 10),
+    ("sizes: [1 KiB, 1 MiB]", "sizes: [1 KiB, 1 MiV]", ["benchmark.sizes[1]", "size"], 11),
+    ("name: ok", "name: ok\nbenchmarks: {}", ["benchmarks", "did you mean 'benchmark'"], 2),
+    ("  topology: star", "  topology: stra", ["platform.topology", "did you mean 'star'"], 3),
+]
+
+
+@pytest.mark.parametrize("old, new, fragments, line", CASES)
+def test_bad_field(tmp_path, capsys, old, new, fragments, line):
+    assert old in GOOD
+    f = write(tmp_path, GOOD.replace(old, new))
+    out_json = tmp_path / "o.json"
+    code, out, err = run_cli(capsys, "predict", str(f), "--json", str(out_json))
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert f"{f}:{line}" in err, err
+    for frag in fragments:
+        assert frag in err, err
+    assert "Traceback" not in err
+    assert not out_json.exists()
+
+
+def test_yaml_syntax_error(tmp_path, capsys):
+    f = write(tmp_path, GOOD.replace("ranks: [2, 4]", "ranks: [2, 4"))
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "YAML syntax error" in err and str(f) in err
+
+
+def test_missing_scenario_file(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "predict", str(tmp_path / "nope.yaml"))
+    assert code == 2 and "not found" in err
+
+
+def test_missing_platform_file(tmp_path, capsys):
+    f = write(tmp_path, GOOD.split("platform:")[0] + "platform: topologies/nope.yaml\n"
+              + "benchmark:" + GOOD.split("benchmark:")[1])
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "platform file" in err and "not found" in err and "platform" in err
+
+
+def test_disconnected_topology(tmp_path, capsys):
+    text = GOOD.split("platform:")[0] + textwrap.dedent("""\
+        platform:
+          topology: explicit
+          link: {bandwidth: 10 Gb/s, latency: 1 us}
+          device: v100
+          nodes: [{name: a, host: 0}, {name: b, host: 1}, {name: s1}, {name: s2}]
+          links: [[a, s1], [b, s2]]
+        """) + "benchmark:" + GOOD.split("benchmark:")[1].replace("[2, 4]", "[2]")
+    f = write(tmp_path, text)
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "disconnected" in err
+
+
+def test_more_workers_than_devices(tmp_path, capsys):
+    f = write(tmp_path, """\
+        platform: {topology: star, hosts: 2, device: v100, link: eth10g}
+        workload: {model: lenet5, batch_per_worker: 8}
+        algorithm: bsp
+        sweep: {workers: [1, 2, 3]}
+        """)
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "sweep.workers[2]" in err and "only 2 devices" in err
+
+
+def test_unknown_algorithm_and_parameter(tmp_path, capsys):
+    base = """\
+        platform: {topology: star, hosts: 2, device: v100, link: eth10g}
+        workload: {model: lenet5, batch_per_worker: 8}
+        algorithm: %s
+        """
+    f = write(tmp_path, base % "{name: bps}")
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "did you mean 'bsp'" in err and ":3" in err
+    f = write(tmp_path, base % "{name: bsp, stratgy: ar}")
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "algorithm.stratgy" in err and "did you mean 'strategy'" in err
+    f = write(tmp_path, base % "{name: bsp, strategy: nccl64}")
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "algorithm.strategy" in err and "nccl16" in err
+
+
+def test_unknown_model(tmp_path, capsys):
+    f = write(tmp_path, """\
+        platform: {topology: star, hosts: 2, device: v100, link: eth10g}
+        workload: {model: resnet5O, batch_per_worker: 8}
+        algorithm: bsp
+        """)
+    code, _, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and "workload.model" in err and "resnet50" in err
+
+
+def test_bad_set_override(tmp_path, capsys):
+    f = write(tmp_path, GOOD)
+    code, _, err = run_cli(capsys, "predict", str(f), "--set", "run.fidelity=exact")
+    assert code == 2 and "run.fidelity" in err and "analytic" in err
+
+
+def test_bad_cli_usage(capsys):
+    code, _, err = run_cli(capsys, "predict")
+    assert code == 2 and "required" in err
+    code, _, err = run_cli(capsys, "frobnicate")
+    assert code == 2
+
+
+def test_output_into_a_directory_is_refused(tmp_path, capsys):
+    f = write(tmp_path, GOOD)
+    code, _, err = run_cli(capsys, "predict", str(f), "--json", str(tmp_path))
+    assert code == 2 and "directory" in err
+
+
+def test_console_script_exit_code_and_no_traceback(tmp_path):
+    f = write(tmp_path, GOOD.replace("device: v100", "device: k8O"))
+    r = subprocess.run([sys.executable, "-m", "clustersim", "predict", str(f)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "did you mean 'k80'" in r.stderr
