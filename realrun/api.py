@@ -47,6 +47,8 @@ def _launch(argv: Sequence[str], np: int, timeout: float, out_dir: Path,
             mpiexec: str | None, hostfile: str | None, env: Mapping[str, str] | None
             ) -> LaunchResult:
     out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("trace.rank*.jsonl"):  # a previous run's ranks must not mix in
+        old.unlink()
     return launch(RANK_MODULE, [*argv, "--out", str(out_dir)], np, timeout=timeout,
                   log_dir=out_dir / "logs", mpiexec=mpiexec, hostfile=hostfile, env=env)
 

@@ -27,7 +27,7 @@ path lives in :mod:`realrun.schedexec`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from realrun.arrays import Backend, _dtype
 
 __all__ = ["LIBRARY_OPS", "CollectiveBuffers", "ScheduledCollective", "build", "busbw_factor",
            "check_op", "element_count", "library_call", "library_start", "make_buffers",
-           "run_library"]
+           "plan_cases", "run_library"]
 
 LIBRARY_OPS = ("allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall",
                "gather", "scatter", "barrier")
@@ -208,6 +208,32 @@ def build(op: str, algorithm: str, ranks: int, nbytes: float, **kw: Any) -> Any:
     sched = build_schedule(op, algorithm, ranks, nbytes, **kw)
     sched.validate()
     return sched
+
+
+def plan_cases(ops: Sequence[str], algorithms: Sequence[str]) -> list[tuple[str, str]]:
+    """(op, algorithm) pairs to run: each requested algorithm with every op that has it.
+
+    ``mpi`` means the library (every op); ``all`` every schedule of each op.  A name that no
+    requested op knows is an input error listing what the ops do have.
+    """
+    from clustersim.collectives import list_algorithms
+
+    cases: list[tuple[str, str]] = []
+    known: set[str] = {"mpi", "all"}
+    for op in ops:
+        check_op(op)
+        have = list_algorithms(op)[op] if op != "barrier" else []
+        known.update(have)
+        for alg in algorithms:
+            if alg == "all":
+                cases += [(op, a) for a in have]
+            elif alg == "mpi" or alg in have:
+                cases.append((op, alg))
+    unknown = [a for a in algorithms if a not in known]
+    if unknown:
+        raise InputError(f"unknown algorithm {unknown[0]!r} for {', '.join(ops)} (allowed: "
+                         f"{', '.join(sorted(known))})", path=("algorithms",))
+    return cases
 
 
 class ScheduledCollective:

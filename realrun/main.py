@@ -127,10 +127,11 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
     if "pingpong" in a.benches:
         mb.pingpong(ctx, sizes, cfg)
     if "collective" in a.benches:
-        for op in a.ops:
-            for alg in a.algorithms:
-                mb.collective(ctx, op, sizes, cfg, algorithm=alg, dtype=a.dtype,
-                              hosts=ctx.host_ids(a.ranks_per_host))
+        from realrun.collectives import plan_cases
+
+        for op, alg in plan_cases(a.ops, a.algorithms):
+            mb.collective(ctx, op, sizes, cfg, algorithm=alg, dtype=a.dtype,
+                          hosts=ctx.host_ids(a.ranks_per_host))
     if "gemm" in a.benches:
         mb.gemm(ctx, a.gemm, cfg, dtype=a.dtype)
     if "memory" in a.benches:
@@ -147,12 +148,11 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
 def _verify(ctx: Any, a: argparse.Namespace) -> int:
     import numpy as np
 
-    from clustersim.collectives import list_algorithms
     from realrun.collectives import (
         ScheduledCollective,
         build,
-        check_op,
         make_buffers,
+        plan_cases,
         run_library,
     )
     from realrun.runtime import write_json
@@ -164,47 +164,46 @@ def _verify(ctx: Any, a: argparse.Namespace) -> int:
     hosts = ctx.host_ids(a.ranks_per_host)
     rows: list[dict[str, Any]] = []
     bad = 0
-    for op in a.ops:
-        check_op(op)
-        everything = a.algorithms == ["all"]
-        algs = list_algorithms(op)[op] if everything else a.algorithms
-        for alg in algs:
-            for size in a.sizes:
-                bufs = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
-                try:
-                    sched = build(op, alg, p, float(bufs.nbytes), hosts=hosts)
-                except InputError as exc:
-                    if not everything:
-                        raise
-                    rows.append({"op": op, "algorithm": alg, "ranks": p, "size": bufs.nbytes,
-                                 "skipped": exc.message})
-                    continue
-                root = int(sched.meta.get("root", 0))
-                ref_bufs = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
-                ref = ctx.backend.to_host(run_library(ctx.comm, ref_bufs, root=root)).copy()
-                tol = rtol if not sched.fp16 else max(rtol, 2e-2)
-                runner = ScheduledCollective(ctx.comm, sched, bufs, ctx.backend)
-                errs = []
-                for it in range(a.iterations):
-                    with ctx.op(op, f"{op} {alg}", nbytes=bufs.nbytes, iteration=it,
-                                meta={"check": True, "algorithm": alg, "size": bufs.nbytes}):
-                        out = ctx.backend.to_host(runner.run())
-                    if ref.size == 0 or (op in ("reduce", "gather") and r != root):
-                        errs.append(0.0)  # no result defined on this rank
-                    else:
-                        scale = max(float(np.max(np.abs(ref))), 1e-30)
-                        errs.append(float(np.max(np.abs(out - ref))) / scale)
-                    # in-place ops (broadcast) consume their input: restore it for the next run
-                    fresh = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
-                    bufs.send[...] = fresh.send
-                runner.free()
-                worst = max(ctx.comm.allgather(max(errs)))
-                ok = worst <= tol
-                bad += not ok
+    everything = "all" in a.algorithms
+    for op, alg in plan_cases(a.ops, [x for x in a.algorithms if x != "mpi"]):
+        if op == "barrier":
+            continue
+        for size in a.sizes:
+            bufs = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
+            try:
+                sched = build(op, alg, p, float(bufs.nbytes), hosts=hosts)
+            except InputError as exc:
+                if not everything:
+                    raise
                 rows.append({"op": op, "algorithm": alg, "ranks": p, "size": bufs.nbytes,
-                             "count": bufs.count, "max_rel_error": worst, "ok": ok,
-                             "tolerance": tol, "steps": sched.num_steps,
-                             "segments": sched.segments})
+                             "skipped": exc.message})
+                continue
+            root = int(sched.meta.get("root", 0))
+            ref_bufs = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
+            ref = ctx.backend.to_host(run_library(ctx.comm, ref_bufs, root=root)).copy()
+            tol = rtol if not sched.fp16 else max(rtol, 2e-2)
+            runner = ScheduledCollective(ctx.comm, sched, bufs, ctx.backend)
+            errs = []
+            for it in range(a.iterations):
+                with ctx.op(op, f"{op} {alg}", nbytes=bufs.nbytes, iteration=it,
+                            meta={"check": True, "algorithm": alg, "size": bufs.nbytes}):
+                    out = ctx.backend.to_host(runner.run())
+                if ref.size == 0 or (op in ("reduce", "gather") and r != root):
+                    errs.append(0.0)  # no result defined on this rank
+                else:
+                    scale = max(float(np.max(np.abs(ref))), 1e-30)
+                    errs.append(float(np.max(np.abs(out - ref))) / scale)
+                # in-place ops (broadcast) consume their input: restore it for the next run
+                fresh = make_buffers(ctx.backend, op, size, p, r, a.dtype, seed=11)
+                bufs.send[...] = fresh.send
+            runner.free()
+            worst = max(ctx.comm.allgather(max(errs)))
+            ok = worst <= tol
+            bad += not ok
+            rows.append({"op": op, "algorithm": alg, "ranks": p, "size": bufs.nbytes,
+                         "count": bufs.count, "max_rel_error": worst, "ok": ok,
+                         "tolerance": tol, "steps": sched.num_steps,
+                         "segments": sched.segments})
     if r == 0:
         write_json(ctx.out_dir / "verify.json", rows)
         for row in rows:

@@ -149,6 +149,7 @@ def collective(ctx: Any, op: str, sizes: Sequence[int], cfg: BenchConfig = Bench
     dt = _dtype(dtype)
     for size in sizes:
         bufs = make_buffers(ctx.backend, op, size, p, ctx.rank, dt)
+        runner = None
         if algorithm == "mpi":
             call = library_call(ctx.comm, bufs, backend=ctx.backend)
             messages = None
@@ -172,6 +173,8 @@ def collective(ctx: Any, op: str, sizes: Sequence[int], cfg: BenchConfig = Bench
             meta["steps"] = sched.num_steps
         _batches(ctx, cfg, op, f"{op} {algorithm}", iters, loop, meta, nbytes=bufs.nbytes,
                  state="comm", barrier=True)
+        if runner is not None:
+            runner.free()
 
 
 # --- local kernels -----------------------------------------------------------------------------

@@ -40,20 +40,23 @@ def test_event_line_is_byte_identical_to_schema_serialisation(ev: TraceEvent) ->
     assert event_line(ev) == json.dumps(ev.to_dict(), sort_keys=True) + "\n"
 
 
-def test_trace_file_matches_trace_writer_and_reads_back(tmp_path: Path) -> None:
+def test_trace_file_matches_trace_writer_and_reads_back(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     head = {"rank": 0, "backend": "real"}
     with TraceWriter(tmp_path / "a.jsonl", head) as w:
         for ev in EVENTS:
             w.write(ev)
+    monkeypatch.setattr(TraceFile, "CHUNK", 256)  # force several remaps of the growing file
     tf = TraceFile(tmp_path / "b.jsonl", head)
     for ev in EVENTS:
         tf.write(ev)
-    # flushed per event: readable before close
-    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+    # every event is on disk before close (what a killed rank leaves): NUL padding after it
+    assert read_jsonl(tmp_path / "b.jsonl") == ({"schema": 1, **head}, EVENTS)
+    assert (tmp_path / "b.jsonl").read_bytes().rstrip(b"\0") == \
+        (tmp_path / "a.jsonl").read_bytes()
     tf.close()
-    header, events = read_jsonl(tmp_path / "b.jsonl")
-    assert header == {"schema": 1, **head}
-    assert events == EVENTS
+    tf.close()  # idempotent
+    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
 
 
 # --- state records and blame --------------------------------------------------------------------

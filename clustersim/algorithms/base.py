@@ -79,12 +79,16 @@ class ActorSpec:
 
     Workers are placed on the job's devices in order; servers on the devices named by the
     scenario (or the first devices, sharing them with workers, when none are named).
+    ``colocate`` (servers only): the rank of a worker whose device this actor shares - a
+    node-local process such as the hybrid algorithm's local parameter server, which must run
+    on its node whatever devices are free.
     """
 
     rank: int
     role: str
     index: int
     body: Callable[[ActorContext], ActorGen]
+    colocate: int | None = None
 
     def start(self, job: JobInfo) -> ActorGen:
         return self.body(ActorContext(self.rank, self.role, job, self.index))

@@ -55,31 +55,39 @@ def bsp_worker(ctx: ActorContext) -> ActorGen:
     fp16 = fp16 or p["fp16"]
     kw = {"algorithm": alg, "fp16": fp16, "staged": staged}
     overlap = p["overlap"] and len(job.buckets) > 1
+    # operations are immutable: build them once, yield them every iteration
+    forward, update = Compute("forward"), Compute("update")
+    backward = Compute("backward")
+    bucket_ops = [(Compute("backward", layers=(lo, hi)),
+                   AllReduce(nbytes, blocking=not overlap, **kw))
+                  for lo, hi, nbytes in job.buckets]
+    average = (AllReduce(job.grad_bytes, **kw),
+               Compute("elastic", nbytes=job.grad_bytes, label="average"))
+    bar = Barrier() if barrier else None
     for it in range(job.iterations):
         yield Record("iteration", it)
-        yield Compute("forward")
+        yield forward
         if p["exchange"] == "gradients":
             if overlap:
                 handles = []
-                for lo, hi, nbytes in job.buckets:
-                    yield Compute("backward", layers=(lo, hi))
-                    handles.append((yield AllReduce(nbytes, blocking=False, **kw)))
+                for back, allreduce in bucket_ops:
+                    yield back
+                    handles.append((yield allreduce))
                 yield Wait(handles)
             else:
-                yield Compute("backward")
-                if barrier:
-                    yield Barrier()
-                for _lo, _hi, nbytes in job.buckets:
-                    yield AllReduce(nbytes, **kw)
-            yield Compute("update")
+                yield backward
+                if bar is not None:
+                    yield bar
+                for _, allreduce in bucket_ops:
+                    yield allreduce
+            yield update
         else:
-            yield Compute("backward")
-            yield Compute("update")
+            yield backward
+            yield update
             if (it + 1) % p["every"] == 0:
-                if barrier:
-                    yield Barrier()
-                yield AllReduce(job.grad_bytes, **kw)
-                yield Compute("elastic", nbytes=job.grad_bytes, label="average")
+                if bar is not None:
+                    yield bar
+                yield from average
 
 
 def _validate(params: dict, path: tuple) -> None:

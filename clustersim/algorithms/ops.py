@@ -170,12 +170,16 @@ class Recv(Op):
     """Receive the next message matching ``src``/``tag`` (``ANY`` = wildcard).
 
     Returns a :class:`Message`.  Messages from one sender arrive in the order sent.
+    ``poll=True`` takes a matching message only if one has already arrived and returns
+    ``None`` at once otherwise (MPI_Iprobe, then MPI_Recv): how gossip workers merge whatever
+    their peers pushed at an iteration boundary without waiting for anyone.
     """
 
     src: int = ANY
     tag: int = ANY
     blocking: bool = True
     label: str = ""
+    poll: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -274,8 +274,14 @@ class Platform:
         kinds: dict[str, int] = {}
         for _, data in self.graph.nodes(data=True):
             kinds[data["kind"]] = kinds.get(data["kind"], 0) + 1
-        parts = ", ".join(f"{v} {k}" + ("s" if v != 1 else "") for k, v in sorted(kinds.items()))
+        parts = ", ".join(f"{v} {_plural(k, v)}" for k, v in sorted(kinds.items()))
         return f"{self.name}: {parts}, {self.graph.number_of_edges() // 2} links"
+
+
+def _plural(word: str, count: int) -> str:
+    if count == 1:
+        return word
+    return word + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 def _natural_key(name: str) -> tuple:

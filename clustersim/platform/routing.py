@@ -25,16 +25,18 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
   ball of radius ``r = dist(s, t)`` holds every node nearer than ``s``, which is all a minimal
   walk from ``s`` can visit, so neighbour traffic (rings, tori, NVLink peers) never searches
   the whole graph.
-* *Full searches in C and next-hop tables.*  Past the budget, distances from every core node to
-  ``t`` come from :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph
-  (a link of cost ``c`` is expanded into ``c`` unit edges through ``c - 1`` virtual nodes, so
-  BFS stays exact; levels are read off the BFS order, along which predecessor positions never
-  decrease).  One vectorised pass then marks every edge that lies on a minimal path to ``t``;
-  the walk reads its next hop from that table in O(1).
+* *Full searches in C.*  Past the budget, distances from every core node to ``t`` come from
+  :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph (a link of cost
+  ``c`` is expanded into ``c`` unit edges through ``c - 1`` virtual nodes, so BFS stays exact;
+  levels are read off the BFS order, along which predecessor positions never decrease).
+* *Candidate cache.*  The minimal next hops of ``(node, destination)`` are computed once (a
+  vectorised comparison over the node's neighbours) and reused by every route through it.
+  (A full next-hop table per destination was tried: it only pays off for all-to-all traffic
+  and costs ten times the memory.)
 * *Twins.*  Nodes with identical neighbours and costs (the edge switches of a fat-tree pod, the
   leaves of a leaf-spine, the PCIe switches of one socket) are equally far from every other
-  node, so one search and one table serve the whole class.  Only a hop next to the pair itself
-  differs, and that one is computed on the spot.
+  node, so one search and one set of cached candidates serve the whole class.  Only a hop next
+  to the pair itself differs, and that one is computed from the representative's distances.
 """
 
 from __future__ import annotations
@@ -53,10 +55,10 @@ Route = tuple[int, ...]
 #: C (which costs about as much as this many Python steps on a ~1,000-switch core).
 BALL_BUDGET = 256
 
-#: Cache caps, in stored integers: next-hop tables are evicted oldest first past this, and the
-#: per-node candidate cache is dropped wholesale, so all-pairs traffic on a large direct
-#: network cannot exhaust memory (it gets slower instead).
-TABLE_CACHE_ENTRIES = 1 << 25
+#: Cache caps: distance vectors (int32 entries) are evicted oldest first past this, and the
+#: per-node candidate cache is dropped wholesale past its cap, so all-pairs traffic on a large
+#: direct network cannot exhaust memory (it gets slower instead).
+DIST_CACHE_ENTRIES = 1 << 25
 CAND_CACHE_ENTRIES = 1 << 21
 
 
@@ -85,20 +87,6 @@ class _Ball:
         self.work = 0
 
 
-class _Table:
-    """Distances to a destination and, per node, its minimal next hops (edge positions)."""
-
-    __slots__ = ("dist", "start", "count", "onpath", "size")
-
-    def __init__(self, dist: np.ndarray, start: np.ndarray, count: np.ndarray,
-                 onpath: np.ndarray) -> None:
-        self.dist = dist
-        self.start = start
-        self.count = count
-        self.onpath = onpath
-        self.size = dist.size + start.size + count.size + onpath.size
-
-
 class Router:
     """Routes between integer node ids of a directed graph with integer link costs.
 
@@ -123,21 +111,15 @@ class Router:
             cid[u] = i
         self._cid = cid
         self._ncore = len(core)
-        # core adjacency in node order, as lists (walks, balls) and as a CSR (tables)
+        # core adjacency in node order, as lists (balls, twins) and arrays (candidates)
         self._adj_list: list[list[tuple[int, int, int]]] = [
             sorted((cid[v], lk, c) for v, lk, c in out[u] if attach[v] < 0) for u in core]
-        flat = [e for lst in self._adj_list for e in lst]
-        self._eptr = np.zeros(self._ncore + 1, dtype=np.int64)
-        np.cumsum([len(lst) for lst in self._adj_list], out=self._eptr[1:])
-        self._erow = np.repeat(np.arange(self._ncore), np.diff(self._eptr))
-        self._ecol = np.array([e[0] for e in flat], dtype=np.int64)
-        self._ecost = np.array([e[2] for e in flat], dtype=np.int64)
-        self._ecol_l = [e[0] for e in flat]
-        self._elink_l = [e[1] for e in flat]
+        self._adj = [tuple(np.array([e[i] for e in lst], dtype=np.int64) for i in range(3))
+                     for lst in self._adj_list]
         self._build_reverse()
         self._twin, self._twin_in = self._find_twins()
-        self._tables: dict[int, _Table] = {}
-        self._table_entries = 0
+        self._dists: dict[int, np.ndarray] = {}
+        self._dist_entries = 0
         self._balls: dict[int, _Ball] = {}
         self._cand: dict[int, tuple[tuple[int, int], ...]] = {}
         self._pair_dist: dict[int, int] = {}
@@ -254,7 +236,7 @@ class Router:
         if s == t:
             return extra
         ct = self._cid[t]
-        d = self._dist(self._table(self._twin[ct]), self._cid[s], ct)
+        d = self._dist(self._dist_vec(self._twin[ct]), self._cid[s], ct)
         return d + extra if d >= 0 else -1
 
     # -- distances ---------------------------------------------------------------------
@@ -273,38 +255,31 @@ class Router:
             lo, hi, level = hi, 1 + int(np.searchsorted(pp, hi, side="left")), level + 1
         return full[: self._ncore]
 
-    def _table(self, rep: int) -> _Table:
-        """Next-hop table towards ``rep`` (a twin representative), built once and cached."""
-        tab = self._tables.get(rep)
-        if tab is not None:
-            return tab
-        d = self._bfs(rep)
-        dv = d[self._ecol]
-        on = np.flatnonzero((dv >= 0) & (dv + self._ecost == d[self._erow]))
-        start = np.searchsorted(on, self._eptr[:-1])
-        count = np.searchsorted(on, self._eptr[1:]) - start
-        tab = _Table(d, start, count, on)
-        while self._tables and self._table_entries + tab.size > TABLE_CACHE_ENTRIES:
-            old = self._tables.pop(next(iter(self._tables)))
-            self._table_entries -= old.size
-        self._tables[rep] = tab
-        self._table_entries += tab.size
-        self._balls.pop(rep, None)
-        return tab
+    def _dist_vec(self, rep: int) -> np.ndarray:
+        """Distances to ``rep`` (a twin representative), searched once and cached."""
+        d = self._dists.get(rep)
+        if d is None:
+            d = self._bfs(rep)
+            while self._dists and self._dist_entries + d.size > DIST_CACHE_ENTRIES:
+                self._dist_entries -= self._dists.pop(next(iter(self._dists))).size
+            self._dists[rep] = d
+            self._dist_entries += d.size
+            self._balls.pop(rep, None)
+        return d
 
-    def _dist(self, tab: _Table, u: int, ct: int) -> int:
-        """Distance of ``u`` to ``ct`` from the table of ``ct``'s twin representative."""
+    def _dist(self, d: np.ndarray, u: int, ct: int) -> int:
+        """Distance of ``u`` to ``ct`` given ``d``, the distances to ``ct``'s representative."""
         if u == ct:
             return 0
         rep = self._twin[ct]
         if u != rep or rep == ct:
-            return int(tab.dist[u])
+            return int(d[u])
         # the representative's own distance to its twin: leave through a shared neighbour
-        d = self._pair_dist.get(ct)
-        if d is None:
-            best = [int(tab.dist[v]) + c for v, _, c in self._adj_list[rep] if tab.dist[v] >= 0]
-            d = self._pair_dist[ct] = min(best) if best else -1
-        return d
+        pd = self._pair_dist.get(ct)
+        if pd is None:
+            best = [int(d[v]) + c for v, _, c in self._adj_list[rep] if d[v] >= 0]
+            pd = self._pair_dist[ct] = min(best) if best else -1
+        return pd
 
     def _ball(self, ct: int, cs: int) -> _Ball | None:
         """A ball around ``ct`` reaching ``cs``, or None when that exceeds the budget."""
@@ -334,38 +309,42 @@ class Router:
     # -- the walk ----------------------------------------------------------------------
     def _core_walk(self, cs: int, ct: int, h: int) -> list[int]:
         rep = self._twin[ct]
-        tab = self._tables.get(rep)
-        if tab is None:
+        d = self._dists.get(rep)
+        if d is None:
             ball = self._ball(ct, cs)
             if ball is not None:
                 return self._ball_walk(ball, cs, ct, h)
-            tab = self._table(rep)
+            d = self._dist_vec(rep)
             self._balls.pop(ct, None)
-        if self._dist(tab, cs, ct) < 0:
+        if self._dist(d, cs, ct) < 0:
             raise NoRoute
         near = self._twin_in.get(rep, ()) if rep != ct else ()
-        core, start, count, onpath = self._core, tab.start, tab.count, tab.onpath
-        ecol, elink = self._ecol_l, self._elink_l
+        n = self._ncore
+        core, cache, adj = self._core, self._cand, self._adj
         links: list[int] = []
         u = cs
         while u != ct:
-            if u == rep or u in near:  # next to a twin pair: the table is rep's, not ct's
-                cands = self._twin_candidates(tab, u, ct)
-                u, lk = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            if u == rep or u in near:  # next to a twin pair: rep's distances need a patch
+                cands = self._twin_candidates(d, u, ct)
             else:
-                c = int(count[u])
-                e = int(onpath[start[u] + (mix(h, core[u]) % c if c > 1 else 0)])
-                u, lk = ecol[e], elink[e]
-            links.append(lk)
+                cands = cache.get(rep * n + u)
+                if cands is None:
+                    nb, lk, cost = adj[u]
+                    dn = d[nb]
+                    m = (dn >= 0) & (dn + cost == d[u])
+                    cands = tuple(zip(nb[m].tolist(), lk[m].tolist()))
+                    self._remember(rep * n + u, cands)
+            u, lk_id = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            links.append(lk_id)
         return links
 
-    def _twin_candidates(self, tab: _Table, u: int, ct: int) -> tuple[tuple[int, int], ...]:
+    def _twin_candidates(self, d: np.ndarray, u: int, ct: int) -> tuple[tuple[int, int], ...]:
         key = ct * self._ncore + u
         cands = self._cand.get(key)
         if cands is None:
-            du = self._dist(tab, u, ct)
+            du = self._dist(d, u, ct)
             cands = tuple((v, lk) for v, lk, c in self._adj_list[u]
-                          if (dv := self._dist(tab, v, ct)) >= 0 and dv + c == du)
+                          if (dv := self._dist(d, v, ct)) >= 0 and dv + c == du)
             self._remember(key, cands)
         return cands
 

@@ -45,6 +45,8 @@ class CostModel:
         self._sigma = math.sqrt(math.log1p(cv * cv)) if cv > 0 else 0.0
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
+        self._kinds: dict[int, str] = {}
+        self._by_id: dict[tuple[int, int], tuple[Compute, float]] = {}
 
     # -- profiles ---------------------------------------------------------------------------
     def profile(self, device: int) -> ComputeProfile:
@@ -93,11 +95,11 @@ class CostModel:
         return g
 
     def base_time(self, op: Compute, device: int) -> float:
-        spec = self.platform.spec(device)
-        key = (spec.name, op.phase, op.layers, op.nbytes, op.flops, op.seconds)
+        key = (self._kind(device), op.phase, op.layers, op.nbytes, op.flops, op.seconds)
         t = self._cache.get(key)
         if t is not None:
             return t
+        spec = self.platform.spec(device)
         prof = self.profile(device)
         lo, hi = op.layers if op.layers is not None else (0, self.num_layers)
         if op.seconds is not None:
@@ -125,8 +127,21 @@ class CostModel:
         self._cache[key] = t
         return t
 
+    def _kind(self, device: int) -> str:
+        name = self._kinds.get(device)
+        if name is None:
+            name = self._kinds[device] = self.platform.spec(device).name
+        return name
+
     def compute(self, op: Compute, actor: ActorSpec, device: int, iteration: int) -> float:
-        t = self.base_time(op, device)
+        # algorithms reuse their (immutable) operation objects: memoise by identity, keeping a
+        # reference so that an id is never recycled while cached
+        hit = self._by_id.get((id(op), device))
+        if hit is not None and hit[0] is op:
+            t = hit[1]
+        else:
+            t = self.base_time(op, device)
+            self._by_id[(id(op), device)] = (op, t)
         if self._sigma > 0 and op.phase in ("forward", "backward") and t > 0:
             s = self._sigma
             t *= float(self._rng(actor.rank).lognormal(-0.5 * s * s, s))

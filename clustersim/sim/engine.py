@@ -82,12 +82,28 @@ class RunResult:
     sim_events: int
 
 
+class _Group:
+    """A collective group resolved once: members, their devices and machines."""
+
+    __slots__ = ("gid", "members", "devices", "hosts", "shared")
+
+    def __init__(self, gid: int, members: tuple[int, ...], devices: tuple[int, ...],
+                 hosts: tuple[int, ...]) -> None:
+        self.gid = gid
+        self.members = members
+        self.devices = devices
+        self.hosts = hosts
+        self.shared = len(set(devices)) < len(devices)
+
+
 class _Rendezvous:
-    __slots__ = ("n", "arrived", "done", "last")
+    """Arrivals at one collective instance: (actor index, arrival time, blocking)."""
+
+    __slots__ = ("n", "parts", "done", "last")
 
     def __init__(self, env: simpy.Environment, n: int) -> None:
         self.n = n
-        self.arrived = 0
+        self.parts: list[tuple[int, float, bool]] = []
         self.done = env.event()
         self.last = 0.0
 
@@ -132,11 +148,12 @@ class Engine:
                       for i, a in enumerate(self.actors)]
         self.events: list[TraceEvent] = []
         self._workers = tuple(a.rank for a in self.actors if a.role == "worker")
-        self._rv: dict[tuple, _Rendezvous] = {}
-        self._seq: dict[tuple[int, tuple], int] = defaultdict(int)
+        self._rv: dict[tuple[int, int], _Rendezvous] = {}
+        self._seq: list[dict[int, int]] = [{} for _ in self.actors]
+        self._groups: dict[int, tuple[Any, _Group]] = {}
         self._mail: list[list[Message]] = [[] for _ in self.actors]
         self._mail_wait: list[list[simpy.Event]] = [[] for _ in self.actors]
-        self._handles: dict[int, simpy.Event] = {}
+        self._handles: dict[int, tuple[simpy.Event, _Rendezvous | None]] = {}
         self._next_handle = 0
         self._sched_cache: dict[tuple, Any] = {}
         self._cost_cache: dict[tuple, float] = {}
@@ -156,50 +173,70 @@ class Engine:
                          scheduled)
 
     def _actor(self, i: int, spec: ActorSpec):
+        """The interpreter loop: the hot path of every simulation, kept flat on purpose
+        (no sub-generators for blocking compute and collectives)."""
         env = self.env
         gen = spec.start(self.job)
         st = self.stats[i]
+        device = self.placement[i]
+        cost = self.costs.compute
+        timeout = env.timeout
+        trace = self.trace
         value: Any = None
+        send = gen.send
         while True:
             try:
-                op = gen.send(value)
+                op = send(value)
             except StopIteration:
                 break
             value = None
             t0 = env.now
-            if isinstance(op, Compute):
+            kind = type(op)
+            if kind is Compute:
                 if op.blocking:
-                    value = yield from self._compute(i, spec, op)
+                    dt = cost(op, spec, device, self._iter[i])
+                    if dt > 0:
+                        yield timeout(dt)
+                    st.compute += dt
+                    if trace:
+                        self._ev(i, "compute", t0, env.now, op.label or op.phase)
+                    if op.fn is not None:
+                        value = op.fn(op.data)
                 else:
                     value = self._spawn(self._compute(i, spec, op))
-            elif isinstance(op, Collective):
-                proc = self._collective(i, op)
+            elif kind is Collective:
+                rv = self._arrive(i, op)
                 if op.blocking:
-                    value = yield from proc
+                    yield rv.done
+                    value = rv.done.value
                 else:
-                    value = self._spawn(proc)
-            elif isinstance(op, Send):
-                proc = self._send(i, op)
+                    value = self._handle(rv.done, rv)
+            elif kind is Send:
                 if op.blocking:
-                    value = yield from proc
+                    value = yield from self._send(i, op)
                 else:
-                    value = self._spawn(proc)
-            elif isinstance(op, Recv):
-                proc = self._recv(i, op)
+                    value = self._spawn(self._send(i, op))
+            elif kind is Recv:
                 if op.blocking:
-                    value = yield from proc
+                    value = yield from self._recv(i, op)
                 else:
-                    value = self._spawn(proc)
-            elif isinstance(op, Wait):
-                evs = [self._handles.pop(h.id) for h in op.handles]
-                pending = [e for e in evs if not e.processed]
+                    value = self._spawn(self._recv(i, op))
+            elif kind is Wait:
+                entries = [self._handles.pop(h.id) for h in op.handles]
+                pending = [e for e, _ in entries if not e.processed]
                 if pending:
-                    yield env.all_of(pending)
-                st.comm += env.now - t0
-                if self.trace and env.now > t0:
-                    self._ev(i, "wait", t0, env.now, "wait handles")
-                value = [e.value for e in evs]
-            elif isinstance(op, Record):
+                    yield pending[0] if len(pending) == 1 else env.all_of(pending)
+                blocked = env.now - t0
+                if blocked > 0:
+                    # the part before the last peer arrived is waiting for stragglers
+                    lasts = [rv.last for _, rv in entries if rv is not None]
+                    waited = min(max(max(lasts, default=t0) - t0, 0.0), blocked)
+                    st.wait += waited
+                    st.comm += blocked - waited
+                    if trace:
+                        self._ev(i, "wait", t0, env.now, "wait handles")
+                value = [e.value for e, _ in entries]
+            elif kind is Record:
                 if op.key == "iteration":
                     st.iterations.append(env.now)
                     self._iter[i] = int(op.value)
@@ -208,7 +245,7 @@ class Engine:
                                    env.now)
                 else:
                     st.records[op.key].append(float(op.value))
-                    if self.trace:
+                    if trace:
                         self._ev(i, "record", env.now, env.now, op.key, value=float(op.value))
             else:
                 raise TypeError(f"actor {spec.rank} yielded {op!r}, not an operation")
@@ -218,6 +255,7 @@ class Engine:
             st.mark = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def _compute(self, i: int, spec: ActorSpec, op: Compute):
+        """Non-blocking compute (runs beside the actor)."""
         env = self.env
         t0 = env.now
         dt = self.costs.compute(op, spec, self.placement[i], self._iter[i])
@@ -228,11 +266,14 @@ class Engine:
             self._ev(i, "compute", t0, env.now, op.label or op.phase)
         return op.fn(op.data) if op.fn is not None else None
 
-    def _spawn(self, proc) -> Handle:
+    def _handle(self, event: simpy.Event, rv: _Rendezvous | None = None) -> Handle:
         h = Handle(self._next_handle)
         self._next_handle += 1
-        self._handles[h.id] = self.env.process(proc)
+        self._handles[h.id] = (event, rv)
         return h
+
+    def _spawn(self, proc) -> Handle:
+        return self._handle(self.env.process(proc))
 
     def _ev(self, i: int, kind: str, t0: float, t1: float, label: str = "", **kw: Any) -> None:
         a = self.actors[i]
@@ -240,58 +281,68 @@ class Engine:
                                       iteration=self._iter[i], **kw))
 
     # -- collectives -------------------------------------------------------------------------
-    def _collective(self, i: int, op: Collective):
-        env = self.env
-        st = self.stats[i]
-        group = op.group if op.group is not None else self._workers
-        key_seq = (i, group)
-        seq = self._seq[key_seq]
-        self._seq[key_seq] = seq + 1
-        key = (group, seq)
+    def _group(self, members: tuple[int, ...] | None) -> _Group:
+        """Resolve a group once per tuple object (hashing a 4,000-rank tuple per call would
+        dominate the run)."""
+        key = id(members)
+        hit = self._groups.get(key)
+        if hit is not None and hit[0] is members:
+            return hit[1]
+        ranks = self._workers if members is None else tuple(members)
+        devices = tuple(self.placement[r] for r in ranks)
+        g = _Group(len(self._groups), ranks, devices,
+                   tuple(self.platform.host(d) for d in devices))
+        self._groups[key] = (members, g)
+        return g
+
+    def _arrive(self, i: int, op: Collective) -> _Rendezvous:
+        g = self._group(op.group)
+        seqs = self._seq[i]
+        seq = seqs.get(g.gid, 0)
+        seqs[g.gid] = seq + 1
+        key = (g.gid, seq)
         rv = self._rv.get(key)
         if rv is None:
-            rv = self._rv[key] = _Rendezvous(env, len(group))
-        rv.arrived += 1
-        t_arrive = env.now
-        if rv.arrived == rv.n:
+            rv = self._rv[key] = _Rendezvous(self.env, len(g.members))
+        rv.parts.append((i, self.env.now, op.blocking))
+        if len(rv.parts) == rv.n:
             del self._rv[key]
-            rv.last = env.now
-            env.process(self._run_collective(op, group, rv))
-        yield rv.done
-        wait = rv.last - t_arrive
-        busy = env.now - rv.last
-        st.wait += wait
-        st.comm_total += busy
-        if op.blocking:
-            st.comm += busy
-        if group and self.actors[i].rank == group[0]:
-            st.bytes_sent += op.nbytes
-        if self.trace:
-            if wait > 0:
-                self._ev(i, "wait", t_arrive, rv.last, f"wait for {op.op}")
-            self._ev(i, op.op, rv.last, env.now, op.label or op.op, nbytes=op.nbytes)
-        return rv.done.value
+            rv.last = self.env.now
+            self.env.process(self._run_collective(op, g, rv))
+        return rv
 
-    def _schedule(self, op: Collective, devices: tuple[int, ...]):
+    def _settle(self, op: Collective, rv: _Rendezvous) -> None:
+        """Account a finished collective for every member at once."""
+        now = self.env.now
+        busy = now - rv.last
+        for i, t_arr, blocking in rv.parts:
+            st = self.stats[i]
+            st.comm_total += busy
+            st.bytes_sent += op.nbytes
+            if blocking:
+                st.wait += rv.last - t_arr
+                st.comm += busy
+            if self.trace:
+                if blocking and rv.last > t_arr:
+                    self._ev(i, "wait", t_arr, rv.last, f"wait for {op.op}")
+                self._ev(i, op.op, rv.last, now, op.label or op.op, nbytes=op.nbytes)
+
+    def _schedule(self, op: Collective, g: _Group):
         alg = op.algorithm or self.defaults.get(op.op, "ring")
-        hosts = tuple(self.platform.host(d) for d in devices)
         nbytes = op.nbytes if op.op != "barrier" else 1.0
         name = "allreduce" if op.op == "barrier" else op.op
-        key = (name, alg, len(devices), nbytes, hosts, op.fp16, op.root)
+        key = (name, alg, g.gid, nbytes, op.fp16, op.root)
         s = self._sched_cache.get(key)
         if s is None:
-            s = build_schedule(name, alg, len(devices), nbytes, hosts=list(hosts), root=op.root,
-                               fp16=op.fp16)
+            s = build_schedule(name, alg, len(g.devices), nbytes, hosts=list(g.hosts),
+                               root=op.root, fp16=op.fp16)
             self._sched_cache[key] = s
         return s
 
-    def _run_collective(self, op: Collective, group: tuple[int, ...], rv: _Rendezvous):
-        devices = tuple(self.placement[self._index(r)] for r in group)
-        if len(set(devices)) < len(devices):
-            # actors sharing a device exchange through memory: only the reduction costs
-            yield self.env.timeout(0.0)
-        elif len(devices) > 1 and op.nbytes >= 0:
-            sched = self._schedule(op, devices)
+    def _run_collective(self, op: Collective, g: _Group, rv: _Rendezvous):
+        devices = g.devices
+        if len(devices) > 1 and not g.shared:
+            sched = self._schedule(op, g)
             flow = self.fidelity == "flow" or (
                 self.fidelity == "auto" and len(devices) <= COLLECTIVE_FLOW_MAX_RANKS)
             staging = self.costs.staging_time(op, devices)
@@ -301,7 +352,7 @@ class Engine:
                 yield self.env.process(schedule_process(self.env, self.net, sched, self.platform,
                                                         list(devices)))
             else:
-                ck = (id(sched), devices)
+                ck = (id(sched), g.gid)
                 t = self._cost_cache.get(ck)
                 if t is None:
                     t = float(cost_schedule(sched, self.platform, list(devices),
@@ -310,6 +361,8 @@ class Engine:
                 yield self.env.timeout(t)
             if staging:
                 yield self.env.timeout(staging)
+        # actors sharing a device (or a group of one) exchange through memory: no network time
+        self._settle(op, rv)
         rv.done.succeed(op.data)
 
     def _index(self, rank: int) -> int:
@@ -356,6 +409,8 @@ class Engine:
                         self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
                                  peer=m.src)
                     return m
+            if op.poll:
+                return None
             ev = env.event()
             self._mail_wait[i].append(ev)
             yield ev

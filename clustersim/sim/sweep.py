@@ -8,7 +8,7 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,13 +52,22 @@ def batch_per_worker(scn: Scenario, workers: int) -> int:
     return wl.batch_per_worker
 
 
-def place_actors(num_workers: int, num_servers: int, num_devices: int) -> list[int]:
+def place_actors(num_workers: int, num_servers: int, num_devices: int,
+                 colocate: Sequence[int | None] = ()) -> list[int]:
     """Workers on devices 0..w-1; servers on the next free devices, or shared with the first
-    workers' devices when the platform is full (documented in the output)."""
+    workers' devices when the platform is full (documented in the output).  A server whose
+    ``colocate[s]`` names a worker rank shares that worker's device instead (node-local
+    processes) and takes no free device."""
     place = list(range(num_workers))
+    k = 0  # servers placed on free devices so far
     for s in range(num_servers):
-        d = num_workers + s
-        place.append(d if d < num_devices else s % max(num_workers, 1))
+        c = colocate[s] if s < len(colocate) else None
+        if c is not None:
+            place.append(place[c])
+            continue
+        d = num_workers + k
+        place.append(d if d < num_devices else k % max(num_workers, 1))
+        k += 1
     return place
 
 
@@ -90,8 +99,9 @@ def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     actors = defn.actors(job)
     if [a.rank for a in actors] != list(range(len(actors))):
         raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
-    nservers = sum(1 for a in actors if a.role != "worker")
-    placement = place_actors(workers, nservers, scn.platform.num_devices)
+    servers = [a for a in actors if a.role != "worker"]
+    placement = place_actors(workers, len(servers), scn.platform.num_devices,
+                             [a.colocate for a in servers])
     engine = Engine(scn.platform, job, actors, placement, costs, params=scn.network,
                     fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
     res = engine.run()

@@ -1,0 +1,167 @@
+"""EASGD with a master that holds the centre: original (round-robin), Async, Async M, Hogwild.
+
+Actors: workers ``0..p-1`` and one master, rank ``p``.  Every ``tau`` local steps a worker
+takes part in one elastic exchange with the master:
+
+    worker                                   master
+    ------                                   ------
+    Send REQUEST (header only)  ------->     picks the next worker to serve
+                                <-------     Send GO
+    Send PUSH (its weights x_i, n bytes) -->  Compute elastic: d = alpha (x_i - x~), x~ += d
+                                <-------     Send CENTRE (n bytes)
+    Compute elastic: x_i -= d
+
+The four variants differ only in how the master picks and applies (You, Buluc, Demmel, SC17):
+
+``easgd_round_robin``  The original EASGD (Zhang et al.'s implementation): the master serves
+    worker 0, then 1, ..., p-1, then 0 again, waiting for the next rank even if another worker
+    is ready first - so workers queue behind each other and one slow worker stalls all.
+``async_easgd``        The master serves whichever worker's request arrived first (FIFO) and
+    applies updates one at a time (a lock on the centre).
+``async_measgd``       Async EASGD whose workers take Nesterov-momentum local steps (EAMSGD).
+``hogwild_easgd``      FIFO, but the centre is updated without a lock: the master sends the
+    centre as it is and starts the elastic update *beside* its receive loop
+    (``Compute(blocking=False)`` and a non-blocking send), then goes on to the next worker at
+    once, so updates overlap the transfers of other workers and a worker may read a centre
+    that is half updated - Hogwild's lock-free threads.  The master's memory still applies
+    one update's bytes at a time (a new update waits for the previous one to finish): the
+    simulator does not share a device among concurrent computations, so letting N updates
+    run side by side would invent N times the memory bandwidth (the same reasoning as
+    ``hogwild_sgd`` in :mod:`clustersim.algorithms.ps`).
+
+Why the REQUEST/GO handshake: it is MPI's rendezvous protocol for large messages written out.
+The weights of the worker being served are the only large message on the master's link, so
+the master decides the order and the network carries one exchange at a time, as it does for
+a master that posts one blocking receive after another (a round-robin ``MPI_Recv(src=w)`` or
+an ``MPI_Recv(MPI_ANY_SOURCE)``).  Without it every worker's weights would stream into the
+master at once and share its link, which no such master does.
+
+Metrics the master records: ``Record("update", 1)`` per applied update and
+``Record("staleness", v)`` with ``v`` = centre updates by *other* workers between this
+worker's last read of the centre and its write (``p - 1`` in every round-robin round after the
+first).  Each worker does ``iterations // tau`` exchanges; the master serves exactly
+``p * (iterations // tau)`` and stops, so a real backend ends too.
+"""
+
+from __future__ import annotations
+
+from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo
+from clustersim.algorithms.easgd.common import (
+    COMMON_PARAMS,
+    MOMENTUM_PARAM,
+    TAG_CENTRE,
+    TAG_GO,
+    TAG_PUSH,
+    TAG_REQUEST,
+    YOU,
+    ZHANG,
+    exchanges,
+    local_step,
+    validate_rates,
+)
+from clustersim.algorithms.ops import ANY, ActorGen, Compute, Handle, Record, Recv, Send, Wait
+
+__all__ = ["master_worker", "master_server", "ROUND_ROBIN", "ASYNC", "ASYNC_M", "HOGWILD"]
+
+#: variant -> (serving order, lock-free updates, momentum local steps)
+_VARIANTS: dict[str, tuple[str, bool, bool]] = {
+    "easgd_round_robin": ("rank", False, False),
+    "async_easgd": ("fifo", False, False),
+    "async_measgd": ("fifo", False, True),
+    "hogwild_easgd": ("fifo", True, False),
+}
+
+
+def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
+    """A worker: ``tau`` local steps, then one elastic exchange with the master."""
+    job = ctx.job
+    tau = ctx.params["tau"]
+    momentum = _VARIANTS[variant][2]
+    master = job.workers
+    nbytes = job.grad_bytes
+    for it in range(job.iterations):
+        yield from local_step(it, momentum)
+        if (it + 1) % tau == 0:
+            yield Send(master, 0.0, tag=TAG_REQUEST, label="ready")
+            yield Recv(src=master, tag=TAG_GO, label="wait for master")
+            yield Send(master, nbytes, tag=TAG_PUSH, label="push weights")
+            yield Recv(src=master, tag=TAG_CENTRE, label="centre")
+            yield Compute("elastic", nbytes=nbytes, label="elastic pull")
+
+
+def master_server(ctx: ActorContext, variant: str) -> ActorGen:
+    """The master: serve ``p * exchanges`` requests in rank order or first come first served."""
+    job = ctx.job
+    order, lock_free, _ = _VARIANTS[variant]
+    p = job.workers
+    nbytes = job.grad_bytes
+    total = p * exchanges(job.iterations, ctx.params["tau"])
+    last_read = [0] * p  # centre version (updates applied so far) each worker last received
+    replies: list[Handle] = []
+    updating: Handle | None = None
+    for k in range(total):
+        if order == "rank":
+            w = k % p
+            yield Recv(src=w, tag=TAG_REQUEST, label=f"request of worker {w}")
+        else:
+            msg = yield Recv(src=ANY, tag=TAG_REQUEST, label="next request")
+            w = msg.src
+        yield Send(w, 0.0, tag=TAG_GO, label="go")
+        yield Recv(src=w, tag=TAG_PUSH, label="weights")
+        yield Record("staleness", k - last_read[w])  # k updates were applied before this one
+        if lock_free:
+            # the centre goes out as it is (possibly mid-update: no lock) while the update
+            # runs beside the receive loop; the device applies one update's bytes at a time
+            replies.append((yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False,
+                                       label="centre")))
+            if updating is not None:
+                yield Wait(updating)
+            updating = yield Compute("elastic", nbytes=nbytes, blocking=False,
+                                     label="lock-free elastic update")
+        else:
+            yield Compute("elastic", nbytes=nbytes, label="elastic update")
+            yield Send(w, nbytes, tag=TAG_CENTRE, label="centre")
+        yield Record("update", 1)
+        last_read[w] = k + 1
+    if updating is not None:
+        replies.append(updating)
+    if replies:
+        yield Wait(replies)
+
+
+def _definition(name: str, summary: str, source: str) -> AlgorithmDef:
+    def worker(ctx: ActorContext) -> ActorGen:
+        return master_worker(ctx, name)
+
+    def server(ctx: ActorContext) -> ActorGen:
+        return master_server(ctx, name)
+
+    def actors(job: JobInfo) -> list[ActorSpec]:
+        specs = [ActorSpec(w, "worker", w, worker) for w in range(job.workers)]
+        specs.append(ActorSpec(job.workers, "server", 0, server))
+        return specs
+
+    params = dict(COMMON_PARAMS)
+    if _VARIANTS[name][2]:
+        params["momentum"] = MOMENTUM_PARAM
+    return AlgorithmDef(name=name, family="async",
+                        summary=summary, params=params, actors=actors,
+                        servers=lambda _params: 1, validate=validate_rates, source=source)
+
+
+ROUND_ROBIN = _definition(
+    "easgd_round_robin",
+    "original EASGD: every tau steps an elastic exchange with one master that serves the "
+    "workers in rank order (workers queue)", f"{ZHANG}; ordering as described by {YOU}")
+ASYNC = _definition(
+    "async_easgd",
+    "Async EASGD: elastic exchange with a master that serves whichever worker is ready "
+    "(FIFO), one update at a time", YOU)
+ASYNC_M = _definition(
+    "async_measgd",
+    "Async MEASGD: Async EASGD with Nesterov-momentum local steps (EAMSGD)",
+    f"{YOU}; EAMSGD from {ZHANG}")
+HOGWILD = _definition(
+    "hogwild_easgd",
+    "Hogwild EASGD: FIFO master that updates the centre without a lock (updates overlap)",
+    YOU)

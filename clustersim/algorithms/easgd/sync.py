@@ -1,0 +1,96 @@
+"""Sync EASGD: the elastic exchange of all workers at once, as one collective (deterministic).
+
+You, Buluc and Demmel (SC17) replace the master's one-worker-at-a-time exchanges by a
+collective: every ``tau`` local steps all workers sum their weights in a tree, the centre
+moves by ``x~ <- (1 - beta) x~ + beta mean_i x_i`` (Zhang et al.'s synchronous form,
+``beta = p alpha``) and every worker is pulled towards the old centre by ``alpha``.  The centre
+is kept on every worker (each applies the same update to the same sum), so no master is
+needed, and the result does not depend on timing: same inputs, same numbers - the algorithm is
+deterministic, unlike its asynchronous cousins.
+
+Two ways to run the collective (``collective``):
+
+``allreduce``         one all-reduce of the weights (any allreduce algorithm; ``allreduce``
+                      names it), then every worker updates its copy of the centre and itself;
+``reduce_broadcast``  a reduce to worker 0, which updates the centre, then a broadcast of the
+                      centre (``reduce``/``broadcast`` name the algorithms) - the master-style
+                      form, with the centre in one place.
+
+Either way a worker moves ``n`` bytes (its weights) per exchange, as in the asynchronous
+variants; what changes is that the exchanges of all workers share a tree instead of queueing
+at one master.
+"""
+
+from __future__ import annotations
+
+from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
+from clustersim.algorithms.easgd.common import (
+    COMMON_PARAMS,
+    YOU,
+    ZHANG,
+    local_step,
+    validate_rates,
+)
+from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Reduce
+from clustersim.errors import unknown_name
+
+__all__ = ["sync_worker", "SYNC"]
+
+
+def sync_worker(ctx: ActorContext) -> ActorGen:
+    job = ctx.job
+    p = ctx.params
+    tau = p["tau"]
+    nbytes = job.grad_bytes
+    for it in range(job.iterations):
+        yield from local_step(it, False)
+        if (it + 1) % tau:
+            continue
+        if p["collective"] == "allreduce":
+            yield AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights")
+        else:
+            yield Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights")
+            if ctx.rank == 0:
+                yield Compute("elastic", nbytes=nbytes, label="centre update")
+            yield Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre")
+        yield Compute("elastic", nbytes=nbytes, label="elastic pull")
+
+
+def _validate(params: dict, path: tuple) -> None:
+    from clustersim.collectives import list_algorithms
+
+    validate_rates(params, path)
+    known = list_algorithms()
+    for key, op in (("allreduce", "allreduce"), ("reduce", "reduce"),
+                    ("broadcast", "broadcast")):
+        if params[key] not in known[op]:
+            raise unknown_name(f"{op} algorithm", str(params[key]), known[op],
+                               path=(*path, key))
+
+
+def _actors(job: JobInfo) -> list[ActorSpec]:
+    return [ActorSpec(w, "worker", w, sync_worker) for w in range(job.workers)]
+
+
+SYNC = AlgorithmDef(
+    name="sync_easgd",
+    family="sync",
+    summary="Sync EASGD: every tau steps one collective sums all workers' weights and moves "
+            "the centre (deterministic)",
+    params={
+        **COMMON_PARAMS,
+        "collective": Param("allreduce", "allreduce (centre kept on every worker) or "
+                            "reduce_broadcast (centre on worker 0)", YOU, kind=str,
+                            choices=("allreduce", "reduce_broadcast")),
+        "allreduce": Param("binomial_tree", "allreduce algorithm (collective: allreduce); "
+                           "the default is the tree reduction-and-broadcast the paper "
+                           "describes", YOU, kind=str),
+        "reduce": Param("binomial", "reduce algorithm (collective: reduce_broadcast)", YOU,
+                        kind=str),
+        "broadcast": Param("binomial", "broadcast algorithm (collective: reduce_broadcast)",
+                           YOU, kind=str),
+    },
+    actors=_actors,
+    validate=_validate,
+    source=f"{YOU}; synchronous EASGD update from {ZHANG}",
+)
