@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -133,7 +134,9 @@ def launcher_main(args: argparse.Namespace) -> None:
           f"{100 * res['empty_op'] / mn['bare']:.2f}% of the fastest bare all-reduce")
     print(f"ring schedule / library all-reduce: {ratio['ring'] / ratio['harness']:.3f} "
           f"({res['messages_ring']} messages per rank per call)")
-    print(f"(run took {wall:.1f} s; traces and logs in {out})")
+    load = os.getloadavg()[0]
+    print(f"(run took {wall:.1f} s; load average {load:.2f} on {os.cpu_count()} cores - "
+          f"other jobs widen the A/A spread; traces and logs in {out})")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -272,7 +272,10 @@ def _parse_workload(raw: Any) -> WorkloadSpec:
         raise InputError("needs batch_per_worker (weak scaling) or global_batch (strong scaling)",
                          path=path)
     bucket = s.get("bucket", default=None)
-    bucket_bytes = None if bucket in (None, "none", False) else as_size(bucket, (*path, "bucket"))
+    # none/false: one exchange of the whole gradient; 0: one per layer (per tensor, as
+    # Theano-MPI); a size: DDP-style buckets of at least that many bytes
+    no_bucket = bucket is None or bucket is False or bucket == "none"
+    bucket_bytes = None if no_bucket else as_size(bucket, (*path, "bucket"), allow_zero=True)
     pipeline = (InputPipeline.from_dict(s.raw["input"], (*path, "input"))
                 if s.has("input") else None)
     return WorkloadSpec(
@@ -353,7 +356,8 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         else None
     compare: tuple[AlgorithmSpec, ...] = ()
     if s.has("compare"):
-        compare = tuple(as_list(s.raw["compare"], ("compare",), _parse_algorithm))
+        compare = tuple(as_list(s.raw["compare"], ("compare",), _parse_algorithm,
+                                nonempty=False))
     if bench is None and workload is None:
         raise InputError("a scenario needs a 'benchmark' (collective) or a 'workload' "
                          "(training) section")

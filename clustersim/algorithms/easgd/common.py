@@ -87,6 +87,14 @@ def exchanges(iterations: int, tau: int) -> int:
     return iterations // tau
 
 
+#: the local step's operations: immutable, so every actor shares them (the simulator memoises
+#: an operation's cost by identity, so building them once also keeps the hot loop cheap)
+FORWARD = Compute("forward")
+BACKWARD = Compute("backward")
+UPDATE = Compute("update")
+MOMENTUM = Compute("accumulate", label="nesterov momentum")
+
+
 def local_step(it: int, momentum: bool) -> ActorGen:
     """One local SGD step on the worker's own mini-batch (marks the iteration start).
 
@@ -94,11 +102,11 @@ def local_step(it: int, momentum: bool) -> ActorGen:
     more elementwise pass over the parameters before the update.
     """
     yield Record("iteration", it)
-    yield Compute("forward")
-    yield Compute("backward")
+    yield FORWARD
+    yield BACKWARD
     if momentum:
-        yield Compute("accumulate", label="nesterov momentum")
-    yield Compute("update")
+        yield MOMENTUM
+    yield UPDATE
 
 
 # -- the math, for backends that carry arrays (and for the tests) -------------------------------

@@ -78,15 +78,19 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     tau = ctx.params["tau"]
     momentum = _VARIANTS[variant][2]
     master = job.workers
-    nbytes = job.grad_bytes
+    ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
+    go = Recv(src=master, tag=TAG_GO, label="wait for master")
+    push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
+    centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
+    pull = Compute("elastic", nbytes=job.grad_bytes, label="elastic pull")
     for it in range(job.iterations):
         yield from local_step(it, momentum)
         if (it + 1) % tau == 0:
-            yield Send(master, 0.0, tag=TAG_REQUEST, label="ready")
-            yield Recv(src=master, tag=TAG_GO, label="wait for master")
-            yield Send(master, nbytes, tag=TAG_PUSH, label="push weights")
-            yield Recv(src=master, tag=TAG_CENTRE, label="centre")
-            yield Compute("elastic", nbytes=nbytes, label="elastic pull")
+            yield ready
+            yield go
+            yield push
+            yield centre
+            yield pull
 
 
 def master_server(ctx: ActorContext, variant: str) -> ActorGen:
@@ -99,13 +103,16 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     last_read = [0] * p  # centre version (updates applied so far) each worker last received
     replies: list[Handle] = []
     updating: Handle | None = None
+    any_request = Recv(src=ANY, tag=TAG_REQUEST, label="next request")
+    update = Compute("elastic", nbytes=nbytes, blocking=not lock_free,
+                     label="lock-free elastic update" if lock_free else "elastic update")
+    applied = Record("update", 1)
     for k in range(total):
         if order == "rank":
             w = k % p
-            yield Recv(src=w, tag=TAG_REQUEST, label=f"request of worker {w}")
+            yield Recv(src=w, tag=TAG_REQUEST, label="request")
         else:
-            msg = yield Recv(src=ANY, tag=TAG_REQUEST, label="next request")
-            w = msg.src
+            w = (yield any_request).src
         yield Send(w, 0.0, tag=TAG_GO, label="go")
         yield Recv(src=w, tag=TAG_PUSH, label="weights")
         yield Record("staleness", k - last_read[w])  # k updates were applied before this one
@@ -116,12 +123,11 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
                                        label="centre")))
             if updating is not None:
                 yield Wait(updating)
-            updating = yield Compute("elastic", nbytes=nbytes, blocking=False,
-                                     label="lock-free elastic update")
+            updating = yield update
         else:
-            yield Compute("elastic", nbytes=nbytes, label="elastic update")
+            yield update
             yield Send(w, nbytes, tag=TAG_CENTRE, label="centre")
-        yield Record("update", 1)
+        yield applied
         last_read[w] = k + 1
     if updating is not None:
         replies.append(updating)

@@ -42,18 +42,18 @@ def sync_worker(ctx: ActorContext) -> ActorGen:
     p = ctx.params
     tau = p["tau"]
     nbytes = job.grad_bytes
+    if p["collective"] == "allreduce":
+        exchange = [AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights")]
+    else:
+        exchange = [Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights")]
+        if ctx.rank == 0:
+            exchange.append(Compute("elastic", nbytes=nbytes, label="centre update"))
+        exchange.append(Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre"))
+    exchange.append(Compute("elastic", nbytes=nbytes, label="elastic pull"))
     for it in range(job.iterations):
         yield from local_step(it, False)
-        if (it + 1) % tau:
-            continue
-        if p["collective"] == "allreduce":
-            yield AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights")
-        else:
-            yield Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights")
-            if ctx.rank == 0:
-                yield Compute("elastic", nbytes=nbytes, label="centre update")
-            yield Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre")
-        yield Compute("elastic", nbytes=nbytes, label="elastic pull")
+        if (it + 1) % tau == 0:
+            yield from exchange
 
 
 def _validate(params: dict, path: tuple) -> None:
