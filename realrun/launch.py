@@ -219,6 +219,58 @@ def _dump_stacks(log_dir: Path, np: int, run_id: str) -> None:
         time.sleep(0.3)
 
 
+def _rank_error(kind: str, rank: int, reason: str, log_dir: Path, exit_code: int | None,
+                message: str | None = None) -> RealRunError:
+    log = rank_log(log_dir, rank, "err")
+    tail = _tail(log)
+    msg = (message or f"rank {rank} {reason}; see its log {log}") + (
+        f"\n  last lines of {log.name}:\n{tail}" if tail else "")
+    return RealRunError(msg, kind=kind, rank=rank, log=log, reason=reason,
+                        exit_code=exit_code, log_dir=log_dir)
+
+
+def _verdict(logs: Path, np: int, codes: dict[int, tuple[int, float]], timed_out: bool,
+             culprit: tuple[int | None, str], rc: int, timeout: float) -> RealRunError | None:
+    """The error a finished run deserves (``None`` for success), most specific first.
+
+    A rank's own non-zero exit status beats everything; then a rank that recorded a Python
+    failure and called ``MPI_Abort`` (hydra kills it before its wrapper can write a status);
+    then the timeout with its blamed rank; then a bare non-zero ``mpiexec`` status.
+    """
+    failed = sorted((t, r, code) for r, (code, t) in codes.items() if code != 0)
+    if failed and not timed_out:
+        _, rank, code = failed[0]
+        reason = _describe_status(code)
+        more = f" ({len(failed) - 1} more rank(s) failed after it)" if len(failed) > 1 else ""
+        log = rank_log(logs, rank, "err")
+        return _rank_error("failed", rank, reason, logs, code,
+                           f"rank {rank} {reason}{more}; see its log {log}")
+    if not timed_out:
+        aborted = sorted((st.since, r, st.op) for r, st in read_states(logs, np).items()
+                         if st is not None and st.state == "failed")
+        if aborted:
+            _, rank, why = aborted[0]
+            return _rank_error("failed", rank, f"failed and aborted the job ({why})", logs, rc)
+    launcher_log = logs / "mpiexec.log"
+    if timed_out:
+        rank, why = culprit
+        if rank is None:
+            return RealRunError(f"run timed out after {timeout:g} s: {why}; see {launcher_log}",
+                                kind="timeout", rank=None, log=launcher_log,
+                                reason=f"timeout: {why}", log_dir=logs)
+        log = rank_log(logs, rank, "err")
+        return RealRunError(f"run timed out after {timeout:g} s: rank {rank} {why}; its stack "
+                            f"is in {log}", kind="timeout", rank=rank, log=log,
+                            reason=f"timeout: {why}", log_dir=logs)
+    if rc != 0:
+        reason = f"mpiexec exited with code {rc} and no rank reported a failure"
+        tail = _tail(launcher_log)
+        return RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
+                            kind="launch", rank=None, log=launcher_log, reason=reason,
+                            exit_code=rc, log_dir=logs)
+    return None
+
+
 def launch(
     module_or_script: str,
     args: Sequence[str] = (),
@@ -273,8 +325,7 @@ def launch(
 
     start = time.monotonic()
     deadline = start + timeout
-    launcher_log = logs / "mpiexec.log"
-    with launcher_log.open("wb") as lf:
+    with (logs / "mpiexec.log").open("wb") as lf:
         proc = subprocess.Popen(cmd, env=full_env, stdout=lf, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     timed_out = False
@@ -298,42 +349,8 @@ def launch(
     elapsed = time.monotonic() - start
     rc = proc.returncode if proc.returncode is not None else -1
 
-    failed = sorted((t, r, code) for r, (code, t) in codes.items() if code != 0)
-    if failed and not timed_out:
-        _, rank, code = failed[0]
-        reason = _describe_status(code)
-        log = rank_log(logs, rank, "err")
-        tail = _tail(log)
-        more = f" ({len(failed) - 1} more rank(s) failed after it)" if len(failed) > 1 else ""
-        msg = f"rank {rank} {reason}{more}; see its log {log}" + (
-            f"\n  last lines of {log.name}:\n{tail}" if tail else "")
-        raise RealRunError(msg, kind="failed", rank=rank, log=log, reason=reason,
-                           exit_code=code, log_dir=logs, run_id=run_id, strays=strays)
-    if not timed_out:
-        aborted = sorted((st.since, r, st.op) for r, st in read_states(logs, np).items()
-                         if st is not None and st.state == "failed")
-        if aborted:  # the rank called MPI_Abort: hydra killed it before its wrapper wrote
-            _, rank, why = aborted[0]
-            log = rank_log(logs, rank, "err")
-            tail = _tail(log)
-            reason = f"failed and aborted the job ({why})"
-            msg = f"rank {rank} {reason}; see its log {log}" + (
-                f"\n  last lines of {log.name}:\n{tail}" if tail else "")
-            raise RealRunError(msg, kind="failed", rank=rank, log=log, reason=reason,
-                               exit_code=rc, log_dir=logs, run_id=run_id, strays=strays)
-    if timed_out:
-        rank, why = culprit
-        log = rank_log(logs, rank, "err") if rank is not None else launcher_log
-        who = f"rank {rank} {why}" if rank is not None else why
-        msg = (f"run timed out after {timeout:g} s: {who}; its stack is in {log}"
-               if rank is not None else f"run timed out after {timeout:g} s: {who}; see {log}")
-        raise RealRunError(msg, kind="timeout", rank=rank, log=log,
-                           reason=f"timeout: {why}", log_dir=logs, run_id=run_id,
-                           strays=strays)
-    if rc != 0:
-        reason = f"mpiexec exited with code {rc} and no rank reported a failure"
-        tail = _tail(launcher_log)
-        raise RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
-                           kind="launch", rank=None, log=launcher_log, reason=reason,
-                           exit_code=rc, log_dir=logs, run_id=run_id, strays=strays)
+    err = _verdict(logs, np, codes, timed_out, culprit, rc, timeout)
+    if err is not None:
+        err.run_id, err.strays = run_id, strays
+        raise err
     return LaunchResult(rc, np, logs, elapsed, cmd, run_id, strays)

@@ -52,18 +52,25 @@ class BenchConfig:
     target: float = 0.02
     repeats: int = 5
     warmup: int = 3
-    min_iters: int = 2
+    min_iters: int = 3
     max_iters: int = 10_000
 
 
 def _iters_for(ctx: Any, cfg: BenchConfig, one: Callable[[], None], *, collective: bool = True
                ) -> int:
-    """Warm up, time one call, pick the batch length; rank 0's choice is broadcast."""
+    """Warm up, time three calls, pick the batch length; rank 0's choice is broadcast.
+
+    The median of three single calls, so that one preempted call does not shrink a batch to
+    a handful of iterations.
+    """
     for _ in range(cfg.warmup):
         one()
-    t = time.perf_counter()
-    one()
-    dt = max(time.perf_counter() - t, 1e-7)
+    probes = []
+    for _ in range(3):
+        t = time.perf_counter()
+        one()
+        probes.append(time.perf_counter() - t)
+    dt = max(statistics.median(probes), 1e-7)
     n = int(min(max(cfg.target / dt, cfg.min_iters), cfg.max_iters))
     return int(ctx.comm.bcast(n, root=0)) if collective else n
 

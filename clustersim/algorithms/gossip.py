@@ -48,6 +48,9 @@ __all__ = ["TAG_GOSSIP", "ALPHA_BYTES", "GossipPlan", "gossip_plan", "push_weigh
 TAG_GOSSIP = 21
 #: the sender's alpha travels with its weights (one float32)
 ALPHA_BYTES = 4.0
+FORWARD = Compute("forward")
+BACKWARD = Compute("backward")
+STEP = Compute("update")
 #: stream id mixed into the job seed so the gossip draws differ from other uses of the seed
 _STREAM = 0x60_55_1D
 
@@ -118,9 +121,9 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
                 got += 1
                 yield blend
                 yield Record("staleness", abs(it - origin[msg.src].popleft()))
-            yield Compute("forward")
-            yield Compute("backward")
-            yield Compute("update")
+            yield FORWARD
+            yield BACKWARD
+            yield STEP
             if mine and mine[0][0] == it:
                 _, peer = mine.popleft()
                 yield Send(peer, nbytes + ALPHA_BYTES, TAG_GOSSIP, label="gossip push")

@@ -37,7 +37,14 @@ from collections.abc import Callable, Sequence
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
 from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Record, Recv, Send
-from clustersim.algorithms.ps import TAG_PULL, async_server, push_to_shards, shard_bytes
+from clustersim.algorithms.ps import (
+    BACKWARD,
+    FORWARD,
+    TAG_PULL,
+    async_server,
+    push_to_shards,
+    shard_bytes,
+)
 from clustersim.errors import unknown_name
 
 __all__ = ["TAG_GRAD", "worker_groups", "hybrid_worker", "local_server", "HYBRID"]
@@ -71,8 +78,8 @@ def hybrid_worker(group: tuple[int, ...], local: int, nbytes: float, k: int,
         pushed = 0
         for it in range(ctx.iterations):
             yield Record("iteration", it)
-            yield Compute("forward")
-            yield Compute("backward")
+            yield FORWARD
+            yield BACKWARD
             if many:
                 yield AllReduce(nbytes, group=group, algorithm=algorithm)
             if leader:

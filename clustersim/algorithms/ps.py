@@ -52,13 +52,18 @@ from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, Jo
 from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, Send, Wait
 
 __all__ = [
-    "TAG_PUSH", "TAG_PULL", "VersionClock", "shard_bytes", "pushes_per_worker", "push_to_shards",
+    "TAG_PUSH", "TAG_PULL", "FORWARD", "BACKWARD", "LOCAL_STEP", "VersionClock", "shard_bytes", "pushes_per_worker", "push_to_shards",
     "async_server", "sync_server", "ps_worker", "SYNC_PS", "ASYNC_SGD", "ASYNC_MSGD",
     "HOGWILD_SGD", "DEFINITIONS",
 ]
 
 TAG_PUSH = 11
 TAG_PULL = 12
+
+# operations are immutable: build the common ones once (thousands of actors reuse them)
+FORWARD = Compute("forward")
+BACKWARD = Compute("backward")
+LOCAL_STEP = Compute("update", label="local step")
 
 
 def shard_bytes(total: float, shards: int) -> float:
@@ -170,11 +175,12 @@ def push_to_shards(servers: Sequence[int], nbytes: float) -> ActorGen:
     """Push ``nbytes`` to every shard (concurrently) and receive every shard's answer."""
     if len(servers) == 1:
         yield Send(servers[0], nbytes, TAG_PUSH, label="push")
-    else:
-        handles = []
-        for s in servers:
-            handles.append((yield Send(s, nbytes, TAG_PUSH, blocking=False, label="push")))
-        yield Wait(handles)
+        yield Recv(src=servers[0], tag=TAG_PULL, label="pull")
+        return
+    handles = []
+    for s in servers:
+        handles.append((yield Send(s, nbytes, TAG_PUSH, blocking=False, label="push")))
+    yield Wait(handles)
     for s in servers:
         yield Recv(src=s, tag=TAG_PULL, label="pull")
 
@@ -192,10 +198,10 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
     def body(ctx: ActorContext) -> ActorGen:
         for it in range(ctx.iterations):
             yield Record("iteration", it)
-            yield Compute("forward")
-            yield Compute("backward")
+            yield FORWARD
+            yield BACKWARD
             if tau > 1:
-                yield Compute("update", label="local step")
+                yield LOCAL_STEP
             if (it + 1) % tau == 0:
                 yield from push_to_shards(servers, nbytes)
 

@@ -236,7 +236,8 @@ def _explicit_node(raw: Any, i: int, device: DeviceSpec | None, catalog: Catalog
             raise unknown_name("node field", str(key), fields, path=(*path, key))
     if "name" not in raw:
         raise InputError("node needs a 'name'", path=(*path, "name"))
-    kind = raw.get("kind", "device" if "device" in raw else "switch")
+    # a node that names a device or a machine is a device unless it says otherwise
+    kind = raw.get("kind", "device" if ("device" in raw or "host" in raw) else "switch")
     if not isinstance(kind, str):
         raise InputError(f"kind must be a string, not {kind!r}", path=(*path, "kind"))
     dev = parse_device(raw["device"], catalog, (*path, "device")) if "device" in raw else None

@@ -334,7 +334,7 @@ class Router:
                     m = (dn >= 0) & (dn + cost == d[u])
                     cands = tuple(zip(nb[m].tolist(), lk[m].tolist()))
                     self._remember(rep * n + u, cands)
-            u, lk_id = cands[h % len(cands)] if len(cands) > 1 else cands[0]
+            u, lk_id = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
             links.append(lk_id)
         return links
 

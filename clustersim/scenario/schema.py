@@ -11,8 +11,9 @@ See docs/scenarios.md for the full format.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ FIDELITIES = ("flow", "analytic", "auto")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _TOP = ("name", "about", "platform", "catalog", "network", "benchmark", "workload", "algorithm",
-        "compare", "sweep", "run", "assumptions")
+        "compare", "sweep", "run", "assumptions", "variants", "label")
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,10 @@ class Scenario:
     compare: tuple[AlgorithmSpec, ...] = ()
     sweep: SweepSpec | None = None
     assumptions: tuple[str, ...] = ()
+    #: what-if variants: (label, scenario with some fields changed), run beside this one
+    variants: tuple[tuple[str, Scenario], ...] = ()
+    #: how the base case is called beside its variants
+    label: str = "base"
 
     @property
     def algorithms(self) -> tuple[AlgorithmSpec, ...]:
@@ -334,13 +339,40 @@ def _parse_run(raw: Any) -> RunSpec:
 
 
 def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
-    """Validate a parsed scenario mapping.  Errors get the file and line filled in."""
+    """Validate a parsed scenario mapping.  Errors get the file and line filled in.
+
+    ``variants: [{label: ..., set: {dotted.key: value, ...}}, ...]`` parse the same scenario
+    with those fields changed (e.g. another platform file, GPUDirect on) and attach them, so a
+    what-if comparison across platforms is one file and one table.
+    """
     try:
-        return _parse(raw, file)
+        base = _parse(raw, file)
+        if isinstance(raw, Mapping) and raw.get("variants") is not None:
+            base = replace(base, variants=_parse_variants(raw, file))
+        return base
     except InputError as exc:
         if exc.file is None:
             raise exc.located(file=file, line=line_of(raw, exc.path)) from None
         raise
+
+
+def _parse_variants(raw: Mapping[str, Any], file: str | None) -> tuple[tuple[str, Scenario], ...]:
+    items = as_list(raw["variants"], ("variants",), lambda v, p: (v, p), allow_scalar=False)
+    out = []
+    plain = {k: v for k, v in raw.items() if k != "variants"}
+    for v, path in items:
+        sv = Section(v, path, ("label", "set"))
+        label = sv.get("label", as_str)
+        sets = sv.get("set")
+        if not isinstance(sets, Mapping) or not sets:
+            raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
+        vraw = apply_overrides(plain, [f"{k}={json.dumps(val)}" for k, val in sets.items()])
+        try:
+            out.append((label, _parse(vraw, file)))
+        except InputError as exc:
+            raise InputError(f"in variant {label!r}: {exc.message}", path=(*path, "set"),
+                             line=exc.line) from None
+    return tuple(out)
 
 
 def _parse(raw: Any, file: str | None) -> Scenario:
@@ -379,6 +411,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     assumptions = tuple(as_list(s.get("assumptions", default=[]), ("assumptions",), as_str,
                                 nonempty=False))
     name = s.get("name", as_str, Path(file).stem if file else "scenario")
+    label = s.get("label", as_str, "base")
     return Scenario(
         name=name,
         about=s.get("about", as_str, ""),
@@ -394,6 +427,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         compare=compare,
         sweep=sweep,
         assumptions=assumptions,
+        label=label,
     )
 
 

@@ -29,7 +29,6 @@ import simpy
 
 from clustersim.algorithms.base import ActorSpec, JobInfo
 from clustersim.algorithms.ops import (
-    ANY,
     Collective,
     Compute,
     Handle,
@@ -45,6 +44,7 @@ from clustersim.network.flow import FlowNetwork
 from clustersim.network.flowsim import schedule_process
 from clustersim.network.params import NetworkParams
 from clustersim.platform.model import Platform
+from clustersim.sim.mailbox import Mailbox
 from clustersim.trace import TraceEvent
 
 __all__ = ["Engine", "ActorStats", "RunResult", "COLLECTIVE_FLOW_MAX_RANKS"]
@@ -151,7 +151,8 @@ class Engine:
         self._rv: dict[tuple[int, int], _Rendezvous] = {}
         self._seq: list[dict[int, int]] = [{} for _ in self.actors]
         self._groups: dict[int, tuple[Any, _Group]] = {}
-        self._mail: list[list[Message]] = [[] for _ in self.actors]
+        self._tail: dict[int, simpy.Event] = {}
+        self._mail: list[Mailbox] = [Mailbox() for _ in self.actors]
         self._mail_wait: list[list[simpy.Event]] = [[] for _ in self.actors]
         self._handles: dict[int, tuple[simpy.Event, _Rendezvous | None]] = {}
         self._next_handle = 0
@@ -308,7 +309,11 @@ class Engine:
         if len(rv.parts) == rv.n:
             del self._rv[key]
             rv.last = self.env.now
-            self.env.process(self._run_collective(op, g, rv))
+            # collectives of one group run in order, as on one NCCL stream / MPI communicator:
+            # a bucket's all-reduce starts when the previous one has finished
+            prev = self._tail.get(g.gid)
+            self._tail[g.gid] = rv.done
+            self.env.process(self._run_collective(op, g, rv, prev))
         return rv
 
     def _settle(self, op: Collective, rv: _Rendezvous) -> None:
@@ -339,7 +344,10 @@ class Engine:
             self._sched_cache[key] = s
         return s
 
-    def _run_collective(self, op: Collective, g: _Group, rv: _Rendezvous):
+    def _run_collective(self, op: Collective, g: _Group, rv: _Rendezvous,
+                        prev: simpy.Event | None = None):
+        if prev is not None and not prev.processed:
+            yield prev
         devices = g.devices
         if len(devices) > 1 and not g.shared:
             sched = self._schedule(op, g)
@@ -389,7 +397,7 @@ class Engine:
         return None
 
     def _deliver(self, j: int, msg: Message) -> None:
-        self._mail[j].append(msg)
+        self._mail[j].put(msg)
         waiters, self._mail_wait[j] = self._mail_wait[j], []
         for ev in waiters:
             ev.succeed()
@@ -400,15 +408,14 @@ class Engine:
         t0 = env.now
         box = self._mail[i]
         while True:
-            for k, m in enumerate(box):
-                if (op.src == ANY or m.src == op.src) and (op.tag == ANY or m.tag == op.tag):
-                    del box[k]
-                    if op.blocking:
-                        st.wait += env.now - t0
-                    if self.trace and env.now > t0:
-                        self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
-                                 peer=m.src)
-                    return m
+            m = box.take(op.src, op.tag)
+            if m is not None:
+                if op.blocking:
+                    st.wait += env.now - t0
+                if self.trace and env.now > t0:
+                    self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
+                             peer=m.src)
+                return m
             if op.poll:
                 return None
             ev = env.event()

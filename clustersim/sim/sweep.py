@@ -113,29 +113,41 @@ def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
 def run_sweep(scn: Scenario, trace: bool = False,
               progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None
               ) -> SweepResult:
+    """Every algorithm at every sweep point, for the scenario and each of its variants."""
     if scn.workload is None or not scn.algorithms:
         raise InputError("a training prediction needs 'workload' and 'algorithm' sections")
-    counts = worker_counts(scn)
-    repeats = scn.run.repeats if scn.workload.jitter > 0 else 1
-    total = len(scn.algorithms) * len(counts) * repeats
+    cases: list[tuple[str, Scenario, AlgorithmSpec]] = []
+    base_prefix = f"{scn.label} · " if scn.variants else ""
+    for prefix, s in ((base_prefix, scn), *((f"{label} · ", v) for label, v in scn.variants)):
+        cases += [(prefix + alg.title, s, alg) for alg in s.algorithms]
+    titles = [t for t, _, _ in cases]
+    if len(set(titles)) != len(titles):
+        dup = next(t for t in titles if titles.count(t) > 1)
+        raise InputError(f"two algorithms would both be reported as {dup!r}: give them "
+                         f"distinct 'label's", path=("compare",))
+    total = sum(len(worker_counts(s)) * (s.run.repeats if s.workload.jitter > 0 else 1)
+                for _, s, _ in cases)
     out = SweepResult()
     ctx = progress_factory(total) if progress_factory else nullcontext(lambda n=1: None)
     with ctx as advance:
-        for ai, alg in enumerate(scn.algorithms):
+        for ci, (title, s, alg) in enumerate(cases):
+            counts = worker_counts(s)
+            repeats = s.run.repeats if s.workload.jitter > 0 else 1
             pts: list[PointMetrics] = []
             for w in counts:
                 samples = []
                 for r in range(repeats):
-                    want_trace = trace and ai == 0 and w == counts[-1] and r == 0
-                    m, res = simulate_point(scn, alg, w, scn.run.seed + r, want_trace)
+                    want_trace = trace and ci == 0 and w == counts[-1] and r == 0
+                    m, res = simulate_point(s, alg, w, s.run.seed + r, want_trace)
+                    m.algorithm = title
                     samples.append(m)
                     if want_trace:
-                        out.runs[(alg.title, w)] = res
+                        out.runs[(title, w)] = res
                     advance(1)
                 pts.append(summarize(samples))
             base = pts[0]
             for p in pts:
                 p.speedup = p.throughput / base.throughput if base.throughput > 0 else 0.0
                 p.efficiency = p.speedup / (p.workers / base.workers)
-            out.points[alg.title] = pts
+            out.points[title] = pts
     return out
