@@ -110,11 +110,15 @@ def test_microbenchmarks_rows_and_traces(tmp_path: Path) -> None:
     rows = run_microbenchmarks(2, out_dir=tmp_path, sizes=sizes,
                                ops=["allreduce", "allgather"], algorithms=["mpi", "ring"],
                                gemm_shapes=[(64, 64, 64)], mem_sizes=[1 << 16],
-                               target=0.004, repeats=3, timeout=120)
+                               target=0.004, repeats=5, timeout=120)
     pp = sorted((r for r in rows if r["bench"] == "pingpong"), key=lambda r: r["size"])
     assert [r["size"] for r in pp] == sizes
-    times = [r["time"] for r in pp]
-    assert all(t > 0 for t in times) and times == sorted(times), times  # monotone in size
+    assert all(r["time_min"] <= r["time"] for r in pp)
+    # monotone in size - judged on the fastest batch, the least disturbed by other jobs (when
+    # the 2 cores are shared, a spinning rank can hold a core for a whole time slice and a
+    # whole batch of small messages takes milliseconds)
+    times = [r["time_min"] for r in pp]
+    assert all(t > 0 for t in times) and times == sorted(times), times
     assert all(r["bandwidth"] > 0 for r in pp)
     assert pp[-1]["bandwidth"] > pp[0]["bandwidth"]
     coll = [r for r in rows if r["bench"] == "collective"]

@@ -30,10 +30,10 @@ from clustersim.platform import (
     fat_tree,
     leaf_spine,
     ring,
+    routing,
     star,
     torus,
 )
-from clustersim.platform import routing
 from clustersim.platform.model import _natural_key
 from clustersim.platform.routing import mix
 
