@@ -192,14 +192,19 @@ def test_hogwild_single_worker_does_not_wait_for_the_update():
     assert m.staleness_max == 1
 
 
-def test_sharded_push_splits_the_bytes():
+def test_sharded_push_splits_the_bytes_but_not_the_workers_link():
+    """Four shards on four links: each applies a quarter of the bytes, but the worker's own
+    link still carries all of them (its four pushes share it), so the transfer time is the
+    unsharded one and only the server step shrinks."""
     scn = scenario({"name": "async_sgd", "shards": 4})
     prof, cm = _parts(scn)
-    hop = 2 * LAT + GRAD / 4 / B  # four shards on four links, in parallel
-    m, _ = simulate_point(scn, scn.algorithm, 1, 0)
+    hop = 2 * LAT + GRAD / B
+    m, run = simulate_point(scn, scn.algorithm, 1, 0)
     expect = (prof.forward_time + prof.backward_time + 2 * hop
               + cm.base_time(Compute("accumulate", nbytes=GRAD / 4), 1))
     assert m.iteration_time == pytest.approx(expect, rel=1e-6)
+    servers = [a for a in run.actors if a.role == "server"]
+    assert len(servers) == 4 and all(len(a.records["update"]) == 6 for a in servers)
 
 
 # -- staleness --------------------------------------------------------------------------------
@@ -217,7 +222,8 @@ def test_staleness_zero_when_synchronous_positive_when_asynchronous():
 
 # -- incast and saturation ----------------------------------------------------------------------
 def _cluster(workers: int, servers: int) -> dict:
-    """Explicit crossbar: V100 workers, slow-memory server machines, 12.5 GB/s links."""
+    """Explicit crossbar: V100 workers, then slow-memory server machines (so the servers take
+    the devices right after the workers), 12.5 GB/s links."""
     nodes = [{"name": f"w{i}", "device": "v100", "host": i} for i in range(workers)]
     nodes += [{"name": f"s{j}", "host": workers + j,
                "device": {"like": "xeon6248", "name": "psbox", "mem_bw": "10 GB/s"}}
@@ -227,30 +233,41 @@ def _cluster(workers: int, servers: int) -> dict:
     return {"topology": "explicit", "nodes": nodes, "links": links, "link": "ib_edr"}
 
 
-def test_one_shard_saturates_and_more_shards_relieve_it():
-    counts = [1, 4, 16, 32]
+def _saturation(workers: int, shards: int):
     raw = copy.deepcopy(BASE)
-    raw["platform"] = _cluster(32, 4)
+    raw["platform"] = _cluster(workers, 4)
     raw["workload"] = {"model": "resnet50", "batch_per_worker": 32}
-    raw["algorithm"] = {"name": "async_sgd"}
-    raw["compare"] = [{"name": "async_sgd", "shards": 4, "label": "x4"}]
-    raw["sweep"] = {"workers": counts}
+    raw["algorithm"] = {"name": "async_sgd", "shards": shards}
+    raw["sweep"] = {"workers": [workers]}
     raw["run"] = {"iterations": 12, "warmup": 2}
     scn = parse_scenario(raw)
-    one = [simulate_point(scn, scn.algorithms[0], w, 0)[0] for w in counts]
-    four = simulate_point(scn, scn.algorithms[1], 32, 0)[0]
-    cm = CostModel(scn, 32, 0)
+    m, _ = simulate_point(scn, scn.algorithm, workers, 0)
+    return m, CostModel(scn, 32, 0), scn
+
+
+def test_one_shard_saturates_and_more_shards_relieve_it():
+    """The server machine applies a push in t_apply (memory-bound, 10 GB/s): one shard absorbs
+    at most one push per t_apply, i.e. batch / t_apply samples/s, whatever the worker count."""
+    one = [_saturation(w, 1) for w in (1, 4, 16)]
+    m1, cm, scn = one[0]
     n = cm.grad_bytes
-    t_apply = cm.base_time(Compute("accumulate", nbytes=n), 32)  # on the server device
-    cap = 32 / t_apply  # samples/s one shard can absorb: one push per apply
-    utils = [m.server_utilization for m in one]
-    assert utils == sorted(utils) and utils[0] < 0.3 and utils[-1] > 0.9
-    # throughput grows while the server has slack, then flattens at its capacity
-    assert one[1].throughput == pytest.approx(4 * one[0].throughput, rel=0.05)
-    assert one[-1].throughput == pytest.approx(cap, rel=0.05)
-    assert one[-1].throughput < 1.1 * one[-2].throughput
-    # four shards: a quarter of the bytes each -> about four times the capacity
-    assert four.throughput > 3 * one[-1].throughput
+    t_apply = cm.base_time(Compute("accumulate", nbytes=n), 1)  # device 1: the first server
+    assert scn.platform.spec(1).name == "psbox"
+    prof = cm.profile(0)
+    link = scn.platform.capacity.max()
+    cycle = prof.forward_time + prof.backward_time + 2 * (2 * 0.7e-6 + n / link) + t_apply
+    assert m1.iteration_time == pytest.approx(cycle, rel=1e-6)
+    assert m1.server_utilization == pytest.approx(t_apply / cycle, rel=0.05)
+    utils = [m.server_utilization for m, _, _ in one]
+    assert utils == sorted(utils) and utils[-1] > 0.95
+    thr = [m.throughput for m, _, _ in one]
+    assert thr[1] == pytest.approx(4 * thr[0], rel=0.01)  # slack: linear
+    cap = 32 / t_apply
+    assert thr[2] == pytest.approx(cap, rel=0.01)       # saturated: the server's rate
+    assert thr[2] < 4 * thr[1] / 2
+    # four shards: a quarter of the bytes each, on four machines -> about four times the cap
+    four, _, _ = _saturation(16, 4)
+    assert four.throughput == pytest.approx(4 * cap, rel=0.05)
     assert four.server_utilization < utils[-1]
 
 
