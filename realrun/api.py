@@ -58,6 +58,7 @@ def run_microbenchmarks(
     *,
     out_dir: str | os.PathLike[str],
     sizes: Sequence[int] | None = None,
+    collective_sizes: Sequence[int] | None = None,
     benches: Sequence[str] = BENCHES,
     ops: Sequence[str] = ("allreduce",),
     algorithms: Sequence[str] = ("mpi",),
@@ -75,14 +76,16 @@ def run_microbenchmarks(
 ) -> list[dict[str, Any]]:
     """Run the microbenchmarks on ``np`` ranks; returns result rows (see ``microbench``).
 
-    Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``, ``logs/`` and (with
-    ``chrome``) ``trace.chrome.json`` for Perfetto / chrome://tracing.
+    ``sizes`` are the message sizes of ping-pong and (unless ``collective_sizes`` is given)
+    of the collectives.  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
+    ``logs/`` and (with ``chrome``) ``trace.chrome.json`` for Perfetto / chrome://tracing.
     """
     out = Path(out_dir)
     argv = ["microbench", "--benches", _csv(benches), "--ops", _csv(ops),
             "--algorithms", _csv(algorithms), "--sizes", _csv(sizes or DEFAULT_SIZES),
             "--gemm", _csv(f"{m}x{n}x{k}" for m, n, k in gemm_shapes),
             "--mem-sizes", _csv(mem_sizes), "--target", repr(float(target)),
+            *(["--coll-sizes", _csv(collective_sizes)] if collective_sizes else []),
             "--repeats", str(int(repeats)), "--dtype", dtype, "--backend", backend]
     _launch(argv, np, timeout, out, mpiexec, hostfile, env)
     _, events = load_traces(out)

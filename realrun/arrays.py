@@ -26,7 +26,7 @@ import numpy as np
 
 from clustersim.errors import InputError
 
-__all__ = ["Backend", "GemmKernel", "get_backend", "gpu_present", "BACKEND_CHOICES"]
+__all__ = ["Backend", "GemmKernel", "get_backend", "gpu_present", "as_dtype", "BACKEND_CHOICES"]
 
 BACKEND_CHOICES = ("auto", "numpy", "cupy")
 DTYPES = {"float32": np.float32, "fp32": np.float32, "float16": np.float16, "fp16": np.float16,
@@ -40,7 +40,8 @@ def gpu_present() -> bool:
     return bool(glob.glob("/proc/driver/nvidia/gpus/*"))
 
 
-def _dtype(dtype: Any) -> np.dtype:
+def as_dtype(dtype: Any) -> np.dtype:
+    """A NumPy dtype from a name of :data:`DTYPES` (bad names are input errors) or a dtype."""
     if isinstance(dtype, str):
         if dtype not in DTYPES:
             raise InputError(f"unknown dtype {dtype!r} (allowed: {', '.join(DTYPES)})",
@@ -89,14 +90,14 @@ class Backend:
 
     # --- allocation -------------------------------------------------------------------------
     def empty(self, n: int, dtype: Any = "float32") -> Any:
-        return self.xp.empty(int(n), dtype=_dtype(dtype))
+        return self.xp.empty(int(n), dtype=as_dtype(dtype))
 
     def zeros(self, n: int, dtype: Any = "float32") -> Any:
-        return self.xp.zeros(int(n), dtype=_dtype(dtype))
+        return self.xp.zeros(int(n), dtype=as_dtype(dtype))
 
     def random(self, n: int, dtype: Any = "float32", seed: int = 0) -> Any:
         """Uniform [0, 1) values, reproducible from ``seed`` (drawn in fp32, then cast)."""
-        dt = _dtype(dtype)
+        dt = as_dtype(dtype)
         rng = self.xp.random.default_rng(seed)
         draw = np.float64 if dt == np.float64 else np.float32
         out = rng.random(int(n), dtype=draw)
@@ -116,7 +117,7 @@ class Backend:
 
     def gemm(self, m: int, n: int, k: int, dtype: Any = "float32", seed: int = 0) -> GemmKernel:
         """A GEMM kernel of shape (m x k) @ (k x n) on this device."""
-        dt = _dtype(dtype)
+        dt = as_dtype(dtype)
         a = self.random(m * k, dt, seed).reshape(m, k)
         b = self.random(k * n, dt, seed + 1).reshape(k, n)
         c = self.xp.empty((m, n), dtype=dt)

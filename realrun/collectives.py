@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clustersim.errors import InputError
-from realrun.arrays import Backend, _dtype
+from realrun.arrays import Backend, as_dtype
 
 __all__ = ["LIBRARY_OPS", "CollectiveBuffers", "ScheduledCollective", "build", "busbw_factor",
            "check_op", "element_count", "library_call", "library_start", "make_buffers",
@@ -95,7 +95,7 @@ def make_buffers(backend: Backend, op: str, nbytes: float, p: int, rank: int,
     Values differ by rank (seeded by ``seed`` and ``rank``) so that a sum that drops or
     double-counts a contribution shows up in a comparison.
     """
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     n = element_count(op, nbytes, p, dt.itemsize)
     rnd = backend.random
     seed_int = seed * 1_000_003 + rank

@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"comma list of {', '.join(BENCHES)}")
     mb.add_argument("--sizes", type=_sizes, default=None,
                     help="message sizes (ping-pong and collectives), e.g. 1K,64K,4MiB")
+    mb.add_argument("--coll-sizes", type=_sizes, default=None,
+                    help="sizes for the collectives only (default: --sizes)")
     mb.add_argument("--ops", type=_names, default=["allreduce"],
                     help="collectives, e.g. allreduce,allgather,reduce_scatter")
     mb.add_argument("--algorithms", type=_names, default=["mpi"],
@@ -130,7 +132,7 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
         from realrun.collectives import plan_cases
 
         for op, alg in plan_cases(a.ops, a.algorithms):
-            mb.collective(ctx, op, sizes, cfg, algorithm=alg, dtype=a.dtype,
+            mb.collective(ctx, op, a.coll_sizes or sizes, cfg, algorithm=alg, dtype=a.dtype,
                           hosts=ctx.host_ids(a.ranks_per_host))
     if "gemm" in a.benches:
         mb.gemm(ctx, a.gemm, cfg, dtype=a.dtype)

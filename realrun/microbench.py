@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clustersim.trace import TraceEvent
-from realrun.arrays import _dtype
+from realrun.arrays import as_dtype, get_backend
 from realrun.collectives import busbw_factor, library_call, make_buffers
 
 __all__ = ["BenchConfig", "pingpong", "collective", "gemm", "memory", "reduction",
@@ -75,48 +75,84 @@ def _iters_for(ctx: Any, cfg: BenchConfig, one: Callable[[], None], *, collectiv
     return int(ctx.comm.bcast(n, root=0)) if collective else n
 
 
+@dataclass
+class _Point:
+    """One measured configuration: its trace labels and the loop that runs ``n`` calls."""
+
+    kind: str
+    label: str
+    meta: dict[str, Any]
+    nbytes: float
+    loop: Callable[[int], None]
+    iters: int = 1
+
+
 def _batches(ctx: Any, cfg: BenchConfig, kind: str, label: str, iters: int,
              body: Callable[[int], None], meta: dict[str, Any], *, nbytes: float,
              state: str, barrier: bool) -> None:
+    """``cfg.repeats`` timed batches of one point, one trace event each."""
+    pt = _Point(kind, label, meta, nbytes, body, iters)
+    _interleaved(ctx, cfg, [pt], state=state, barrier=barrier)
+
+
+def _interleaved(ctx: Any, cfg: BenchConfig, points: Sequence[_Point], *, state: str,
+                 barrier: bool) -> None:
+    """Repeat rounds over all points (round r measures every point once).
+
+    Why interleave: a burst of other work on the machine then spoils one batch of many
+    points instead of every batch of one point, and the per-point median and minimum stay
+    honest - on a shared 2-core machine a size measured in one go could come out slower
+    than a size 1000 times larger.
+    """
     for rep in range(cfg.repeats):
-        if barrier:
-            ctx.comm.Barrier()
-        with ctx.op(kind, label, state=state, nbytes=nbytes,
-                    meta={**meta, "iters": iters, "repeat": rep}):
-            body(iters)
-            ctx.backend.synchronize()
+        for pt in points:
+            if barrier:
+                ctx.comm.Barrier()
+            with ctx.op(pt.kind, pt.label, state=state, nbytes=pt.nbytes,
+                        meta={**pt.meta, "iters": pt.iters, "repeat": rep}):
+                pt.loop(pt.iters)
+                ctx.backend.synchronize()
 
 
 # --- point to point ----------------------------------------------------------------------------
-def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
-             pair: tuple[int, int] = (0, 1)) -> None:
-    """Ping-pong between ``pair``; other ranks wait at the barriers.  Time = RTT / 2."""
-    if ctx.size < 2:
-        return
+def _warm_up_pair(ctx: Any, cfg: BenchConfig, pair: tuple[int, int], nbytes: int,
+                  mem: Any) -> None:
+    """Exchange messages for ``5 * target`` seconds (rank ``a`` decides when to stop).
+
+    A cold start (connection set-up, first page faults) would otherwise land on the first
+    size only and make small messages look slower than larger ones.
+    """
     a, b = pair
     me = ctx.rank
-    xp = ctx.backend
-    # A cold start (connection set-up, first page faults) would land on the first size only
-    # and make small messages look slower than larger ones: exchange for a while first.
-    warm = xp.zeros(max(int(min(sizes, default=1)), 1), "int8")
-    ctx.comm.Barrier()
+    warm = mem.zeros(max(nbytes, 1), "int8")
     deadline = time.perf_counter() + 5 * cfg.target
-    for _ in range(10_000):
+    more = me in pair
+    while more:
         if me == a:
             ctx.comm.Send(warm, b, 6)
             ctx.comm.Recv(warm, b, 6)
             more = time.perf_counter() < deadline
             ctx.comm.send(more, b, 5)
-        elif me == b:
+        else:
             ctx.comm.Recv(warm, a, 6)
             ctx.comm.Send(warm, a, 6)
             more = ctx.comm.recv(source=a, tag=5)
-        else:
-            break
-        if not more:
-            break
+
+
+def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
+             pair: tuple[int, int] = (0, 1)) -> None:
+    """Ping-pong between ``pair`` (other ranks idle).  Time = round trip / 2, as OSU's."""
+    if ctx.size < 2:
+        return
+    a, b = pair
+    me = ctx.rank
+    # device memory only when MPI can read it (CUDA-aware); otherwise the host path is measured
+    mem = ctx.backend if ctx.backend.direct_mpi else get_backend("numpy")
+    ctx.comm.Barrier()
+    _warm_up_pair(ctx, cfg, pair, int(min(sizes, default=1)), mem)
+    points = []
     for size in sizes:
-        buf = xp.zeros(max(int(size), 1), "int8")[: int(size)]
+        buf = mem.zeros(max(int(size), 1), "int8")[: int(size)]
         if me == a:
             def loop(n: int, buf=buf, comm=ctx.comm) -> None:
                 for _ in range(n):
@@ -132,11 +168,12 @@ def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
                 return None
         ctx.comm.Barrier()
         iters = _iters_for(ctx, cfg, lambda loop=loop: loop(1))
-        meta = {"bench": "pingpong", "size": int(size), "pair": [a, b]}
-        if me in pair:
-            _batches(ctx, cfg, "pingpong", f"pingpong {int(size)}B", iters, loop, meta,
-                     nbytes=float(size), state="comm", barrier=False)
-        ctx.comm.Barrier()
+        points.append(_Point("pingpong", f"pingpong {int(size)}B",
+                             {"bench": "pingpong", "size": int(size), "pair": [a, b]},
+                             float(size), loop, iters))
+    if me in pair:
+        _interleaved(ctx, cfg, points, state="comm", barrier=False)
+    ctx.comm.Barrier()
 
 
 # --- collectives -------------------------------------------------------------------------------
@@ -149,23 +186,27 @@ def collective(ctx: Any, op: str, sizes: Sequence[int], cfg: BenchConfig = Bench
     ``make_schedule(op, algorithm, ranks, nbytes, hosts=)`` builds the schedule (defaults to
     :func:`realrun.collectives.build`); a parameter so that callers can pass their own.
     ``hosts`` (machine of every rank, for ``hierarchical``) defaults to the real hosts.
+    Sizes are measured interleaved, a barrier before every batch.
     """
     from realrun.collectives import ScheduledCollective, build
 
     p = ctx.size
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
+    points = []
+    runners = []
     for size in sizes:
         bufs = make_buffers(ctx.backend, op, size, p, ctx.rank, dt)
-        runner = None
+        meta = {"bench": "collective", "op": op, "algorithm": algorithm, "size": bufs.nbytes,
+                "count": bufs.count, "dtype": dt.name, "ranks": p}
         if algorithm == "mpi":
             call = library_call(ctx.comm, bufs, backend=ctx.backend)
-            messages = None
         else:
             sched = (make_schedule or build)(op, algorithm, p, float(bufs.nbytes),
                                              hosts=tuple(hosts or ctx.host_ids()))
             runner = ScheduledCollective(ctx.comm, sched, bufs, ctx.backend)
+            runners.append(runner)
             call = runner.run
-            messages = runner.messages
+            meta.update(messages=runner.messages, steps=sched.num_steps)
 
         def loop(n: int, call=call) -> None:
             for _ in range(n):
@@ -173,15 +214,10 @@ def collective(ctx: Any, op: str, sizes: Sequence[int], cfg: BenchConfig = Bench
 
         ctx.comm.Barrier()
         iters = _iters_for(ctx, cfg, call)
-        meta = {"bench": "collective", "op": op, "algorithm": algorithm, "size": bufs.nbytes,
-                "count": bufs.count, "dtype": dt.name, "ranks": p}
-        if messages is not None:
-            meta["messages"] = messages
-            meta["steps"] = sched.num_steps
-        _batches(ctx, cfg, op, f"{op} {algorithm}", iters, loop, meta, nbytes=bufs.nbytes,
-                 state="comm", barrier=True)
-        if runner is not None:
-            runner.free()
+        points.append(_Point(op, f"{op} {algorithm}", meta, float(bufs.nbytes), loop, iters))
+    _interleaved(ctx, cfg, points, state="comm", barrier=True)
+    for runner in runners:
+        runner.free()
 
 
 # --- local kernels -----------------------------------------------------------------------------
@@ -197,7 +233,7 @@ def gemm(ctx: Any, shapes: Iterable[tuple[int, int, int]], cfg: BenchConfig = Be
             for _ in range(it):
                 kern()
 
-        meta = {"bench": "gemm", "m": m, "n": n, "k": k, "dtype": _dtype(dtype).name,
+        meta = {"bench": "gemm", "m": m, "n": n, "k": k, "dtype": as_dtype(dtype).name,
                 "flops": kern.flops}
         _batches(ctx, cfg, "compute", f"gemm {m}x{n}x{k}", iters, loop, meta,
                  nbytes=0.0, state="compute", barrier=True)
@@ -213,7 +249,7 @@ def memory(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
     the hardware peak; ``copy`` is the cleaner figure for the memory-bandwidth parameter.
     """
     xp = ctx.backend.xp
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     for size in sizes:
         n = max(int(size) // dt.itemsize, 1)
         a = ctx.backend.random(n, dt, 1)
@@ -242,7 +278,7 @@ def memory(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
 def reduction(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
               dtype: str = "float32") -> None:
     """``a += b`` on ``size``-byte operands: what a receiver pays to reduce a chunk."""
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     for size in sizes:
         n = max(int(size) // dt.itemsize, 1)
         a = ctx.backend.random(n, dt, 1)

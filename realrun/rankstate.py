@@ -2,15 +2,17 @@
 
 Why: when a run hangs, every rank looks the same from the outside (alive, maybe spinning), yet
 the culprit is usually the *one* rank that is not inside a communication call - it is stuck in
-its own code while the others wait for it in a collective.  Each rank keeps a tiny fixed-size
-state record in the log directory, overwritten in place through a shared memory map (no system call,
-no fsync: the page cache makes it visible to the launcher at once; about a microsecond per
-update).  The launcher reads the records when the timeout strikes and names the rank.
+its own code while the others wait for it in a collective.  Each rank keeps a tiny
+fixed-size state record in the log directory, overwritten in place through a shared memory
+map (no system call, no fsync: the page cache makes it visible to the launcher at once; about
+a microsecond per update).  The launcher reads the records when the timeout strikes and names
+the rank.
 
 File layout: ``rank<r>.state`` holds one JSON object padded with spaces to ``RECORD_SIZE``
-bytes: ``state`` (``init`` / ``run`` / ``compute`` / ``comm`` / ``done`` / ``failed``), ``op`` (what it is
-in), ``since`` (wall-clock seconds when it entered that state), ``n`` (operations
-completed so far) and ``pid`` (so the launcher can ask that process for its stack).
+bytes: ``state`` (``init`` / ``run`` / ``compute`` / ``comm`` / ``done`` / ``failed``),
+``op`` (what it is in), ``since`` (wall-clock seconds when it entered that state), ``n``
+(operations completed so far) and ``pid`` (so the launcher can ask that process for its
+stack).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 
-__all__ = ["LOG_DIR_VAR", "RECORD_SIZE", "RankState", "StateFile", "read_states", "blame_hang", "state_path"]
+__all__ = ["LOG_DIR_VAR", "RECORD_SIZE", "RankState", "StateFile", "blame_hang", "read_states",
+           "state_path"]
 
 RECORD_SIZE = 256
 LOG_DIR_VAR = "REALRUN_LOG_DIR"  # set by the launcher: where logs and state records go

@@ -8,6 +8,7 @@ batched timestamps, one wake-up, lazy byte accounting) must give the same finish
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import clustersim.network.flow as flow_module
 from clustersim.network.flow import LAZY, FlowNetwork
 from clustersim.network.maxmin import maxmin_rates
 from clustersim.network.params import NetworkParams
@@ -24,7 +26,7 @@ def check_maxmin(routes, cap, rates, tol=1e-9):
     """No link over capacity; every flow has a saturated link where nobody gets more."""
     load = np.zeros(len(cap))
     for r, x in zip(routes, rates):
-        load[list(r)] += x
+        np.add.at(load, list(r), x)
     assert np.all(load <= cap * (1 + tol))
     for f, r in enumerate(routes):
         assert any(
@@ -232,19 +234,25 @@ def workloads(draw):
     cap = draw(st.lists(st.floats(1.0, 100.0), min_size=nlinks, max_size=nlinks))
     lat = draw(st.lists(st.sampled_from([0.0, 0.0, 0.01, 0.5]), min_size=nlinks,
                         max_size=nlinks))
-    route = st.lists(st.integers(0, nlinks - 1), min_size=1, max_size=min(4, nlinks),
-                     unique=True).map(tuple)
-    job = st.tuples(st.sampled_from([0.0, 0.0, 0.25, 1.0, 1.5, 3.0]), route,
-                    st.floats(0.5, 200.0))
-    jobs = draw(st.lists(job, min_size=1, max_size=14))
+    link = st.integers(0, nlinks - 1)
+    route = st.one_of(
+        st.lists(link, min_size=1, max_size=min(4, nlinks), unique=True),
+        st.lists(link, min_size=2, max_size=4),  # may cross a link twice
+    ).map(tuple)
+    # equal sizes make simultaneous finishes; free sizes make many distinct rate levels
+    size = st.one_of(st.sampled_from([10.0, 20.0, 40.0]), st.floats(0.5, 200.0))
+    job = st.tuples(st.sampled_from([0.0, 0.0, 0.25, 1.0, 1.5, 3.0]), route, size)
+    jobs = draw(st.lists(job, min_size=1, max_size=30))
     return jobs, cap, lat
 
 
 @settings(max_examples=150, deadline=None)
-@given(workloads())
-def test_finish_times_match_naive_reference(wl):
+@given(workloads(), st.sampled_from([0, flow_module._SMALL_COMPONENT]))
+def test_finish_times_match_naive_reference(wl, small):
+    """Both refill paths (plain Python for small groups, numpy above) against the reference."""
     jobs, cap, lat = wl
-    got, net = run_jobs(jobs, cap, lat)
+    with mock.patch.object(flow_module, "_SMALL_COMPONENT", small):
+        got, net = run_jobs(jobs, cap, lat)
     want = reference_finish_times(jobs, cap, np.asarray(lat))
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
     assert net.flows_started == net.flows_finished == len(jobs)

@@ -419,3 +419,11 @@ def test_builders_name_nodes_deterministically():
     b = fat_tree(4, K80, ETH, node=NodeSpec(devices=2, layout="pcie_tree"))
     assert list(a.graph.nodes) == list(b.graph.nodes)
     assert a.link_names == b.link_names
+
+
+def test_single_node_needs_an_internal_layout():
+    with pytest.raises(InputError) as e:
+        single_node(K80, NodeSpec(devices=2, layout="ports"))
+    assert e.value.path == ("node", "layout")
+    p = single_node(K80, NodeSpec(devices=3, layout="crossbar", nics=0))
+    assert p.describe() == "node: 1 bus, 3 devices, 3 links"

@@ -83,12 +83,12 @@ def half_duplex_chain() -> Platform:
 
 PLATFORMS = {
     "fat_tree_pcie_nodes": lambda: fat_tree(
-        4, K80, ETH, hosts=6, node=NodeSpec(devices=4, layout="pcie_tree", gpudirect=True)),
+        4, K80, ETH, hosts=5, node=NodeSpec(devices=4, layout="pcie_tree", gpudirect=True)),
     "leaf_spine_twins": lambda: leaf_spine(4, 3, 3, K80, ETH, ETH),
     "dragonfly_costs": lambda: dragonfly(5, 4, 2, K80, ETH, PCIE, GLOBAL),
     "torus": lambda: torus((3, 4), K80, ETH),
     "ring": lambda: ring(7, K80, ETH),
-    "dgx_star": lambda: star(3, K80, ETH, node=NodeSpec(
+    "dgx_star": lambda: star(2, K80, ETH, node=NodeSpec(
         devices=8, layout="hybrid_cube_mesh", nics=4, gpudirect=True)),
     "nvlink_staged": lambda: star(2, K80, ETH, node=NodeSpec(
         devices=4, layout="nvlink_mesh", nics=2, gpudirect=False)),
@@ -106,6 +106,7 @@ def regime(request, monkeypatch):
     elif request.param == "tiny_caches":
         monkeypatch.setattr(routing, "DIST_CACHE_ENTRIES", 1)
         monkeypatch.setattr(routing, "CAND_CACHE_ENTRIES", 1)
+        monkeypatch.setattr(routing, "BALL_CACHE_COUNT", 1)
     return request.param
 
 
@@ -211,6 +212,10 @@ def test_route_api_edges():
     assert p.hops(0, 2) == 2
     with pytest.raises(InputError, match="unknown node 'nope'"):
         p.route("nope", 0)
+    with pytest.raises(InputError, match="rank 4 is out of range"):
+        p.route(0, 4)
+    with pytest.raises(InputError, match="rank -1 is out of range"):
+        p.route(-1, 0)
 
 
 def test_one_way_graph_reports_no_route():
@@ -250,3 +255,13 @@ def test_twin_switches_share_one_search():
             p.route(s, d)
     # 8 leaves are twins (same spines); spines are twins too: at most 2 full searches
     assert p._router.searches <= 2
+
+
+def test_devices_collapse_onto_switches_and_twins_bound_the_searches():
+    p = fat_tree(8, K80, ETH)
+    assert p.routing_core_size == 80  # only the 5k^2/4 switches are ever searched
+    for i in range(128):
+        p.route(i, (i + 1) % 128)
+        p.route(i, (i + 37) % 128)
+    # edge switches of a pod are twins: at most one full search per pod (and per tier)
+    assert p._router.searches <= 8 + 2

@@ -51,6 +51,8 @@ ALPHA_BYTES = 4.0
 FORWARD = Compute("forward")
 BACKWARD = Compute("backward")
 STEP = Compute("update")
+POLL = Recv(tag=TAG_GOSSIP, poll=True, label="gossip")
+DRAIN = Recv(tag=TAG_GOSSIP, label="gossip")
 #: stream id mixed into the job seed so the gossip draws differ from other uses of the seed
 _STREAM = 0x60_55_1D
 
@@ -102,6 +104,8 @@ def merge(x_self: np.ndarray, alpha_self: float, x_in: np.ndarray, alpha_in: flo
 def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], ActorGen]:
     """Body of GOSGD worker ``ctx.index`` following ``plan``."""
 
+    blend = Compute("accumulate", nbytes=nbytes, label="gossip merge")
+
     def body(ctx: ActorContext) -> ActorGen:
         me = ctx.index
         # sender -> iterations of its pushes to me, in order (messages from one sender keep
@@ -110,12 +114,11 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
         for s, t in plan.inbox[me]:
             origin.setdefault(s, deque()).append(t)
         mine = deque(plan.pushes[me])
-        blend = Compute("accumulate", nbytes=nbytes, label="gossip merge")
         got = 0
         for it in range(ctx.iterations):
             yield Record("iteration", it)
             while True:
-                msg = yield Recv(tag=TAG_GOSSIP, poll=True, label="gossip")
+                msg = yield POLL
                 if msg is None:
                     break
                 got += 1
@@ -129,7 +132,7 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
                 yield Send(peer, nbytes + ALPHA_BYTES, TAG_GOSSIP, label="gossip push")
         # drain the pushes still on their way, so that every message is matched
         for _ in range(plan.received(me) - got):
-            msg = yield Recv(tag=TAG_GOSSIP, label="gossip")
+            msg = yield DRAIN
             yield blend
             yield Record("staleness", abs(ctx.iterations - origin[msg.src].popleft()))
 

@@ -42,6 +42,7 @@ from clustersim.algorithms.ps import (
     FORWARD,
     TAG_PULL,
     async_server,
+    push_ops,
     push_to_shards,
     shard_bytes,
 )
@@ -72,6 +73,11 @@ def hybrid_worker(group: tuple[int, ...], local: int, nbytes: float, k: int,
                   algorithm: str | None) -> Callable[[ActorContext], ActorGen]:
     """Body of a worker of ``group`` (the same tuple object for all its members)."""
 
+    reduce = AllReduce(nbytes, group=group, algorithm=algorithm)
+    hand_over = Send(local, nbytes, TAG_GRAD, label="to local PS")
+    fetch = Recv(src=local, tag=TAG_PULL, label="global weights")
+    load = Broadcast(nbytes, root=0, group=group)
+
     def body(ctx: ActorContext) -> ActorGen:
         leader = ctx.rank == group[0]
         many = len(group) > 1
@@ -81,16 +87,16 @@ def hybrid_worker(group: tuple[int, ...], local: int, nbytes: float, k: int,
             yield FORWARD
             yield BACKWARD
             if many:
-                yield AllReduce(nbytes, group=group, algorithm=algorithm)
+                yield reduce
             if leader:
-                yield Send(local, nbytes, TAG_GRAD, label="to local PS")
+                yield hand_over
             if (it + 1) % k == 0:
                 if pushed >= 1:
                     # load the global weights answering the previous push
                     if leader:
-                        yield Recv(src=local, tag=TAG_PULL, label="global weights")
+                        yield fetch
                     if many:
-                        yield Broadcast(nbytes, root=0, group=group)
+                        yield load
                 pushed += 1
 
     return body
@@ -100,18 +106,20 @@ def local_server(leader: int, globals_: tuple[int, ...], nbytes: float, k: int
                  ) -> Callable[[ActorContext], ActorGen]:
     """Body of a group's local PS: accumulate k gradients, push, pass the answer on."""
     add = Compute("accumulate", nbytes=nbytes, label="accumulate group gradient")
-    part = shard_bytes(nbytes, len(globals_))
+    take = Recv(src=leader, tag=TAG_GRAD, label="group gradient")
+    give = Send(leader, nbytes, TAG_PULL, label="to leader")
+    sends, recvs = push_ops(globals_, shard_bytes(nbytes, len(globals_)))
 
     def body(ctx: ActorContext) -> ActorGen:
         pushes = ctx.iterations // k
         for it in range(ctx.iterations):
-            yield Recv(src=leader, tag=TAG_GRAD, label="group gradient")
+            yield take
             yield add
             if (it + 1) % k == 0:
                 q = (it + 1) // k - 1
-                yield from push_to_shards(globals_, part)
+                yield from push_to_shards(sends, recvs)
                 if q < pushes - 1:  # the answer to the last push would never be loaded
-                    yield Send(leader, nbytes, TAG_PULL, label="to leader")
+                    yield give
 
     return body
 

@@ -53,7 +53,7 @@ from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, S
 
 __all__ = [
     "TAG_PUSH", "TAG_PULL", "FORWARD", "BACKWARD", "LOCAL_STEP", "VersionClock", "shard_bytes", "pushes_per_worker", "push_to_shards",
-    "async_server", "sync_server", "ps_worker", "SYNC_PS", "ASYNC_SGD", "ASYNC_MSGD",
+    "push_ops", "async_server", "sync_server", "ps_worker", "SYNC_PS", "ASYNC_SGD", "ASYNC_MSGD",
     "HOGWILD_SGD", "DEFINITIONS",
 ]
 
@@ -64,6 +64,7 @@ TAG_PULL = 12
 FORWARD = Compute("forward")
 BACKWARD = Compute("backward")
 LOCAL_STEP = Compute("update", label="local step")
+UPDATED = Record("update", 1)
 
 
 def shard_bytes(total: float, shards: int) -> float:
@@ -119,29 +120,31 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
     an optimizer step).  ``lock_free``: answer before applying (Hogwild).
     """
     clients = tuple(clients)
+    apply = Compute(step, nbytes=nbytes, label="server " + step)
+    take = Recv(tag=TAG_PUSH, label="push")
+    answer = {c: Send(c, nbytes, TAG_PULL, blocking=False, label="pull") for c in clients}
 
     def body(ctx: ActorContext) -> ActorGen:
         clock = VersionClock(lag)
         replies: dict[int, Handle] = {}
-        apply = Compute(step, nbytes=nbytes, label="server " + step)
         for _ in range(len(clients) * pushes):
-            msg = yield Recv(tag=TAG_PUSH, label="push")
+            msg = yield take
             src = msg.src
             yield Record("staleness", clock.staleness(src))
             if not lock_free:
                 yield apply
                 clock.applied()
-                yield Record("update", 1)
+                yield UPDATED
             prev = replies.pop(src, None)
             if prev is not None:
                 # the client pushed again, so it has received the previous answer: no wait
                 yield Wait(prev)
             clock.replied(src)
-            replies[src] = yield Send(src, nbytes, TAG_PULL, blocking=False, label="pull")
+            replies[src] = yield answer[src]
             if lock_free:
                 yield apply
                 clock.applied()
-                yield Record("update", 1)
+                yield UPDATED
         if replies:
             yield Wait(list(replies.values()))
 
@@ -154,35 +157,48 @@ def sync_server(clients: Sequence[int], rounds: int, nbytes: float
     clients = tuple(clients)
     add = Compute("accumulate", nbytes=nbytes, label="sum push")
     step = Compute("update", nbytes=nbytes, label="server update")
+    take = Recv(tag=TAG_PUSH, label="push")
+    fresh = Record("staleness", 0)
+    answers = [Send(c, nbytes, TAG_PULL, blocking=False, label="pull") for c in clients]
 
     def body(ctx: ActorContext) -> ActorGen:
         for _ in range(rounds):
             for _ in clients:
-                yield Recv(tag=TAG_PUSH, label="push")
+                yield take
                 yield add
-                yield Record("staleness", 0)
+                yield fresh
             yield step
-            yield Record("update", 1)
+            yield UPDATED
             handles = []
-            for c in clients:
-                handles.append((yield Send(c, nbytes, TAG_PULL, blocking=False, label="pull")))
+            for op in answers:
+                handles.append((yield op))
             yield Wait(handles)
 
     return body
 
 
-def push_to_shards(servers: Sequence[int], nbytes: float) -> ActorGen:
-    """Push ``nbytes`` to every shard (concurrently) and receive every shard's answer."""
-    if len(servers) == 1:
-        yield Send(servers[0], nbytes, TAG_PUSH, label="push")
-        yield Recv(src=servers[0], tag=TAG_PULL, label="pull")
+def push_ops(servers: Sequence[int], nbytes: float) -> tuple[tuple[Send, ...], tuple[Recv, ...]]:
+    """The pushes (non-blocking when there are several shards) and pulls of one exchange,
+    built once per actor and yielded again each time."""
+    many = len(servers) > 1
+    sends = tuple(Send(s, nbytes, TAG_PUSH, blocking=not many, label="push") for s in servers)
+    recvs = tuple(Recv(src=s, tag=TAG_PULL, label="pull") for s in servers)
+    return sends, recvs
+
+
+def push_to_shards(sends: tuple[Send, ...], recvs: tuple[Recv, ...]) -> ActorGen:
+    """Push to every shard (concurrently) and receive every shard's answer (see
+    :func:`push_ops`)."""
+    if len(sends) == 1:
+        yield sends[0]
+        yield recvs[0]
         return
     handles = []
-    for s in servers:
-        handles.append((yield Send(s, nbytes, TAG_PUSH, blocking=False, label="push")))
+    for op in sends:
+        handles.append((yield op))
     yield Wait(handles)
-    for s in servers:
-        yield Recv(src=s, tag=TAG_PULL, label="pull")
+    for op in recvs:
+        yield op
 
 
 def ps_worker(servers: Sequence[int], nbytes: float, tau: int
@@ -196,6 +212,7 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
     servers = tuple(servers)
 
     def body(ctx: ActorContext) -> ActorGen:
+        sends, recvs = push_ops(servers, nbytes)
         for it in range(ctx.iterations):
             yield Record("iteration", it)
             yield FORWARD
@@ -203,7 +220,7 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
             if tau > 1:
                 yield LOCAL_STEP
             if (it + 1) % tau == 0:
-                yield from push_to_shards(servers, nbytes)
+                yield from push_to_shards(sends, recvs)
 
     return body
 

@@ -12,19 +12,31 @@ scope and belong in calibrated ``params``.
 Why it is built this way (the simulator runs compute and collectives of hundreds of workers on
 one network, so the engine is the hot loop):
 
-* **Only the affected component is recomputed.**  A flow's max-min rate depends only on flows
+* **Only the affected flows are recomputed.**  A flow's max-min rate depends only on flows
   connected to it through shared links (transitively); on an arrival or departure the engine
   walks that connected component from the touched links and refills just those flows.  Flows
   elsewhere keep their rates and their pending finish times.
+* **Rates below the lowest changed level stay.**  Progressive filling raises all rates
+  together and freezes flows level by level.  Let ``theta`` be the lowest level any changed
+  flow sits at (the old rate of a departing flow, the new rate of an arriving one).  Below
+  ``theta`` the filling with and without the change is the same process: no link crossed by a
+  changed flow saturates there, and every other link sees the same load.  So every flow whose
+  rate is below ``theta`` keeps it, and only flows at or above ``theta`` - connected through
+  flows at or above ``theta`` - are refilled, over the capacity the others leave.  A departing
+  flow is usually the fastest of its step (it finishes first), so this often shrinks a refill
+  of thousands of flows to a handful.  For arrivals a lower bound on the new rate suffices:
+  a flow never gets less than ``min over its links of capacity / flows on the link``.
 * **One recomputation per timestamp.**  Arrivals and departures only mark links dirty; the
   refill runs from one SimPy event scheduled at the same time with a priority *below*
   ``NORMAL``, so every ordinary event at that instant - including processes woken by flows
   that just finished and starting their next transfers - is processed first and lands in
-  the same batch.
-* **One pending completion event.**  Finish times live in a heap with a version per flow; a
-  single SimPy wake-up is armed for the earliest one.  A rate change pushes a new heap entry
-  and bumps the version, so old entries and superseded wake-ups are ignored when they surface
-  (cancel-by-ignoring: SimPy has no event cancellation).
+  the same batch.  A flow alone on all its links needs no refill at all (it gets its
+  narrowest link).
+* **One pending SimPy wake-up.**  First-byte arrivals and finish times live in heaps; finish
+  entries carry a version per flow.  A single SimPy wake-up is armed for the earliest timer.
+  A rate change pushes a new heap entry and bumps the version, so old entries and superseded
+  wake-ups are ignored when they surface (cancel-by-ignoring: SimPy has no event
+  cancellation).
 * **Lazy byte accounting.**  ``remaining`` is only brought up to date (``rate * elapsed``) when
   a flow's rate changes; a flow completes when its scheduled finish time is reached or what is
   left is below a relative epsilon of its size, so floating-point dust never spawns an extra
@@ -61,6 +73,8 @@ _REL_EPS = 1e-9
 _SMALL_COMPONENT = 24
 #: fair shares this close (relative) saturate in the same round, as in ``maxmin``
 _REL_TOL = 1e-12
+#: rates within this factor below the threshold still count as "at the threshold" (refilled)
+_THETA_SLACK = 1 - 1e-9
 #: finish times this close (relative to the clock) are the same instant
 _TIME_EPS = 1e-12
 
@@ -87,21 +101,38 @@ class _Group:
 
 
 class _Flow:
-    __slots__ = ("fid", "route", "links", "size", "remaining", "rate", "t_last", "version",
+    __slots__ = ("fid", "route", "info", "size", "remaining", "rate", "t_last", "version",
                  "group", "done")
 
-    def __init__(self, fid: int, route: tuple[int, ...], links: np.ndarray, size: float,
+    def __init__(self, fid: int, route: tuple[int, ...], info: _RouteInfo, size: float,
                  group: _Group) -> None:
         self.fid = fid
         self.route = route
-        self.links = links
+        self.info = info
         self.size = size
         self.remaining = size
-        self.rate = 0.0
+        self.rate = 0.0  # 0 until rated: "new in this batch"
         self.t_last = 0.0
         self.version = 0
         self.group = group
         self.done = False
+
+
+class _RouteInfo:
+    """What the engine needs of a route, computed once per distinct route."""
+
+    __slots__ = ("latency", "lone", "repeats", "_links")
+
+    def __init__(self, route: tuple[int, ...], latency: float, lone: float) -> None:
+        self.latency = latency
+        self.lone = lone
+        self.repeats = len(set(route)) != len(route)
+        self._links: np.ndarray | None = None
+
+    def links(self, route: tuple[int, ...]) -> np.ndarray:
+        if self._links is None:
+            self._links = np.array(route, dtype=np.int64)
+        return self._links
 
 
 def _call_at(env: simpy.Environment, delay: float, priority: int, callback) -> None:
@@ -121,7 +152,8 @@ class FlowNetwork:
     use (e.g. :attr:`Platform.capacity`, :attr:`Platform.latency`).
 
     Counters (ints): ``flows_started`` and ``flows_finished`` (every transfer, local copies
-    included) and ``recomputations`` (rate refills that had at least one flow to rate).
+    included) and ``recomputations`` (max-min refills that had at least one flow to rate; a
+    flow alone on its links is rated without one).
     """
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
@@ -137,38 +169,42 @@ class FlowNetwork:
         self.env = env
         self.params = params
         self._cap = cap * params.efficiency
-        self._lat = lat
         self._cap_list: list[float] = self._cap.tolist()
         self._lat_list: list[float] = lat.tolist()
         self._on_link: list[dict[int, _Flow] | None] = [None] * cap.size
-        self._dirty: dict[int, None] = {}
-        self._heap: list[tuple[float, int, int, _Flow]] = []  # (finish, fid, version, flow)
-        self._arrivals: list[tuple[float, int, list[_Flow]]] = []  # (time, seq, flows)
-        self._seq = 0
-        self._route_info: dict[tuple[int, ...], tuple[float, np.ndarray, float]] = {}
+        self._live: dict[int, _Flow] = {}
+        self._route_info: dict[tuple[int, ...], _RouteInfo] = {}
+        self._repeats_live = 0  # live flows that cross some link twice
         self._next_fid = 0
+        # the batch being collected at the current instant
+        self._dirty: dict[int, None] = {}
+        self._theta = math.inf
+        self._theta_time = -math.inf
         self._recompute_armed = False
+        # timers: (finish, fid, version, flow) and (first byte, seq, flows); one SimPy wake-up
+        self._heap: list[tuple[float, int, int, _Flow]] = []
+        self._arrivals: list[tuple[float, int, list[_Flow]]] = []
+        self._seq = 0
         self._wake_time = math.inf
         self._wake_version = 0
-        self._live: dict[int, _Flow] = {}
         self.flows_started = 0
         self.flows_finished = 0
         self.recomputations = 0
 
     @classmethod
-    def for_platform(cls, env: simpy.Environment, platform, params: NetworkParams = NetworkParams()
-                     ) -> FlowNetwork:
+    def for_platform(cls, env: simpy.Environment, platform,
+                     params: NetworkParams = NetworkParams()) -> FlowNetwork:
         """A network over a :class:`~clustersim.platform.model.Platform`'s link resources."""
         return cls(env, platform.capacity, platform.latency, params)
 
     # -- public API ----------------------------------------------------------------------
-    def transfer(self, route: tuple[int, ...], nbytes: float) -> simpy.Event:
+    def transfer(self, route: Sequence[int], nbytes: float) -> simpy.Event:
         """Send ``nbytes`` along ``route``; the event succeeds when the last byte arrives."""
         ev = simpy.Event(self.env)
         self._start((tuple(route),), (nbytes,), _Group(ev, 1))
         return ev
 
-    def transfer_all(self, routes: Sequence[tuple[int, ...]],
+    def transfer_all(self, routes: Sequence[Sequence[int]],
                      nbytes: Sequence[float] | float) -> simpy.Event:
         """Start several flows at once; the event succeeds when *all* have arrived.
 
@@ -200,12 +236,12 @@ class FlowNetwork:
         return out
 
     # -- starting flows ------------------------------------------------------------------
-    def _info(self, route: tuple[int, ...]) -> tuple[float, np.ndarray, float]:
-        """(overhead + path latency, links as an array, lone-flow rate) of a route, cached."""
+    def _info(self, route: tuple[int, ...]) -> _RouteInfo:
+        """Latency (overhead included) and lone-flow rate of a route, cached."""
         info = self._route_info.get(route)
         if info is None:
             if not route:
-                info = (0.0, np.zeros(0, dtype=np.int64), math.inf)
+                info = _RouteInfo(route, 0.0, math.inf)
             else:
                 nlinks = len(self._cap_list)
                 for lk in route:
@@ -214,7 +250,7 @@ class FlowNetwork:
                 cap = self._cap_list
                 lone = min(cap[lk] / route.count(lk) for lk in route)
                 lat = self.params.overhead + math.fsum(self._lat_list[lk] for lk in route)
-                info = (lat, np.array(route, dtype=np.int64), lone)
+                info = _RouteInfo(route, lat, lone)
             self._route_info[route] = info
         return info
 
@@ -235,9 +271,9 @@ class FlowNetwork:
             if not route:  # local copy: no network time at all
                 local += 1
                 continue
-            f = _Flow(fid, route, info[1], size, group)
+            f = _Flow(fid, route, info, size, group)
             fid += 1
-            lat = info[0]
+            lat = info.latency
             if lat > 0.0:
                 lst = by_delay.get(lat)
                 if lst is None:
@@ -262,17 +298,27 @@ class FlowNetwork:
                 heapq.heappush(self._arrivals, (now + lat, self._seq, flows))
             self._arm_wake()
 
+    def _lower_theta(self, level: float) -> None:
+        """Record that a flow changed at ``level`` in the batch of the current instant."""
+        now = self.env.now
+        if self._theta_time != now:
+            self._theta_time = now
+            self._theta = level
+        elif level < self._theta:
+            self._theta = level
+
     def _arrive(self, flows: list[_Flow]) -> None:
         """First byte is at the destination: the flows start competing for bandwidth.
 
         A flow alone on all its links is rated at once (its narrowest link) without a
-        recomputation; if another flow joins one of those links at the same instant, that
-        link is dirty and the batch recomputation rates both.
+        refill; if another flow joins one of those links at the same instant, that link is
+        dirty and the batch refill rates both.
         """
         now = self.env.now
         on_link = self._on_link
         dirty = self._dirty
         live = self._live
+        cap = self._cap_list
         for f in flows:
             if f.size <= 0.0:
                 self._finish(f)
@@ -281,21 +327,30 @@ class FlowNetwork:
             fid = f.fid
             live[fid] = f
             alone = True
+            bound = math.inf  # the new rate is at least min over links of cap / flows there
             for lk in f.route:
                 d = on_link[lk]
                 if d is None:
-                    on_link[lk] = {fid: f}
-                elif d:
-                    d[fid] = f
-                    alone = False
+                    on_link[lk] = d = {fid: f}
                 else:
+                    if d:
+                        alone = False
                     d[fid] = f
+                share = cap[lk] / len(d)
+                if share < bound:
+                    bound = share
+            info = f.info
+            if info.repeats:
+                self._repeats_live += 1
+            if self._repeats_live:
+                bound = 0.0  # flows crossing a link twice: the count above is no bound
             if alone:
-                rate = self._route_info[f.route][2]
-                f.rate = rate
+                f.rate = info.lone
                 f.version += 1
-                heapq.heappush(self._heap, (now + f.size / rate, fid, f.version, f))
+                heapq.heappush(self._heap, (now + f.size / f.rate, fid, f.version, f))
+                self._lower_theta(f.rate)
             else:
+                self._lower_theta(bound)
                 for lk in f.route:
                     dirty[lk] = None
         if dirty:
@@ -304,27 +359,31 @@ class FlowNetwork:
             self._arm_wake()
 
     # -- finishing flows -----------------------------------------------------------------
-    def _group_done(self, group: _Group) -> None:
-        group.pending -= 1
-        if group.pending == 0:
-            group.event.succeed()
-
     def _finish(self, f: _Flow) -> None:
+        """Retire ``f`` (arrived, or empty); its links' other flows may speed up."""
         f.done = True
         f.remaining = 0.0
         self.flows_finished += 1
-        if self._live.pop(f.fid, None) is not None:
+        fid = f.fid
+        if self._live.pop(fid, None) is not None:
+            if f.info.repeats:
+                self._repeats_live -= 1
             on_link = self._on_link
             dirty = self._dirty
-            fid = f.fid
+            touched = False
             for lk in f.route:
                 d = on_link[lk]
                 d.pop(fid, None)
                 if d:
                     dirty[lk] = None
-            if dirty:
+                    touched = True
+            if touched:
+                self._lower_theta(f.rate)
                 self._arm_recompute()
-        self._group_done(f.group)
+        g = f.group
+        g.pending -= 1
+        if g.pending == 0:
+            g.event.succeed()
 
     def _wake(self, version: int) -> None:
         """The earliest timer is (probably) due: let arrivals in, finish flows that are done."""
@@ -338,12 +397,8 @@ class FlowNetwork:
         while arrivals and arrivals[0][0] <= horizon:
             self._arrive(heappop(arrivals)[2])
         heap = self._heap
-        live = self._live
-        on_link = self._on_link
-        dirty = self._dirty
-        finished = 0
         while heap:
-            t, fid, ver, f = heap[0]
+            t, _, ver, f = heap[0]
             if f.done or ver != f.version:
                 heappop(heap)
                 continue
@@ -352,23 +407,7 @@ class FlowNetwork:
                 if left > _REL_EPS * f.size:
                     break
             heappop(heap)
-            # the flow has arrived: leave its links, tell its group
-            f.done = True
-            f.remaining = 0.0
-            finished += 1
-            del live[fid]
-            for lk in f.route:
-                d = on_link[lk]
-                d.pop(fid, None)
-                if d:  # flows left on this link may speed up
-                    dirty[lk] = None
-            g = f.group
-            g.pending -= 1
-            if g.pending == 0:
-                g.event.succeed()
-        self.flows_finished += finished
-        if dirty:
-            self._arm_recompute()
+            self._finish(f)
         self._arm_wake()
 
     def _arm_wake(self) -> None:
@@ -398,8 +437,8 @@ class FlowNetwork:
             _call_at(self.env, 0.0, LAZY, self._recompute)
 
     def _component(self, seeds: dict[int, None]) -> list[_Flow]:
-        """Flows connected to the ``seeds`` links through shared links (breadth-first, one
-        frontier of links at a time so that the inner loops run in C)."""
+        """All flows connected to the ``seeds`` links through shared links (breadth-first,
+        one frontier of links at a time so that the inner loops run in C)."""
         on_link = self._on_link
         comp: dict[int, _Flow] = {}
         seen = set(seeds)
@@ -420,17 +459,54 @@ class FlowNetwork:
             seen |= frontier
         return list(comp.values())
 
+    def _upper_component(self, seeds: dict[int, None], theta: float
+                         ) -> tuple[list[_Flow], dict[int, float]]:
+        """Flows at or above ``theta`` (or not rated yet) connected to ``seeds`` through such
+        flows, and every visited link's capacity minus what the flows below ``theta`` use."""
+        on_link = self._on_link
+        cap = self._cap_list
+        lim = theta * _THETA_SLACK
+        comp: dict[int, _Flow] = {}
+        residual: dict[int, float] = {}
+        frontier = list(seeds)
+        while frontier:
+            fresh = []
+            for lk in frontier:
+                low = 0.0
+                d = on_link[lk]
+                if d:
+                    for fid, f in d.items():
+                        r = f.rate
+                        if r >= lim or r == 0.0:
+                            if fid not in comp:
+                                comp[fid] = f
+                                fresh.append(f)
+                        else:
+                            low += r * f.route.count(lk) if f.info.repeats else r
+                residual[lk] = cap[lk] - low
+            frontier = [lk for lk in set(chain.from_iterable(f.route for f in fresh))
+                        if lk not in residual]
+        return list(comp.values()), residual
+
     def _recompute(self, _ev: simpy.Event) -> None:
         self._recompute_armed = False
         dirty, self._dirty = self._dirty, {}
-        flows = self._component(dirty)
+        now = self.env.now
+        theta = self._theta if self._theta_time == now else 0.0
+        if theta > 0.0:
+            flows, residual = self._upper_component(dirty, theta)
+        else:
+            flows, residual = self._component(dirty), None
         if flows:
             self.recomputations += 1
-            if len(flows) == 1:
-                rates = [self._route_info[flows[0].route][2]]
+            if len(flows) == 1 and residual is None:
+                rates = [flows[0].info.lone]
             else:
-                rates = self._fill(flows)
-            now = self.env.now
+                rates = self._fill(flows, residual)
+                if residual is not None and min(rates) <= 0.0:
+                    # rounding left no capacity to share: refill the whole component instead
+                    flows = self._component(dirty)
+                    rates = self._fill(flows, None)
             heap = self._heap
             for f, r in zip(flows, rates):
                 if r == f.rate:
@@ -443,20 +519,27 @@ class FlowNetwork:
                 heapq.heappush(heap, (now + f.remaining / r, f.fid, f.version, f))
         self._arm_wake()
 
-    def _fill(self, flows: list[_Flow]) -> list[float]:
-        """Max-min rates of one component (numpy for big ones, plain Python for small)."""
+    def _fill(self, flows: list[_Flow], residual: dict[int, float] | None) -> list[float]:
+        """Max-min rates of ``flows`` over ``residual`` capacities (default: full capacity);
+        numpy for big components, plain Python for small ones."""
         if len(flows) <= _SMALL_COMPONENT:
-            return self._fill_small(flows)
-        inc = np.concatenate([f.links for f in flows])
+            return self._fill_small(flows, residual)
+        inc = np.concatenate([f.info.links(f.route) for f in flows])
         lengths = np.fromiter((len(f.route) for f in flows), dtype=np.int64, count=len(flows))
         owner = np.repeat(np.arange(len(flows), dtype=np.int64), lengths)
         used, local = np.unique(inc, return_inverse=True)
-        return progressive_fill(local, owner, self._cap[used], len(flows)).tolist()
+        if residual is None:
+            cap = self._cap[used]
+        else:
+            cap = np.fromiter((residual[lk] for lk in used.tolist()), dtype=float,
+                              count=len(used))
+        return progressive_fill(local, owner, cap, len(flows)).tolist()
 
-    def _fill_small(self, flows: list[_Flow]) -> list[float]:
+    def _fill_small(self, flows: list[_Flow], residual: dict[int, float] | None
+                    ) -> list[float]:
         """Progressive filling in plain Python: numpy's per-call cost dominates below a few
         dozen flows.  Same rounds and tolerance as :func:`progressive_fill`."""
-        cap = self._cap_list
+        cap = self._cap_list if residual is None else residual
         rem: dict[int, float] = {}
         cnt: dict[int, int] = {}
         for f in flows:

@@ -76,7 +76,7 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
         if key in ("topology", "catalog", *_TEXT_FIELDS):
             continue
         if key not in params:
-            raise unknown_name(f"field of topology {topo!r}", str(key),
+            raise unknown_name(f"{topo} field", str(key),
                                [*params, "catalog", *_TEXT_FIELDS], path=where)
         kwargs[key] = _parse_param(key, value, catalog, where)
     for pname, p in params.items():
@@ -203,7 +203,7 @@ def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
     allowed = ("topology", "name", "nodes", "links", "device", "link", "catalog", *_TEXT_FIELDS)
     for key in raw:
         if key not in allowed:
-            raise unknown_name("field of topology 'explicit'", str(key), allowed,
+            raise unknown_name("explicit field", str(key), allowed,
                                path=(*path, key))
     for key in ("nodes", "links"):
         if key not in raw:

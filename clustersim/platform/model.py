@@ -199,7 +199,10 @@ class Platform:
 
     def _node_index(self, node: str | int) -> int:
         if isinstance(node, (int, np.integer)):
-            return self._dev_index[node]
+            if 0 <= node < len(self._dev_index):
+                return self._dev_index[node]
+            raise InputError(f"rank {node} is out of range: platform {self.name!r} has "
+                             f"{len(self._dev_index)} devices")
         try:
             return self._index[node]
         except KeyError:

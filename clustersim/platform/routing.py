@@ -27,7 +27,7 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
   the whole graph.
 * *Full searches in C.*  Past the budget, distances from every core node to ``t`` come from
   :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph (a link of cost
-  ``c`` is expanded into ``c`` unit edges through ``c - 1`` virtual nodes, so BFS stays exact;
+  ``c`` becomes ``c`` unit steps through ``c - 1`` virtual nodes, so BFS stays exact;
   levels are read off the BFS order, along which predecessor positions never decrease).
 * *Candidate cache.*  The minimal next hops of ``(node, destination)`` are computed once (a
   vectorised comparison over the node's neighbours) and reused by every route through it.
@@ -60,6 +60,7 @@ BALL_BUDGET = 256
 #: direct network cannot exhaust memory (it gets slower instead).
 DIST_CACHE_ENTRIES = 1 << 25
 CAND_CACHE_ENTRIES = 1 << 21
+BALL_CACHE_COUNT = 1 << 16
 
 
 def mix(a: int, b: int) -> int:
@@ -150,18 +151,28 @@ class Router:
                         self._down[u] = back[0]
 
     def _build_reverse(self) -> None:
-        """Reversed core graph with cost-c edges expanded through c-1 virtual nodes."""
+        """Reversed core graph; a cost-c edge becomes c unit steps through virtual nodes.
+
+        The virtual chain hangs off the edge's head ``v`` and is shared by every costly edge
+        into ``v`` (``v -> x1 -> ... -> x_{c-1} -> u``): the ``x`` are reachable only from ``v``,
+        so no false shortcut appears, and a dragonfly gets 2 virtual nodes per router instead
+        of 2 per global cable.
+        """
         rows: list[int] = []
         cols: list[int] = []
+        chain: dict[int, list[int]] = {}
         nvirt = self._ncore
         for cu, lst in enumerate(self._adj_list):
             for cv, _, c in lst:
                 prev = cv
-                for _ in range(c - 1):
-                    rows.append(prev)
-                    cols.append(nvirt)
-                    prev = nvirt
-                    nvirt += 1
+                if c > 1:
+                    xs = chain.setdefault(cv, [])
+                    while len(xs) < c - 1:
+                        rows.append(xs[-1] if xs else cv)
+                        cols.append(nvirt)
+                        xs.append(nvirt)
+                        nvirt += 1
+                    prev = xs[c - 2]
                 rows.append(prev)
                 cols.append(cu)
         self._nexp = nvirt
@@ -285,6 +296,8 @@ class Router:
         """A ball around ``ct`` reaching ``cs``, or None when that exceeds the budget."""
         ball = self._balls.get(ct)
         if ball is None:
+            if len(self._balls) >= BALL_CACHE_COUNT:
+                self._balls.clear()
             ball = self._balls[ct] = _Ball(ct)
         dist = ball.dist
         radj = self._radj
@@ -342,9 +355,14 @@ class Router:
         key = ct * self._ncore + u
         cands = self._cand.get(key)
         if cands is None:
-            du = self._dist(d, u, ct)
-            cands = tuple((v, lk) for v, lk, c in self._adj_list[u]
-                          if (dv := self._dist(d, v, ct)) >= 0 and dv + c == du)
+            rep = self._twin[ct]
+            nb, lk, cost = self._adj[u]
+            dn = d[nb]
+            dn[nb == ct] = 0  # fancy indexing copied: patching is safe
+            if rep != ct:
+                dn[nb == rep] = self._dist(d, rep, ct)
+            m = (dn >= 0) & (dn + cost == self._dist(d, u, ct))
+            cands = tuple(zip(nb[m].tolist(), lk[m].tolist()))
             self._remember(key, cands)
         return cands
 

@@ -255,6 +255,9 @@ def single_node(device: DeviceSpec, node: NodeSpec, *, name: str = "node") -> Pl
     """One machine and no network (its NICs, if any, lead nowhere): Theano-MPI's K80 box."""
     if not isinstance(node, NodeSpec):
         raise InputError(f"node must be a node description, not {node!r}", path=("node",))
+    if node.layout == "ports" and node.devices > 1:
+        raise InputError("layout 'ports' joins devices only through a network; a lone machine "
+                         "needs an internal layout", path=("node", "layout"))
     b = PlatformBuilder(name)
     b.meta.update(topology="node", layout=node.layout, devices=node.devices)
     add_machine(b, 0, node, device)

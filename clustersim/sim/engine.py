@@ -20,6 +20,7 @@ mailbox), and ``comm_total`` (time any of its communication was in flight, overl
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -159,6 +160,7 @@ class Engine:
         self._sched_cache: dict[tuple, Any] = {}
         self._cost_cache: dict[tuple, float] = {}
         self._iter = [0] * len(self.actors)
+        self._latency: dict[tuple[int, ...], float] = {}  # route -> header-only message time
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -213,10 +215,15 @@ class Engine:
                 else:
                     value = self._handle(rv.done, rv)
             elif kind is Send:
+                ev = self._start_send(i, op)
                 if op.blocking:
-                    value = yield from self._send(i, op)
+                    if ev is not None:
+                        yield ev
                 else:
-                    value = self._spawn(self._send(i, op))
+                    if ev is None:  # a local copy is delivered at once
+                        ev = env.event()
+                        ev.succeed()
+                    value = self._handle(ev)
             elif kind is Recv:
                 if op.blocking:
                     value = yield from self._recv(i, op)
@@ -378,23 +385,45 @@ class Engine:
         return rank
 
     # -- point to point ----------------------------------------------------------------------
-    def _send(self, i: int, op: Send):
-        env = self.env
-        st = self.stats[i]
-        t0 = env.now
+    def _start_send(self, i: int, op: Send) -> simpy.Event | None:
+        """Start a point-to-point message; the returned event fires when it has arrived
+        (``None``: delivered already, sender and receiver share a device).
+
+        The message is delivered and accounted by a callback of the transfer event, so a
+        non-blocking send needs no process of its own.  A header-only message (``nbytes`` 0)
+        never competes for bandwidth: it takes the route's latency (plus the per-message
+        overhead), exactly what a zero-byte flow takes, without the flow bookkeeping - and is
+        therefore not counted in ``RunResult.flows``.
+        """
         j = self._index(op.dst)
         route = self.platform.route(self.placement[i], self.placement[j])
-        if route:
-            yield self.net.transfer(route, op.nbytes)
-        msg = Message(self.actors[i].rank, op.tag, op.nbytes, op.data, t0)
-        self._deliver(j, msg)
+        t0 = self.env.now
+        if not route:
+            self._sent(i, op, t0)
+            return None
+        if op.nbytes > 0:
+            ev = self.net.transfer(route, op.nbytes)
+        else:
+            lat = self._latency.get(route)
+            if lat is None:
+                lat = self._latency[route] = self.params.overhead + math.fsum(
+                    float(self.platform.latency[lk]) for lk in route)
+            ev = self.env.timeout(lat)
+        ev.callbacks.append(lambda _ev: self._sent(i, op, t0))
+        return ev
+
+    def _sent(self, i: int, op: Send, t0: float) -> None:
+        """The message has arrived: deliver it and account the sender's time."""
+        env = self.env
+        st = self.stats[i]
+        self._deliver(self._index(op.dst), Message(self.actors[i].rank, op.tag, op.nbytes,
+                                                   op.data, t0))
         st.bytes_sent += op.nbytes
         st.comm_total += env.now - t0
         if op.blocking:
             st.comm += env.now - t0
         if self.trace:
             self._ev(i, "send", t0, env.now, op.label or "send", nbytes=op.nbytes, peer=op.dst)
-        return None
 
     def _deliver(self, j: int, msg: Message) -> None:
         self._mail[j].put(msg)

@@ -3,38 +3,43 @@
 Actors: workers ``0..p-1`` and one master, rank ``p``.  Every ``tau`` local steps a worker
 takes part in one elastic exchange with the master:
 
-    worker                                   master
-    ------                                   ------
-    Send REQUEST (header only)  ------->     picks the next worker to serve
-                                <-------     Send GO
-    Send PUSH (its weights x_i, n bytes) -->  Compute elastic: d = alpha (x_i - x~), x~ += d
-                                <-------     Send CENTRE (n bytes)
-    Compute elastic: x_i -= d
+    worker                                     master
+    ------                                     ------
+    Send REQUEST (header only)    ------->     picks the next worker to serve
+                                  <-------     Send GO
+    Send PUSH (its weights x_i, n B) ----->     centre update  x~ += alpha (x_i - x~)
+                                  <-------     Send CENTRE (n bytes)
+    elastic pull  x_i -= alpha (x_i - x~)
 
-The four variants differ only in how the master picks and applies (You, Buluc, Demmel, SC17):
+The four variants differ only in how the master picks, applies and answers (You, Buluc,
+Demmel, SC17):
 
 ``easgd_round_robin``  The original EASGD (Zhang et al.'s implementation): the master serves
-    worker 0, then 1, ..., p-1, then 0 again, waiting for the next rank even if another worker
-    is ready first - so workers queue behind each other and one slow worker stalls all.
-``async_easgd``        The master serves whichever worker's request arrived first (FIFO) and
-    applies updates one at a time (a lock on the centre).
+    worker 0, then 1, ..., p-1, then 0 again with blocking calls, waiting for the next rank
+    even if another worker is ready first - so workers queue behind each other and one slow
+    worker stalls all.  Per exchange the master is busy for GO + push + update + reply.
+``async_easgd``        The master serves whichever worker's request came first (FIFO) and
+    applies updates one at a time (a lock on the centre); the reply is a non-blocking send,
+    so the master takes the next request while the centre travels back.
 ``async_measgd``       Async EASGD whose workers take Nesterov-momentum local steps (EAMSGD).
 ``hogwild_easgd``      FIFO, but the centre is updated without a lock: the master sends the
-    centre as it is and starts the elastic update *beside* its receive loop
-    (``Compute(blocking=False)`` and a non-blocking send), then goes on to the next worker at
-    once, so updates overlap the transfers of other workers and a worker may read a centre
-    that is half updated - Hogwild's lock-free threads.  The master's memory still applies
-    one update's bytes at a time (a new update waits for the previous one to finish): the
-    simulator does not share a device among concurrent computations, so letting N updates
-    run side by side would invent N times the memory bandwidth (the same reasoning as
-    ``hogwild_sgd`` in :mod:`clustersim.algorithms.ps`).
+    centre as it is and starts the update *beside* its receive loop (``Compute(blocking=
+    False)`` and a non-blocking send), so updates overlap the next transfers and a worker may
+    read a centre that is half updated - Hogwild's lock-free threads.  The master's memory
+    still applies one update's bytes at a time (a new update waits for the previous one):
+    the simulator does not share a device among concurrent computations, so N updates side by
+    side would invent N times the memory bandwidth (the reasoning of ``hogwild_sgd`` in
+    :mod:`clustersim.algorithms.ps`).
 
 Why the REQUEST/GO handshake: it is MPI's rendezvous protocol for large messages written out.
 The weights of the worker being served are the only large message on the master's link, so
-the master decides the order and the network carries one exchange at a time, as it does for
-a master that posts one blocking receive after another (a round-robin ``MPI_Recv(src=w)`` or
-an ``MPI_Recv(MPI_ANY_SOURCE)``).  Without it every worker's weights would stream into the
-master at once and share its link, which no such master does.
+the master decides the order and carries one exchange at a time, as a master does that posts
+one receive after another (a round-robin ``MPI_Recv(src=w)`` or ``MPI_Recv(MPI_ANY_SOURCE)``).
+Without it every worker's weights would stream into the master at once and share its link.
+
+Costs: the centre update and the worker's pull are one-sided elementwise updates (read two
+buffers, write one), costed as ``accumulate`` over the weights; the two-sided ``elastic``
+phase (both copies written) is what Sync EASGD's workers do.
 
 Metrics the master records: ``Record("update", 1)`` per applied update and
 ``Record("staleness", v)`` with ``v`` = centre updates by *other* workers between this
@@ -61,14 +66,15 @@ from clustersim.algorithms.easgd.common import (
 )
 from clustersim.algorithms.ops import ANY, ActorGen, Compute, Handle, Record, Recv, Send, Wait
 
-__all__ = ["master_worker", "master_server", "ROUND_ROBIN", "ASYNC", "ASYNC_M", "HOGWILD"]
+__all__ = ["VARIANTS", "master_worker", "master_server", "ROUND_ROBIN", "ASYNC", "ASYNC_M",
+           "HOGWILD"]
 
-#: variant -> (serving order, lock-free updates, momentum local steps)
-_VARIANTS: dict[str, tuple[str, bool, bool]] = {
-    "easgd_round_robin": ("rank", False, False),
-    "async_easgd": ("fifo", False, False),
-    "async_measgd": ("fifo", False, True),
-    "hogwild_easgd": ("fifo", True, False),
+#: variant -> (serving order, answer without waiting, lock-free update, momentum local steps)
+VARIANTS: dict[str, tuple[str, bool, bool, bool]] = {
+    "easgd_round_robin": ("rank", False, False, False),
+    "async_easgd": ("fifo", True, False, False),
+    "async_measgd": ("fifo", True, False, True),
+    "hogwild_easgd": ("fifo", True, True, False),
 }
 
 
@@ -76,13 +82,13 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     """A worker: ``tau`` local steps, then one elastic exchange with the master."""
     job = ctx.job
     tau = ctx.params["tau"]
-    momentum = _VARIANTS[variant][2]
+    momentum = VARIANTS[variant][3]
     master = job.workers
     ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
     go = Recv(src=master, tag=TAG_GO, label="wait for master")
     push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
     centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
-    pull = Compute("elastic", nbytes=job.grad_bytes, label="elastic pull")
+    pull = Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")
     for it in range(job.iterations):
         yield from local_step(it, momentum)
         if (it + 1) % tau == 0:
@@ -96,16 +102,16 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
 def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     """The master: serve ``p * exchanges`` requests in rank order or first come first served."""
     job = ctx.job
-    order, lock_free, _ = _VARIANTS[variant]
+    order, async_reply, lock_free, _ = VARIANTS[variant]
     p = job.workers
     nbytes = job.grad_bytes
     total = p * exchanges(job.iterations, ctx.params["tau"])
     last_read = [0] * p  # centre version (updates applied so far) each worker last received
-    replies: list[Handle] = []
+    replies: dict[int, Handle] = {}
     updating: Handle | None = None
     any_request = Recv(src=ANY, tag=TAG_REQUEST, label="next request")
-    update = Compute("elastic", nbytes=nbytes, blocking=not lock_free,
-                     label="lock-free elastic update" if lock_free else "elastic update")
+    update = Compute("accumulate", nbytes=nbytes, blocking=not lock_free,
+                     label="centre update" + (" (no lock)" if lock_free else ""))
     applied = Record("update", 1)
     for k in range(total):
         if order == "rank":
@@ -113,26 +119,30 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
             yield Recv(src=w, tag=TAG_REQUEST, label="request")
         else:
             w = (yield any_request).src
+        prev = replies.pop(w, None)
+        if prev is not None:
+            yield Wait(prev)  # the worker asked again, so it has the last answer: no wait
         yield Send(w, 0.0, tag=TAG_GO, label="go")
         yield Recv(src=w, tag=TAG_PUSH, label="weights")
         yield Record("staleness", k - last_read[w])  # k updates were applied before this one
         if lock_free:
-            # the centre goes out as it is (possibly mid-update: no lock) while the update
-            # runs beside the receive loop; the device applies one update's bytes at a time
-            replies.append((yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False,
-                                       label="centre")))
+            # the centre goes out as it is (no lock) while the update runs beside the loop
+            replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False, label="centre")
             if updating is not None:
                 yield Wait(updating)
             updating = yield update
         else:
             yield update
-            yield Send(w, nbytes, tag=TAG_CENTRE, label="centre")
+            if async_reply:
+                replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False,
+                                        label="centre")
+            else:
+                yield Send(w, nbytes, tag=TAG_CENTRE, label="centre")
         yield applied
         last_read[w] = k + 1
-    if updating is not None:
-        replies.append(updating)
-    if replies:
-        yield Wait(replies)
+    pending = list(replies.values()) + ([updating] if updating is not None else [])
+    if pending:
+        yield Wait(pending)
 
 
 def _definition(name: str, summary: str, source: str) -> AlgorithmDef:
@@ -148,11 +158,11 @@ def _definition(name: str, summary: str, source: str) -> AlgorithmDef:
         return specs
 
     params = dict(COMMON_PARAMS)
-    if _VARIANTS[name][2]:
+    if VARIANTS[name][3]:
         params["momentum"] = MOMENTUM_PARAM
-    return AlgorithmDef(name=name, family="async",
-                        summary=summary, params=params, actors=actors,
-                        servers=lambda _params: 1, validate=validate_rates, source=source)
+    return AlgorithmDef(name=name, family="async", summary=summary, params=params,
+                        actors=actors, servers=lambda _params: 1, validate=validate_rates,
+                        source=source)
 
 
 ROUND_ROBIN = _definition(

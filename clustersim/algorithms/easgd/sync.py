@@ -43,13 +43,16 @@ def sync_worker(ctx: ActorContext) -> ActorGen:
     tau = p["tau"]
     nbytes = job.grad_bytes
     if p["collective"] == "allreduce":
-        exchange = [AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights")]
+        # every worker moves its copy of the centre and itself: two buffers written
+        exchange = [AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights"),
+                    Compute("elastic", nbytes=nbytes, label="centre and elastic pull")]
     else:
+        # the root moves the centre, every worker pulls itself: one buffer written each
         exchange = [Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights")]
         if ctx.rank == 0:
-            exchange.append(Compute("elastic", nbytes=nbytes, label="centre update"))
-        exchange.append(Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre"))
-    exchange.append(Compute("elastic", nbytes=nbytes, label="elastic pull"))
+            exchange.append(Compute("accumulate", nbytes=nbytes, label="centre update"))
+        exchange += [Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre"),
+                     Compute("accumulate", nbytes=nbytes, label="elastic pull")]
     for it in range(job.iterations):
         yield from local_step(it, False)
         if (it + 1) % tau == 0:
