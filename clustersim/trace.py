@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,8 +47,18 @@ class TraceEvent:
         return self.end - self.start
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {k: v for k, v in d.items() if v not in (None, {}, "")}
+        # field by field: dataclasses.asdict deep-copies and costs ~40 us per event
+        d: dict[str, Any] = {"actor": self.actor, "role": self.role, "kind": self.kind,
+                             "start": self.start, "end": self.end, "nbytes": self.nbytes}
+        if self.label:
+            d["label"] = self.label
+        for key in ("iteration", "peer", "value"):
+            v = getattr(self, key)
+            if v is not None:
+                d[key] = v
+        if self.meta:
+            d["meta"] = dict(self.meta)
+        return d
 
 
 class TraceWriter:

@@ -122,6 +122,16 @@ def test_late_arrival_slows_the_first_flow():
     assert finish[1] == pytest.approx(15.0, rel=1e-12)
 
 
+def test_link_crossed_twice_counts_twice_after_a_departure():
+    """X crosses link 0 twice and is held to 1 B/s by link 1, so it takes 2 of link 0's 10.
+    Y and Z share the other 8 (4 each); when Y leaves at 2.5 s, Z must get 8, not 9."""
+    cap, lat = [10.0, 1.0], [0.0, 0.0]
+    finish, _ = run_jobs([(0.0, (1, 0, 0), 1e3), (0.0, (0,), 10.0), (0.0, (0,), 100.0)],
+                         cap, lat)
+    assert finish[1] == pytest.approx(2.5, rel=1e-12)
+    assert finish[2] == pytest.approx(2.5 + 90.0 / 8.0, rel=1e-12)
+
+
 def test_simultaneous_starts_are_one_recomputation():
     env = simpy.Environment()
     net = FlowNetwork(env, np.array([100.0, 1.0]), np.zeros(2))

@@ -114,10 +114,11 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
         for s, t in plan.inbox[me]:
             origin.setdefault(s, deque()).append(t)
         mine = deque(plan.pushes[me])
+        expected = plan.received(me)
         got = 0
         for it in range(ctx.iterations):
             yield Record("iteration", it)
-            while True:
+            while got < expected:  # nothing left to come: no need to look
                 msg = yield POLL
                 if msg is None:
                     break
@@ -131,7 +132,7 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
                 _, peer = mine.popleft()
                 yield Send(peer, nbytes + ALPHA_BYTES, TAG_GOSSIP, label="gossip push")
         # drain the pushes still on their way, so that every message is matched
-        for _ in range(plan.received(me) - got):
+        for _ in range(expected - got):
             msg = yield DRAIN
             yield blend
             yield Record("staleness", abs(ctx.iterations - origin[msg.src].popleft()))
