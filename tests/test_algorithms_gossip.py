@@ -127,6 +127,10 @@ def test_worker_merges_arrivals_first_then_steps_then_pushes():
     assert not ops[-3].poll  # the drain blocks: one push (from 2) was still on its way
     stale = [op.value for op in ops if isinstance(op, Record) and op.key == "staleness"]
     assert stale == [1, 0]  # |1 - 0| at iteration 1; |3 - 3| at the end
+    # worker 1 is pushed nothing: it never looks at its mailbox, and pushes once (to 0)
+    ops1 = drive(gosgd_worker(plan, GRAD)(ActorContext(1, "worker", job, 1)), lambda op: None)
+    assert not any(isinstance(op, Recv) for op in ops1)
+    assert [(op.dst, op.tag) for op in ops1 if isinstance(op, Send)] == [(0, TAG_GOSSIP)]
 
 
 # -- end to end ---------------------------------------------------------------------------------

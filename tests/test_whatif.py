@@ -1,0 +1,71 @@
+"""What-if charts: a standalone page (plotly.js inside), sliders over real simulations,
+deterministic bytes; and the core never imports plotly, mpi4py or cupy."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.report.whatif import grid_points, scaled_platform, whatif_grid
+from clustersim.scenario.schema import parse_scenario
+
+SMALL = {
+    "platform": {"topology": "star", "hosts": 4, "device": "v100", "link": "eth10g"},
+    "workload": {"model": "resnet50", "batch_per_worker": 32},
+    "algorithm": {"name": "bsp"},
+    "compare": [{"name": "bsp", "strategy": "ar", "label": "ar"}],
+    "sweep": {"workers": [1, 2, 4]},
+    "run": {"iterations": 3, "warmup": 1, "fidelity": "analytic"},
+}
+
+
+def test_scaled_platform_scales_links_only():
+    scn = parse_scenario(SMALL)
+    p2 = scaled_platform(scn.platform, bandwidth=2.0, latency=0.5)
+    assert (p2.capacity == 2 * scn.platform.capacity).all()
+    assert (p2.latency == 0.5 * scn.platform.latency).all()
+    assert p2.route(0, 3) == scn.platform.route(0, 3)
+    assert (scn.platform.capacity == parse_scenario(SMALL).platform.capacity).all()
+
+
+def test_grid_more_bandwidth_never_hurts():
+    scn = parse_scenario(SMALL)
+    grid = whatif_grid(scn, [0.5, 2.0], [10.0])
+    assert set(grid["cells"]) == set(grid_points([0.5, 1.0, 2.0], [1.0, 10.0]))
+    for alg in ("bsp", "ar"):
+        thr = [grid["cells"][(bw, 1.0)][alg][-1]["throughput"] for bw in (0.5, 1.0, 2.0)]
+        assert thr[0] < thr[1] < thr[2]
+        assert grid["cells"][(1.0, 10.0)][alg][-1]["throughput"] <= thr[1]
+
+
+def test_whatif_page(tmp_path, capsys):
+    import yaml
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(SMALL))
+    out1, out2 = tmp_path / "a.html", tmp_path / "b.html"
+    assert main(["whatif", str(f), "-o", str(out1), "--bandwidth", "0.5,2", "-q"]) == 0
+    assert main(["whatif", str(f), "-o", str(out2), "--bandwidth", "0.5,2", "-q"]) == 0
+    html = out1.read_text()
+    assert out1.read_bytes() == out2.read_bytes()
+    assert "plotly.js" in html or "Plotly" in html  # the library is embedded, works offline
+    assert len(re.findall(r'id="clustersim-fig-\d"', html)) == 4
+    assert "bandwidth x0.5, latency x1" in html and "bandwidth x1, latency x10" in html
+
+
+def test_whatif_bad_factors(tmp_path, capsys):
+    assert main(["whatif", "x.yaml", "--bandwidth", "fast"]) == 2
+    assert "--bandwidth" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", ["clustersim.cli", "clustersim.sim.sweep",
+                                    "clustersim.scenario.schema", "clustersim.sim.engine"])
+def test_core_imports_no_plotly_mpi_cupy(module):
+    code = (f"import sys, {module}; bad = [m for m in ('plotly', 'mpi4py', 'cupy') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
