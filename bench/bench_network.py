@@ -17,6 +17,7 @@ that docs/fidelity.md quotes.
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 import tracemalloc
 
@@ -256,6 +257,8 @@ def main() -> None:
     bench_auto_threshold()
     if args.fidelity:
         bench_fidelity()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"process peak RSS {rss:.0f} MiB (everything above, 4,253-rank fat-tree included)")
 
 
 if __name__ == "__main__":

@@ -186,3 +186,49 @@ def test_bsp_worker_yields_the_expected_operations():
     assert [o.layers for o in ops if isinstance(o, Compute) and o.phase == "backward"][:3] == \
         [(2, 3), (1, 2), (0, 1)]
     assert sum(isinstance(o, Wait) for o in ops) == 2
+
+
+def test_equal_groups_built_separately_meet_in_one_collective():
+    """Each actor builds its own (equal) group tuple: they must still rendezvous."""
+    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, REGISTRY
+    from clustersim.algorithms.ops import AllReduce, Compute, Record
+
+    def body(ctx):
+        for it in range(ctx.iterations):
+            yield Record("iteration", it)
+            yield Compute("forward")
+            yield AllReduce(1e6, group=tuple(range(ctx.job.workers)))  # a new tuple each time
+
+    defn = AlgorithmDef("separate_groups", "sync", "test", {},
+                        lambda job: [ActorSpec(w, "worker", w, body) for w in range(job.workers)])
+    REGISTRY["separate_groups"] = defn
+    try:
+        scn = scenario(algorithm={"name": "separate_groups"})
+        pts = run_sweep(scn).points["separate_groups"]
+        assert pts[-1].comm > 0 and pts[-1].iteration_time < 1.0
+    finally:
+        del REGISTRY["separate_groups"]
+
+
+def test_collectives_of_one_group_run_in_order():
+    """Two non-blocking all-reduces issued together take the sum of their times."""
+    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, REGISTRY
+    from clustersim.algorithms.ops import AllReduce, Record, Wait
+
+    def body(ctx):
+        for it in range(ctx.iterations):
+            yield Record("iteration", it)
+            a = yield AllReduce(8e6, blocking=False)
+            b = yield AllReduce(8e6, blocking=False)
+            yield Wait([a, b])
+
+    defn = AlgorithmDef("two_at_once", "sync", "test", {},
+                        lambda job: [ActorSpec(w, "worker", w, body) for w in range(job.workers)])
+    REGISTRY["two_at_once"] = defn
+    try:
+        scn = scenario(algorithm={"name": "two_at_once"})
+        p = run_sweep(scn).points["two_at_once"][-1]
+        r = scn.platform.spec(0).reduce_bw
+        assert p.iteration_time == pytest.approx(2 * ring_closed_form(8, 8e6, r), rel=1e-6)
+    finally:
+        del REGISTRY["two_at_once"]

@@ -34,14 +34,19 @@ class DeviceSpec:
     mem_efficiency: float = 0.7
     overhead: float = 10e-6
     source: str = ""
+    reduce_rate: float | None = None
 
     @property
     def reduce_bw(self) -> float:
         """Bytes/s at which the device sums a received buffer into its own.
 
         An elementwise ``a += b`` reads two buffers and writes one, so the useful rate is a
-        third of the sustained memory bandwidth.
+        third of the sustained memory bandwidth - unless ``reduce_rate`` gives a measured
+        figure (calibration fits it from a reduction benchmark: caches, vector units and
+        the runtime's own kernel make the real rate differ from the bandwidth rule).
         """
+        if self.reduce_rate is not None:
+            return self.reduce_rate
         return self.mem_bw * self.mem_efficiency / 3.0
 
 
@@ -57,7 +62,7 @@ class LinkSpec:
 
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "efficiency", "mem_efficiency",
-                  "overhead", "source"}
+                  "overhead", "source", "reduce_rate"}
 _LINK_FIELDS = {"bandwidth", "latency", "duplex", "source"}
 
 
@@ -82,7 +87,7 @@ def device_from_dict(name: str, raw: dict[str, Any], base: DeviceSpec | None = N
         try:
             if key in ("peak", "peak_fp16"):
                 kwargs[key] = parse_flops(value)
-            elif key == "mem_bw":
+            elif key in ("mem_bw", "reduce_rate"):
                 kwargs[key] = parse_bandwidth(value)
             elif key == "memory":
                 kwargs[key] = parse_size(value, allow_zero=False)

@@ -5,14 +5,25 @@ Why it exists: simulating every flow of a 4,253-rank ring is millions of events;
 platform, rates from max-min sharing of all its transfers at once (so an oversubscribed uplink or
 an incast is counted) - and multiplied by its repeat count.
 
-Step time = max over transfers of (overhead + path latency + bytes / fair rate)
+Step time = step overhead (software cost of a schedule step, ``params.step_overhead``)
+          + max over transfers of (overhead + path latency + bytes / fair rate)  [local copies: 0]
           + max over ranks of (bytes reduced / device reduction bandwidth).
+With a piecewise protocol table (``params.protocols``) each transfer's overhead and charged
+bytes come from the segment of its size, as in the flow model.
 
-Where it differs from the flow model: rates are the ones at the *start* of a step; when the
-fastest flows finish the flow model hands their bandwidth to the rest, so analytic time is an
-upper bound that is exact when all flows of a step share one rate (uniform rings, crossbars,
-non-oversubscribed fat-trees) and pessimistic when rates differ (oversubscribed uplinks,
-dragonfly global links, mixed intra/inter-node steps).
+Where it differs from the flow model (:mod:`clustersim.network.flowsim`): rates here are the
+ones at the *start* of a step and every transfer pays its latency before sharing.  When, within
+every group of transfers that share links, all carry the same bytes and have the same latency,
+this is exact - the slowest flows hold a link that only equally slow flows use until they all
+end (proof in :mod:`clustersim.network.fidelity`), so uniform rings, recursive doubling/halving
+and pairwise exchanges cost the same on crossbars, rings, fat-trees, oversubscribed
+leaf-spines and dragonflies alike.  Otherwise the flow model lets early or small flows drain
+first and hands their bandwidth on, and this model is pessimistic: by the latency spread of an
+incast at small sizes (up to +23 % on a fat-tree, +57 % on a multi-hop ring topology at
+64 KiB) and by a few percent at most for bandwidth-bound sizes (worst measured: +5.3 % for the
+pipelined double binary tree on a 64-host ring topology).  Neither model sees traffic from
+*other* collectives; only the flow model run inside the training simulator does.  Measured
+tables: docs/fidelity.md (``bench/bench_network.py --fidelity``).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import numpy as np
 
 from clustersim.collectives.schedule import Schedule, Step
 from clustersim.network.maxmin import flat_incidence, progressive_fill
-from clustersim.network.params import NetworkParams
+from clustersim.network.params import NetworkParams, bottleneck_class
 from clustersim.platform.model import Platform
 
 __all__ = ["CollectiveCost", "cost_schedule", "cost_step", "convert_time"]
@@ -71,8 +82,18 @@ def cost_step(
             lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
             sizes = np.fromiter((t.nbytes for t in step.transfers), dtype=float, count=n)
             remote = np.isfinite(rates)
-            dt = params.overhead + lat[remote] + sizes[remote] / rates[remote]
-            comm = float(dt.max())
+            if params.protocols:
+                kinds = platform.link_kind
+                cost = [params.message_cost(t.nbytes, bottleneck_class(r, platform.capacity,
+                                                                        kinds))
+                        for t, r in zip(step.transfers, routes)]
+                ovh = np.fromiter((c[0] for c in cost), dtype=float, count=n)
+                sizes = sizes * np.fromiter((c[1] for c in cost), dtype=float, count=n)
+                dt = ovh[remote] + lat[remote] + sizes[remote] / rates[remote]
+            else:
+                dt = params.overhead + lat[remote] + sizes[remote] / rates[remote]
+            if dt.size:
+                comm = float(dt.max()) + params.step_overhead
     red = 0.0
     for rank, nbytes in step.reduce_bytes().items():
         red = max(red, nbytes / platform.spec(placement[rank]).reduce_bw)

@@ -45,7 +45,7 @@ from clustersim.collectives.schedule import Schedule, Step
 from clustersim.errors import unknown_name
 from clustersim.network.analytic import CollectiveCost, cost_schedule
 from clustersim.network.flowsim import simulate_schedule
-from clustersim.network.params import NetworkParams
+from clustersim.network.params import NetworkParams, bottleneck_class
 from clustersim.platform.model import Platform
 
 __all__ = ["FIDELITIES", "AUTO_FLOW_MAX_TRANSFERS", "AUTO_FLOW_MAX_GROUP",
@@ -127,12 +127,16 @@ def _step_exactness(step: Step, platform: Platform, placement: Sequence[int],
             continue
         sizes = [step.transfers[i].nbytes for i in group]
         lats = []
+        charged = []
         for i in group:
             t = step.transfers[i]
-            lats.append(params.overhead
-                        + platform.path_latency(platform.route(placement[t.src],
-                                                               placement[t.dst])))
-        if not (_same(sizes) and _same(lats)):
+            route = platform.route(placement[t.src], placement[t.dst])
+            ovh, charge = params.message_cost(
+                t.nbytes, bottleneck_class(route, platform.capacity, platform.link_kind)
+                if params.protocols else None)
+            lats.append(ovh + platform.path_latency(route))
+            charged.append(t.nbytes * charge)
+        if not (_same(sizes) and _same(lats) and _same(charged)):
             worst = max(worst, len(group))
     return worst == 0, worst
 

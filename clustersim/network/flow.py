@@ -7,7 +7,9 @@ then its bytes drain at the max-min fair rate (progressive filling over
 directly or through a chain of flows, starts or finishes.  This is the model SimGrid validated
 for decades (Velho & Legrand, "Accuracy study and improvement of network simulation in the
 SimGrid framework", SIMUTools 2009); packet effects (slow start, incast collapse) are out of
-scope and belong in calibrated ``params``.
+scope and belong in calibrated ``params``.  With a piecewise protocol table
+(``params.protocols``, fitted per link class by calibration) a message's overhead and the
+bytes it is charged depend on its size: see :mod:`clustersim.network.params`.
 
 Why it is built this way (the simulator runs compute and collectives of hundreds of workers on
 one network, so the engine is the hot loop):
@@ -119,15 +121,22 @@ class _Flow:
 
 
 class _RouteInfo:
-    """What the engine needs of a route, computed once per distinct route."""
+    """What the engine needs of a route, computed once per distinct route.
 
-    __slots__ = ("latency", "lone", "repeats", "_links")
+    ``latency`` includes ``params.overhead``; ``hops`` is the bare sum of hop latencies and
+    ``link_class`` the class of its narrowest link (which picks a protocol table, if any).
+    """
 
-    def __init__(self, route: tuple[int, ...], latency: float, lone: float) -> None:
+    __slots__ = ("latency", "lone", "repeats", "_links", "hops", "link_class")
+
+    def __init__(self, route: tuple[int, ...], latency: float, lone: float,
+                 hops: float = 0.0, link_class: str | None = None) -> None:
         self.latency = latency
         self.lone = lone
         self.repeats = len(set(route)) != len(route)
         self._links: np.ndarray | None = None
+        self.hops = hops
+        self.link_class = link_class
 
     def links(self, route: tuple[int, ...]) -> np.ndarray:
         if self._links is None:
@@ -157,7 +166,8 @@ class FlowNetwork:
     """
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
-                 params: NetworkParams = NetworkParams()) -> None:
+                 params: NetworkParams = NetworkParams(),
+                 link_kinds: Sequence[str] | None = None) -> None:
         cap = np.asarray(capacity, dtype=float)
         lat = np.asarray(latency, dtype=float)
         if cap.ndim != 1 or cap.shape != lat.shape:
@@ -166,8 +176,14 @@ class FlowNetwork:
             raise ValueError("every link capacity must be > 0")
         if lat.size and not (lat >= 0).all():
             raise ValueError("every link latency must be >= 0")
+        if link_kinds is not None and len(link_kinds) != cap.size:
+            raise ValueError(f"{len(link_kinds)} link kinds for {cap.size} links")
         self.env = env
         self.params = params
+        # piecewise protocols (NetworkParams.protocols) need each link's class
+        self._kinds: tuple[str, ...] | None = (tuple(link_kinds) if link_kinds is not None
+                                                else None)
+        self._protocols = bool(params.protocols)
         self._cap = cap * params.efficiency
         self._cap_list: list[float] = self._cap.tolist()
         self._lat_list: list[float] = lat.tolist()
@@ -194,8 +210,10 @@ class FlowNetwork:
     @classmethod
     def for_platform(cls, env: simpy.Environment, platform,
                      params: NetworkParams = NetworkParams()) -> FlowNetwork:
-        """A network over a :class:`~clustersim.platform.model.Platform`'s link resources."""
-        return cls(env, platform.capacity, platform.latency, params)
+        """A network over a :class:`~clustersim.platform.model.Platform`'s link resources
+        (their classes included, for ``params.protocols``)."""
+        return cls(env, platform.capacity, platform.latency, params,
+                   getattr(platform, "link_kind", None))
 
     # -- public API ----------------------------------------------------------------------
     def transfer(self, route: Sequence[int], nbytes: float) -> simpy.Event:
@@ -221,13 +239,31 @@ class FlowNetwork:
         self._start(routes, sizes, _Group(ev, len(routes)))
         return ev
 
+    def message_latency(self, route: Sequence[int], nbytes: float = 0.0) -> float:
+        """Time before the first byte of an ``nbytes`` message on ``route`` arrives: the
+        per-message overhead (the protocol segment's, if any) plus the hop latencies.
+        An empty route (local copy) costs nothing."""
+        route = route if type(route) is tuple else tuple(route)
+        if not route:
+            return 0.0
+        info = self._info(route)
+        if self._protocols:
+            return self._message(info, float(nbytes))[0]
+        return info.latency
+
+    def _message(self, info: _RouteInfo, size: float) -> tuple[float, float]:
+        """(latency incl. overhead, bytes to drain) of one message under the protocol table."""
+        ovh, charge = self.params.message_cost(size, info.link_class)
+        return info.hops + ovh, size * charge
+
     @property
     def active_flows(self) -> int:
         """Flows started and not yet arrived (latency phase included)."""
         return self.flows_started - self.flows_finished
 
     def snapshot(self) -> list[FlowState]:
-        """Flows now in their bandwidth phase, in start order, with bytes left as of now."""
+        """Flows now in their bandwidth phase (in order of first-byte arrival), with the bytes
+        each has left as of now."""
         now = self.env.now
         out = []
         for f in self._live.values():
@@ -249,8 +285,11 @@ class FlowNetwork:
                         raise ValueError(f"route {route} names a link outside 0..{nlinks - 1}")
                 cap = self._cap_list
                 lone = min(cap[lk] / route.count(lk) for lk in route)
-                lat = self.params.overhead + math.fsum(self._lat_list[lk] for lk in route)
-                info = _RouteInfo(route, lat, lone)
+                hops = math.fsum(self._lat_list[lk] for lk in route)
+                kind = None
+                if self._kinds is not None:
+                    kind = self._kinds[min(route, key=lambda lk: (cap[lk], route.index(lk)))]
+                info = _RouteInfo(route, self.params.overhead + hops, lone, hops, kind)
             self._route_info[route] = info
         return info
 
@@ -271,9 +310,13 @@ class FlowNetwork:
             if not route:  # local copy: no network time at all
                 local += 1
                 continue
-            f = _Flow(fid, route, info, size, group)
+            if self._protocols:
+                lat, drain = self._message(info, size)
+                f = _Flow(fid, route, info, drain, group)
+            else:
+                lat = info.latency
+                f = _Flow(fid, route, info, size, group)
             fid += 1
-            lat = info.latency
             if lat > 0.0:
                 lst = by_delay.get(lat)
                 if lst is None:

@@ -74,8 +74,13 @@ def schedule_process(
     for step in schedule.steps:
         routes, sizes, red = _step_plan(step, platform, placement)
         t_step = env.now
+        # the runtime's cost of a step (posting and completing its messages): paid per
+        # occurrence of a step that moves data over the network, as in the analytic model
+        step_ovh = net.params.step_overhead if any(routes) else 0.0
         for _ in range(step.repeat):
             t0 = env.now
+            if step_ovh > 0.0:
+                yield env.timeout(step_ovh)
             if routes:
                 yield net.transfer_all(routes, sizes)
             comm += env.now - t0

@@ -2,13 +2,66 @@
 
 They are calibration parameters: defaults are documented here, a calibration profile may
 override them, and both the flow and the analytic model read them from the same object.
+
+Piecewise alpha-beta (``protocols``).  MPI libraries switch protocol with the message size -
+eager (copy into a bounce buffer, no handshake) for small messages, rendezvous (handshake,
+then a zero-copy or pipelined transfer) above a threshold - and shared-memory or NIC paths
+change again when messages stop fitting in cache.  One alpha and one beta per link cannot
+follow that; SimGrid's calibration tutorial segments ping-pong data by size and fits each
+segment (its ``network/latency-factor`` and ``network/bandwidth-factor`` are piecewise in
+the size).  Here a link class may carry such a table: a message of ``n`` bytes whose route's
+bottleneck link is of class ``c`` pays the overhead of the segment of ``protocols[c]`` that
+contains ``n`` (instead of ``overhead``) and drains at that segment's ``efficiency`` times
+the link capacity (instead of ``efficiency``).  Under contention the flow is charged
+``n * efficiency / segment.efficiency`` bytes of the shared ``capacity * efficiency``, i.e. a
+protocol that reaches a smaller fraction of the wire uses the wire longer.  Without a table
+(the default) nothing changes: one ``overhead`` and one ``efficiency`` for every message.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-__all__ = ["NetworkParams"]
+__all__ = ["NetworkParams", "Segment", "ANY_CLASS", "bottleneck_class"]
+
+#: protocol table key that applies to every link class without a table of its own
+ANY_CLASS = "*"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Protocol parameters for messages of ``start`` bytes and more (up to the next segment).
+
+    ``overhead``: seconds paid before the first byte leaves, on top of the hop latencies;
+    ``efficiency``: fraction of the bottleneck link's capacity a lone message reaches.
+    """
+
+    start: float
+    overhead: float
+    efficiency: float
+
+    def __post_init__(self) -> None:
+        if not (self.start >= 0 and math.isfinite(self.start)):
+            raise ValueError(f"segment start must be a finite size >= 0, not {self.start!r}")
+        if not (self.overhead >= 0 and math.isfinite(self.overhead)):
+            raise ValueError(f"segment overhead must be a finite time >= 0, not {self.overhead!r}")
+        if not (self.efficiency > 0 and math.isfinite(self.efficiency)):
+            raise ValueError(f"segment efficiency must be > 0, not {self.efficiency!r}")
+
+
+def _as_table(segments: Sequence[Segment]) -> tuple[Segment, ...]:
+    table = tuple(sorted(segments, key=lambda s: s.start))
+    if not table:
+        raise ValueError("a protocol table needs at least one segment")
+    if table[0].start != 0:
+        raise ValueError(f"the first segment must start at 0 B, not {table[0].start:g} B")
+    starts = [s.start for s in table]
+    if len(set(starts)) != len(starts):
+        raise ValueError(f"segments start at the same size twice: {starts}")
+    return table
 
 
 @dataclass(frozen=True)
@@ -18,13 +71,72 @@ class NetworkParams:
     closed forms are exactly ``alpha = sum of hop latencies``; calibration sets it.
     ``efficiency``: fraction of link bandwidth a flow can use (protocol headers, flow control);
     1.0 = datasheet.  Paleo's fitted "comm percent of peak" (0.72-1.0) is this number.
+    ``step_overhead``: software cost (s) of one step of a collective schedule executed by a
+    runtime - posting its sends and receives, waiting for them - paid once per step
+    occurrence that moves data.  0 for the textbook model; calibration fits it from
+    collective benchmarks (large for a Python schedule executor, small for MPI's own).
+    ``protocols``: per link class, a piecewise table of :class:`Segment` by message size
+    (module docs); ``"*"`` applies to classes without their own table.
     """
 
     overhead: float = 0.0
     efficiency: float = 1.0
+    step_overhead: float = 0.0
+    protocols: tuple[tuple[str, tuple[Segment, ...]], ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.overhead < 0:
             raise ValueError("overhead must be >= 0")
         if not 0 < self.efficiency <= 1:
             raise ValueError("efficiency must be in (0, 1]")
+        if not (self.step_overhead >= 0 and math.isfinite(self.step_overhead)):
+            raise ValueError("step_overhead must be >= 0")
+        protos = self.protocols.items() if isinstance(self.protocols, Mapping) \
+            else self.protocols
+        norm = tuple(sorted((str(k), _as_table(v)) for k, v in protos))
+        if len({k for k, _ in norm}) != len(norm):
+            raise ValueError("a link class has two protocol tables")
+        object.__setattr__(self, "protocols", norm)
+        object.__setattr__(self, "_tables", dict(norm))
+        object.__setattr__(self, "_starts", {k: [s.start for s in v] for k, v in norm})
+
+    def table(self, link_class: str | None) -> tuple[Segment, ...] | None:
+        """The protocol table for messages whose bottleneck link is of ``link_class``."""
+        tables = self._tables  # type: ignore[attr-defined]
+        if not tables:
+            return None
+        t = tables.get(link_class) if link_class is not None else None
+        return t if t is not None else tables.get(ANY_CLASS)
+
+    def segment(self, nbytes: float, link_class: str | None) -> Segment | None:
+        """The segment that applies to a message of ``nbytes`` (``None``: no table)."""
+        t = self.table(link_class)
+        if t is None:
+            return None
+        key = link_class if link_class in self._tables else ANY_CLASS  # type: ignore[attr-defined]
+        starts = self._starts[key]  # type: ignore[attr-defined]
+        return t[bisect.bisect_right(starts, nbytes) - 1]
+
+    def message_cost(self, nbytes: float, link_class: str | None = None) -> tuple[float, float]:
+        """(overhead in s, bytes charged per byte sent) for one message.
+
+        The second number scales the message to what it costs of the shared
+        ``capacity * efficiency``: 1 without a protocol table.
+        """
+        seg = self.segment(nbytes, link_class)
+        if seg is None:
+            return self.overhead, 1.0
+        return seg.overhead, self.efficiency / seg.efficiency
+
+
+def bottleneck_class(route: Sequence[int], capacity: Sequence[float],
+                     kinds: Sequence[str] | None) -> str | None:
+    """Link class of the narrowest link of ``route`` (the first one on ties).
+
+    The protocol of a message is the one of the link that limits it: on a GPU -> PCIe -> NIC
+    -> switch path that is the network link, not the PCIe hops.
+    """
+    if not route or kinds is None:
+        return None
+    best = min(route, key=lambda lk: (capacity[lk], route.index(lk)))
+    return kinds[best]

@@ -20,7 +20,6 @@ mailbox), and ``comm_total`` (time any of its communication was in flight, overl
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -144,7 +143,7 @@ class Engine:
         self.until = until
         self.warmup = warmup
         self.env = simpy.Environment()
-        self.net = FlowNetwork(self.env, platform.capacity, platform.latency, params)
+        self.net = FlowNetwork.for_platform(self.env, platform, params)
         self.stats = [ActorStats(a.rank, a.role, self.placement[i])
                       for i, a in enumerate(self.actors)]
         self.events: list[TraceEvent] = []
@@ -152,6 +151,7 @@ class Engine:
         self._rv: dict[tuple[int, int], _Rendezvous] = {}
         self._seq: list[dict[int, int]] = [{} for _ in self.actors]
         self._groups: dict[int, tuple[Any, _Group]] = {}
+        self._by_members: dict[tuple[int, ...], _Group] = {}
         self._tail: dict[int, simpy.Event] = {}
         self._mail: list[Mailbox] = [Mailbox() for _ in self.actors]
         self._mail_wait: list[list[simpy.Event]] = [[] for _ in self.actors]
@@ -177,7 +177,14 @@ class Engine:
 
     def _actor(self, i: int, spec: ActorSpec):
         """The interpreter loop: the hot path of every simulation, kept flat on purpose
-        (no sub-generators for blocking compute and collectives)."""
+        (no sub-generators for blocking compute and collectives).
+
+        Consecutive blocking ``Compute`` and ``Record`` operations are run ahead of the clock
+        and waited for with *one* timeout (``ahead`` holds the compute time not yet waited
+        for): they touch nothing but the actor itself, so only the number of SimPy events
+        changes - a worker's forward, backward and update become one event instead of three.
+        Any other operation first waits out ``ahead``.
+        """
         env = self.env
         gen = spec.start(self.job)
         st = self.stats[i]
@@ -187,26 +194,43 @@ class Engine:
         trace = self.trace
         value: Any = None
         send = gen.send
+        ahead = 0.0
         while True:
             try:
                 op = send(value)
             except StopIteration:
                 break
             value = None
-            t0 = env.now
             kind = type(op)
-            if kind is Compute:
-                if op.blocking:
-                    dt = cost(op, spec, device, self._iter[i])
-                    if dt > 0:
-                        yield timeout(dt)
-                    st.compute += dt
-                    if trace:
-                        self._ev(i, "compute", t0, env.now, op.label or op.phase)
-                    if op.fn is not None:
-                        value = op.fn(op.data)
+            if kind is Compute and op.blocking:
+                dt = cost(op, spec, device, self._iter[i])
+                if trace:
+                    t = env.now + ahead
+                    self._ev(i, "compute", t, t + dt, op.label or op.phase)
+                ahead += dt
+                st.compute += dt
+                if op.fn is not None:
+                    value = op.fn(op.data)
+                continue
+            if kind is Record:
+                now = env.now + ahead
+                if op.key == "iteration":
+                    st.iterations.append(now)
+                    self._iter[i] = int(op.value)
+                    if op.value == self.warmup:
+                        st.mark = (st.compute, st.comm, st.wait, st.comm_total, st.bytes_sent,
+                                   now)
                 else:
-                    value = self._spawn(self._compute(i, spec, op))
+                    st.records[op.key].append(float(op.value))
+                    if trace:
+                        self._ev(i, "record", now, now, op.key, value=float(op.value))
+                continue
+            if ahead > 0:
+                yield timeout(ahead)
+                ahead = 0.0
+            t0 = env.now
+            if kind is Compute:  # non-blocking: runs beside the actor
+                value = self._spawn(self._compute(i, spec, op))
             elif kind is Collective:
                 rv = self._arrive(i, op)
                 if op.blocking:
@@ -244,19 +268,10 @@ class Engine:
                     if trace:
                         self._ev(i, "wait", t0, env.now, "wait handles")
                 value = [e.value for e, _ in entries]
-            elif kind is Record:
-                if op.key == "iteration":
-                    st.iterations.append(env.now)
-                    self._iter[i] = int(op.value)
-                    if op.value == self.warmup:
-                        st.mark = (st.compute, st.comm, st.wait, st.comm_total, st.bytes_sent,
-                                   env.now)
-                else:
-                    st.records[op.key].append(float(op.value))
-                    if trace:
-                        self._ev(i, "record", env.now, env.now, op.key, value=float(op.value))
             else:
                 raise TypeError(f"actor {spec.rank} yielded {op!r}, not an operation")
+        if ahead > 0:
+            yield timeout(ahead)
         st.end = env.now
         st.iterations.append(env.now)
         if st.mark is None:  # servers (no iterations) or runs shorter than the warmup
@@ -290,17 +305,21 @@ class Engine:
 
     # -- collectives -------------------------------------------------------------------------
     def _group(self, members: tuple[int, ...] | None) -> _Group:
-        """Resolve a group once per tuple object (hashing a 4,000-rank tuple per call would
-        dominate the run)."""
+        """Resolve a group: by tuple identity first (hashing a 4,000-rank tuple on every call
+        would dominate the run), then by content, so equal groups built separately by
+        different actors still meet in one rendezvous."""
         key = id(members)
         hit = self._groups.get(key)
         if hit is not None and hit[0] is members:
             return hit[1]
         ranks = self._workers if members is None else tuple(members)
-        devices = tuple(self.placement[r] for r in ranks)
-        g = _Group(len(self._groups), ranks, devices,
-                   tuple(self.platform.host(d) for d in devices))
-        self._groups[key] = (members, g)
+        g = self._by_members.get(ranks)
+        if g is None:
+            devices = tuple(self.placement[r] for r in ranks)
+            g = _Group(len(self._by_members), ranks, devices,
+                       tuple(self.platform.host(d) for d in devices))
+            self._by_members[ranks] = g
+        self._groups[key] = (members, g)  # keeps `members` alive, so its id is not reused
         return g
 
     def _arrive(self, i: int, op: Collective) -> _Rendezvous:
@@ -406,8 +425,7 @@ class Engine:
         else:
             lat = self._latency.get(route)
             if lat is None:
-                lat = self._latency[route] = self.params.overhead + math.fsum(
-                    float(self.platform.latency[lk]) for lk in route)
+                lat = self._latency[route] = self.net.message_latency(route, 0.0)
             ev = self.env.timeout(lat)
         ev.callbacks.append(lambda _ev: self._sent(i, op, t0))
         return ev

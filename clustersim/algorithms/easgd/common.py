@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from clustersim.algorithms.base import Param
-from clustersim.algorithms.ops import ActorGen, Compute, Record
+from clustersim.algorithms.ops import Compute
 from clustersim.errors import InputError
 
 __all__ = [
@@ -95,18 +95,15 @@ UPDATE = Compute("update")
 MOMENTUM = Compute("accumulate", label="nesterov momentum")
 
 
-def local_step(it: int, momentum: bool) -> ActorGen:
-    """One local SGD step on the worker's own mini-batch (marks the iteration start).
+def local_step(momentum: bool) -> tuple[Compute, ...]:
+    """The operations of one local SGD step on the worker's own mini-batch (after its
+    ``Record("iteration", it)``).
 
     With ``momentum`` (EAMSGD) the velocity ``v <- delta v - eta g(x + delta v)`` costs one
-    more elementwise pass over the parameters before the update.
+    more elementwise pass over the parameters before the update.  A tuple rather than a
+    sub-generator: it is replayed every iteration of every worker, the simulator's hot loop.
     """
-    yield Record("iteration", it)
-    yield FORWARD
-    yield BACKWARD
-    if momentum:
-        yield MOMENTUM
-    yield UPDATE
+    return (FORWARD, BACKWARD, MOMENTUM, UPDATE) if momentum else (FORWARD, BACKWARD, UPDATE)
 
 
 # -- the math, for backends that carry arrays (and for the tests) -------------------------------

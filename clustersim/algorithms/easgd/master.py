@@ -82,15 +82,17 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     """A worker: ``tau`` local steps, then one elastic exchange with the master."""
     job = ctx.job
     tau = ctx.params["tau"]
-    momentum = VARIANTS[variant][3]
     master = job.workers
     ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
     go = Recv(src=master, tag=TAG_GO, label="wait for master")
     push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
     centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
     pull = Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")
+    step = local_step(VARIANTS[variant][3])
     for it in range(job.iterations):
-        yield from local_step(it, momentum)
+        yield Record("iteration", it)
+        for op in step:  # noqa: UP028 - yield from a tuple breaks on a non-None send()
+            yield op
         if (it + 1) % tau == 0:
             yield ready
             yield go

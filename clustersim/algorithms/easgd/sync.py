@@ -31,7 +31,7 @@ from clustersim.algorithms.easgd.common import (
     local_step,
     validate_rates,
 )
-from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Reduce
+from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Record, Reduce
 from clustersim.errors import unknown_name
 
 __all__ = ["sync_worker", "SYNC"]
@@ -53,8 +53,11 @@ def sync_worker(ctx: ActorContext) -> ActorGen:
             exchange.append(Compute("accumulate", nbytes=nbytes, label="centre update"))
         exchange += [Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre"),
                      Compute("accumulate", nbytes=nbytes, label="elastic pull")]
+    step = local_step(False)
     for it in range(job.iterations):
-        yield from local_step(it, False)
+        yield Record("iteration", it)
+        for op in step:  # noqa: UP028 - yield from a tuple breaks on a non-None send()
+            yield op
         if (it + 1) % tau == 0:
             yield from exchange
 
