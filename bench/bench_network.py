@@ -186,18 +186,18 @@ def bench_auto_threshold() -> None:
     cases = [
         ("double binary tree allreduce, 64 ranks, ring topology", ring(64, DEV, IB), 64,
          "allreduce", "double_binary_tree"),
-        ("pipelined chain broadcast, 64 ranks, fat-tree k=8", fat_tree(8, DEV, IB, hosts=64),
-         64, "broadcast", "pipelined_chain"),
+        ("double binary tree allreduce, 64 ranks, fat-tree k=8",
+         fat_tree(8, DEV, IB, hosts=64), 64, "allreduce", "double_binary_tree"),
         ("alltoall-sum-allgather allreduce, 32 ranks, ring topology", ring(32, DEV, IB), 32,
          "allreduce", "asa"),
     ]
     for label, plat, p, op, alg in cases:
         sched = build_schedule(op, alg, p, 16 * MIB)
-        groups = choose_fidelity(sched, "auto", plat)
+        auto = choose_fidelity(sched, "auto", plat)
         _, cpu, _ = timed(lambda s=sched, pl=plat: simulate_schedule(s, pl), 1)
         n = sched.num_transfers()
         print(f"  {label}: {n:,} transfers, {cpu:.2f} s cpu ({cpu / n * 1e6:.0f} us/transfer), "
-              f"auto -> {groups}")
+              f"auto -> {auto}")
 
 
 def bench_fidelity() -> None:

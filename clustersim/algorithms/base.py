@@ -49,13 +49,17 @@ class ActorContext:
     """Per-actor view handed to the generator: its rank, role, the job and a private RNG.
 
     The RNG is seeded from (job seed, actor rank) so that async algorithms vary with the seed
-    and nothing else.
+    and nothing else.  ``math`` is the optional proxy-model hook
+    (:mod:`clustersim.algorithms.proxy`): ``None`` when only time is modelled (the simulator's
+    default); the real backend passes one with ``--math`` so that the operations carry real
+    gradients and weights (``Compute(fn=...)``, ``AllReduce(data=...)``).
     """
 
     rank: int
     role: str
     job: JobInfo
     index: int = 0  # index within its role (worker w, server s)
+    math: Any = None
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng([self.job.seed, self.rank])
@@ -90,8 +94,8 @@ class ActorSpec:
     body: Callable[[ActorContext], ActorGen]
     colocate: int | None = None
 
-    def start(self, job: JobInfo) -> ActorGen:
-        return self.body(ActorContext(self.rank, self.role, job, self.index))
+    def start(self, job: JobInfo, math: Any = None) -> ActorGen:
+        return self.body(ActorContext(self.rank, self.role, job, self.index, math))
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,20 @@ nccl32/16  NCCL all-reduce inside a node (ring), fp16 variant casts first
 =========  =====================================================================
 
 Any allreduce algorithm of :mod:`clustersim.collectives` may be named instead.
+
+Real math (``ctx.math``, :mod:`clustersim.algorithms.proxy`): when a backend passes the proxy
+model, the same operations carry it - the backward pass returns the gradient, the all-reduce
+sums it (per bucket: the gradient cut into as many pieces), the update applies the mean; in
+weight averaging the local step uses the worker's own gradient and the average replaces the
+weights.  The operation sequence (kinds, labels, sizes) is the same with and without math,
+plus one ``Record("loss")`` per iteration.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
 from clustersim.algorithms.ops import ActorGen, AllReduce, Barrier, Compute, Record, Wait
@@ -49,6 +60,12 @@ def strategy_collective(strategy: str) -> tuple[str, bool, bool, bool]:
 
 
 def bsp_worker(ctx: ActorContext) -> ActorGen:
+    if ctx.math is not None:
+        return _bsp_math_worker(ctx)
+    return _bsp_worker(ctx)
+
+
+def _bsp_worker(ctx: ActorContext) -> ActorGen:
     job = ctx.job
     p = ctx.params
     alg, fp16, staged, barrier = strategy_collective(p["strategy"])
@@ -88,6 +105,56 @@ def bsp_worker(ctx: ActorContext) -> ActorGen:
                 if bar is not None:
                     yield bar
                 yield from average
+
+
+def _bsp_math_worker(ctx: ActorContext) -> ActorGen:
+    """:func:`bsp_worker` with the proxy model's math attached to its operations.
+
+    Operations are built per iteration here (their ``data`` changes); the timing-only path
+    keeps reusing immutable ones.
+    """
+    job = ctx.job
+    p = ctx.params
+    m = ctx.math
+    alg, fp16, staged, barrier = strategy_collective(p["strategy"])
+    kw = {"algorithm": alg, "fp16": fp16 or p["fp16"], "staged": staged}
+    overlap = p["overlap"] and len(job.buckets) > 1
+    forward = Compute("forward", fn=m.forward)
+    backward = Compute("backward", fn=m.backward)
+    nb = len(job.buckets)
+    for it in range(job.iterations):
+        yield Record("iteration", it)
+        loss = yield forward
+        if p["exchange"] == "gradients":
+            if overlap:
+                handles, parts = [], None
+                for k, (lo, hi, nbytes) in enumerate(job.buckets):
+                    back = Compute("backward", layers=(lo, hi))
+                    if parts is None:  # the proxy's gradient comes out of the first slice
+                        parts = m.split((yield replace(back, fn=m.backward)), nb)
+                    else:
+                        yield back
+                    handles.append((yield AllReduce(nbytes, blocking=False, data=parts[k],
+                                                    **kw)))
+                sums = yield Wait(handles)
+            else:
+                parts = m.split((yield backward), nb)
+                if barrier:
+                    yield Barrier()
+                sums = []
+                for k, (_, _, nbytes) in enumerate(job.buckets):
+                    sums.append((yield AllReduce(nbytes, data=parts[k], **kw)))
+            yield Compute("update", fn=m.step_mean, data=np.concatenate(sums))
+        else:
+            grad = yield backward
+            yield Compute("update", fn=m.step, data=grad)
+            if (it + 1) % p["every"] == 0:
+                if barrier:
+                    yield Barrier()
+                total = yield AllReduce(job.grad_bytes, data=m.params(), **kw)
+                yield Compute("elastic", nbytes=job.grad_bytes, label="average", fn=m.average,
+                              data=total)
+        yield Record("loss", float(loss))
 
 
 def _validate(params: dict, path: tuple) -> None:

@@ -112,11 +112,13 @@ def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
             brk.add_trace(go.Bar(x=algs, y=[1e3 * data[a][-1][part] for a in algs], name=part,
                                  marker_color=color, visible=(k == active),
                                  hovertemplate="%{x}: %{y:.2f} ms"))
+    ticks = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
     for fig, title, ytitle, log in (
         (thr, "Throughput vs workers", "samples/s", True),
         (eff, "Parallel efficiency vs workers", "efficiency (%)", False),
     ):
-        fig.update_layout(title=f"{scn.name}: {title}", xaxis={"title": "workers", "type": "log"},
+        fig.update_layout(title=f"{scn.name}: {title}",
+                          xaxis={"title": "workers", "type": "log", "tickvals": ticks},
                           yaxis={"title": ytitle, "type": "log" if log else "linear"},
                           template="plotly_white", height=520)
         _slider(fig, labels, len(algs), "", active)

@@ -47,7 +47,13 @@ from clustersim.platform.model import Platform
 from clustersim.sim.mailbox import Mailbox
 from clustersim.trace import TraceEvent
 
-__all__ = ["Engine", "ActorStats", "RunResult", "COLLECTIVE_FLOW_MAX_RANKS"]
+__all__ = ["Engine", "ActorStats", "RunResult", "COLLECTIVE_FLOW_MAX_RANKS", "DEFAULT_ALGORITHMS"]
+
+#: schedule the engine uses for a collective that names no algorithm (a library call in the
+#: real backend is costed with these too; calibration fits its overhead against them)
+DEFAULT_ALGORITHMS: dict[str, str] = {
+    "allreduce": "ring", "broadcast": "binomial", "reduce": "binomial", "allgather": "ring",
+    "reduce_scatter": "ring", "alltoall": "pairwise", "barrier": "recursive_doubling"}
 
 #: ``auto`` fidelity runs a collective flow by flow up to this group size, analytically above
 #: (flow and analytic agree within 5% on the regular cases up to 64 ranks; see docs/fidelity.md).
@@ -135,9 +141,7 @@ class Engine:
         self.costs = costs
         self.params = params
         self.fidelity = fidelity
-        self.defaults = {"allreduce": "ring", "broadcast": "binomial", "reduce": "binomial",
-                         "allgather": "ring", "reduce_scatter": "ring", "alltoall": "pairwise",
-                         "barrier": "recursive_doubling"}
+        self.defaults = dict(DEFAULT_ALGORITHMS)
         self.defaults.update(default_algorithms or {})
         self.trace = trace
         self.until = until

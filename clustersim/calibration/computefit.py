@@ -1,0 +1,159 @@
+"""Compute efficiency per kernel class, memory throughput, kernel overhead, reduction rate.
+
+The model being fitted is the simulator's own roofline (:func:`clustersim.workload.compute.
+roofline`): a kernel of ``F`` FLOPs moving ``B`` bytes takes
+``max(F / (peak * efficiency), B / (mem_bw * mem_efficiency)) + overhead``.  One joint robust
+fit over the GEMM and memory-copy benchmarks gives
+
+* one sustained FLOP rate per kernel class seen among the GEMMs (``efficiency = rate /
+  peak``).  A GEMM is classed ``conv`` when it is tall and skinny the way an im2col
+  convolution is (``m >= 4 * max(n, k)``: batch x output pixels rows) and ``fc`` otherwise
+  (batch rows, wide weights).  A class without GEMMs inherits the other's rate; ``other``
+  (elementwise layers) gets the ``fc`` rate - those kernels are memory-bound, so their FLOP
+  rate never binds;
+* the sustained memory bandwidth (``mem_efficiency = rate / mem_bw``) from the copies
+  (STREAM counting: 2 array sizes per copy; NumPy's two-pass triad is not used);
+* the per-kernel overhead, shared by both, which the small kernels pin down.
+
+GEMM bytes are ``4 (mk + kn + mn)`` (read A and B, write C, fp32).  When a measured rate
+beats the datasheet (a turbo clock, a cache-resident copy), the peak or bandwidth is raised
+to it and the efficiency is 1 - stated in the profile.
+
+The reduction rate (``a += b``, operand bytes per second) is fitted on its own as
+``time = size / rate``: that is how the collective model charges a reduction (no overhead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clustersim.calibration.fit import FitResult, robust_fit
+from clustersim.catalog import DeviceSpec
+
+__all__ = ["gemm_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction"]
+
+_FP32 = 4
+
+
+def gemm_class(m: int, n: int, k: int) -> str:
+    """``conv`` for im2col-shaped GEMMs (many rows), ``fc`` otherwise (module docs)."""
+    return "conv" if m >= 4 * max(n, k) else "fc"
+
+
+def gemm_bytes(m: int, n: int, k: int) -> float:
+    return float(_FP32 * (m * k + k * n + m * n))
+
+
+@dataclass
+class ComputeFit:
+    """What the compute benchmarks say about one device (SI units)."""
+
+    peak: float
+    mem_bw: float
+    efficiency: dict[str, float]  # per kernel class: conv, fc, other
+    mem_efficiency: float
+    overhead: float
+    reduce_rate: float | None
+    rates: dict[str, float]  # sustained FLOP/s per class as fitted
+    sustained_mem: float
+    inherited: dict[str, str] = field(default_factory=dict)  # class -> class it copies
+    fit: FitResult | None = None
+    reduce_fit: FitResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str, Any]],
+                reduce: Sequence[Mapping[str, Any]], device: DeviceSpec, *,
+                loss: str = "soft_l1", f_scale: float = 0.05) -> ComputeFit:
+    """Fit the roofline of ``device`` to benchmark rows (``realrun.microbench`` format)."""
+    copies = [r for r in memory if r.get("kernel", "copy") == "copy"]
+    classes = sorted({gemm_class(int(r["m"]), int(r["n"]), int(r["k"])) for r in gemm})
+    names: list[str] = [f"rate_{c}" for c in classes]
+    x0: list[float] = []
+    scale: list[float] = []
+    for c in classes:
+        rows = [r for r in gemm if gemm_class(int(r["m"]), int(r["n"]), int(r["k"])) == c]
+        guess = float(np.median([float(r["flops"]) / float(r["time"]) for r in rows]))
+        x0.append(guess)
+        scale.append(guess)
+    has_mem = bool(copies)
+    if has_mem:
+        guess = float(np.median([float(r["bytes_moved"]) / float(r["time"]) for r in copies]))
+        names.append("mem")
+        x0.append(guess)
+        scale.append(guess)
+    names.append("overhead")
+    times = [float(r["time"]) for r in (*gemm, *copies)]
+    if not times:
+        raise ValueError("no GEMM or memory rows to fit")
+    x0.append(min(times) * 0.1)
+    scale.append(max(min(times) * 0.1, 1e-9))
+    f_arr = np.array([float(r["flops"]) for r in gemm], dtype=float)
+    b_arr = np.array([gemm_bytes(int(r["m"]), int(r["n"]), int(r["k"])) for r in gemm])
+    cls_idx = np.array([classes.index(gemm_class(int(r["m"]), int(r["n"]), int(r["k"])))
+                        for r in gemm], dtype=int)
+    moved = np.array([float(r["bytes_moved"]) for r in copies], dtype=float)
+    default_mem = device.mem_bw * device.mem_efficiency
+    nc = len(classes)
+
+    def model(x: np.ndarray) -> np.ndarray:
+        mem = x[nc] if has_mem else default_mem
+        o = x[-1]
+        out = []
+        if gemm:
+            rates = x[:nc][cls_idx]
+            out.append(np.maximum(f_arr / rates, b_arr / mem) + o)
+        if has_mem:
+            out.append(moved / mem + o)
+        return np.concatenate(out)
+
+    lower = [0.0] * len(names)
+    lower[:-1] = [1.0] * (len(names) - 1)  # rates: at least 1 per second
+    fit = robust_fit(model, times, x0, names, scale=scale, lower=lower, loss=loss,
+                     f_scale=f_scale)
+    rates = {c: fit[f"rate_{c}"] for c in classes}
+    inherited: dict[str, str] = {}
+    if "fc" not in rates and "conv" in rates:
+        rates["fc"] = rates["conv"]
+        inherited["fc"] = "conv"
+    if "conv" not in rates and "fc" in rates:
+        rates["conv"] = rates["fc"]
+        inherited["conv"] = "fc"
+    notes: list[str] = []
+    peak = device.peak
+    best = max(rates.values()) if rates else 0.0
+    if best > peak:
+        notes.append(f"a GEMM ran at {best / 1e9:.4g} GFLOP/s, above the datasheet peak "
+                     f"{peak / 1e9:.4g} GFLOP/s: peak raised to it")
+        peak = best
+    eff = {c: r / peak for c, r in rates.items()}
+    if eff:
+        eff["other"] = eff["fc"]
+        inherited["other"] = "fc"
+    sustained = fit["mem"] if has_mem else default_mem
+    mem_bw = device.mem_bw
+    if sustained > mem_bw:
+        notes.append(f"a copy sustained {sustained / 1e9:.4g} GB/s, above the datasheet "
+                     f"{mem_bw / 1e9:.4g} GB/s: mem_bw raised to it")
+        mem_bw = sustained
+    red_rate, red_fit = None, None
+    if reduce:
+        red_fit = fit_reduction(reduce, loss=loss, f_scale=f_scale)
+        red_rate = red_fit["rate"]
+    return ComputeFit(peak, mem_bw, eff, sustained / mem_bw if has_mem else
+                      device.mem_efficiency, fit["overhead"], red_rate, rates, sustained,
+                      inherited, fit, red_fit, notes)
+
+
+def fit_reduction(rows: Sequence[Mapping[str, Any]], *, loss: str = "soft_l1",
+                  f_scale: float = 0.05) -> FitResult:
+    """``time = size / rate`` over ``a += b`` benchmark rows."""
+    sizes = np.array([float(r["size"]) for r in rows])
+    times = np.array([float(r["time"]) for r in rows])
+    guess = float(np.median(sizes / times))
+    return robust_fit(lambda x: sizes / x[0], times, [guess], ("rate",), scale=[guess],
+                      lower=[1.0], loss=loss, f_scale=f_scale)

@@ -1,0 +1,430 @@
+"""Calibration profiles: the YAML file ``clustersim predict --calibration FILE`` applies.
+
+A profile says what was measured on one machine, in the model's own terms::
+
+    format: clustersim-calibration/1
+    about: fitted from microbenchmarks on host x (2 ranks)
+    devices:                      # DeviceSpec fields of catalog devices, by name
+      localhost_core:
+        peak: 50 GFLOP/s
+        efficiency: 0.61          # dense kernels; per class below
+        efficiency_by_class: {conv: 0.58, fc: 0.61, other: 0.61}
+        mem_bw: 10 GB/s
+        mem_efficiency: 0.52
+        overhead: 4.2 us          # per kernel
+        reduce_rate: 3.9 GB/s     # a += b, operand bytes per second
+    links:                        # link classes, by name
+      localhost_shm: {bandwidth: 6.6 GB/s, latency: 4.8 us}
+    network:
+      step_overhead: 12 us        # per collective schedule step
+      protocols:                  # piecewise alpha-beta per link class
+        localhost_shm:
+          - {start: 0 B, overhead: 0 us, efficiency: 1.0}
+          - {start: 1 MiB, overhead: 0 us, efficiency: 0.49}
+    fit: [...]                    # every fitted number with its 95 % interval (for people)
+    validation: {...}             # predicted vs measured end-to-end runs (for people)
+
+Applying it to a scenario (:func:`apply_profile`) replaces the specs of the devices it names
+and the parameters of the link classes it names *on the built platform* (so it works with
+every topology), merges its protocol tables into the scenario's network parameters, and -
+when every device of the platform is calibrated with the same per-class efficiencies -
+replaces the workload's compute overrides with them (a profile measured on the device is
+better evidence than a scenario's guess).  Entries that match nothing in the scenario are
+reported, not applied; machine-wide numbers (``network.step_overhead``, ``overhead``,
+``efficiency``) are applied only when at least one device or link class matched - a
+profile of this laptop says nothing about a KNL partition's MPI.  What moved is printed
+(stderr) parameter by parameter with the registry's names (:mod:`.params`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from clustersim.calibration.params import format_value, scenario_values
+from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
+from clustersim.errors import InputError, unknown_name
+from clustersim.network.params import ANY_CLASS, NetworkParams, Segment
+from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
+
+__all__ = ["FORMAT", "Profile", "Change", "load_profile", "dump_profile", "write_profile",
+           "apply_profile", "apply_profile_data", "format_changes"]
+
+FORMAT = "clustersim-calibration/1"
+KERNEL_CLASSES = ("conv", "fc", "other")
+_TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation")
+_DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class")
+_LINK_KEYS = ("bandwidth", "latency")
+_NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "protocols")
+_SEGMENT_KEYS = ("start", "overhead", "efficiency")
+
+
+@dataclass
+class Profile:
+    """A calibration profile in SI units (see the module docs for the file format)."""
+
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    links: dict[str, dict[str, float]] = field(default_factory=dict)
+    network: dict[str, float] = field(default_factory=dict)
+    protocols: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
+    about: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+    fit: list[dict[str, Any]] = field(default_factory=list)
+    validation: dict[str, Any] | None = None
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One parameter that a profile moved."""
+
+    name: str
+    before: float | None
+    after: float
+
+    @property
+    def relative(self) -> float | None:
+        if self.before is None or self.before == 0:
+            return None
+        return self.after / self.before - 1.0
+
+
+# -- writing ---------------------------------------------------------------------------------
+def _sig(x: float, digits: int = 6) -> str:
+    return f"{x:.{digits}g}"
+
+
+def _q_time(x: float) -> str:
+    if x == 0:
+        return "0 s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if abs(x) >= scale:
+            return f"{_sig(x / scale)} {unit}"
+    return f"{_sig(x / 1e-9)} ns"
+
+
+def _q_rate(x: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{_sig(x / scale)} {prefix}{unit}"
+    return f"{_sig(x)} {unit}"
+
+
+def _q_size(x: float) -> str:
+    return f"{int(x)} B" if float(x).is_integer() else f"{_sig(x)} B"
+
+
+def _device_yaml(fields: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _DEVICE_KEYS:
+        if key not in fields or fields[key] is None:
+            continue
+        v = fields[key]
+        if key == "peak":
+            out[key] = _q_rate(v, "FLOP/s")
+        elif key in ("mem_bw", "reduce_rate"):
+            out[key] = _q_rate(v, "B/s")
+        elif key == "overhead":
+            out[key] = _q_time(v)
+        elif key == "efficiency_by_class":
+            out[key] = {c: float(_sig(e)) for c, e in sorted(v.items())}
+        else:
+            out[key] = float(_sig(v))
+    return out
+
+
+def dump_profile(prof: Profile) -> str:
+    """The profile as YAML text (deterministic: same profile, same bytes)."""
+    doc: dict[str, Any] = {"format": FORMAT}
+    if prof.about:
+        doc["about"] = prof.about
+    if prof.source:
+        doc["source"] = prof.source
+    if prof.devices:
+        doc["devices"] = {n: _device_yaml(f) for n, f in sorted(prof.devices.items())}
+    if prof.links:
+        doc["links"] = {n: {k: (_q_rate(v, "B/s") if k == "bandwidth" else _q_time(v))
+                            for k, v in f.items()} for n, f in sorted(prof.links.items())}
+    net: dict[str, Any] = {}
+    for key in ("overhead", "step_overhead"):
+        if key in prof.network:
+            net[key] = _q_time(prof.network[key])
+    if "efficiency" in prof.network:
+        net["efficiency"] = float(_sig(prof.network["efficiency"]))
+    if prof.protocols:
+        net["protocols"] = {
+            c: [{"start": _q_size(s.start), "overhead": _q_time(s.overhead),
+                 "efficiency": float(_sig(s.efficiency))} for s in segs]
+            for c, segs in sorted(prof.protocols.items())}
+    if net:
+        doc["network"] = net
+    if prof.fit:
+        doc["fit"] = prof.fit
+    if prof.validation:
+        doc["validation"] = prof.validation
+    head = ("# clustersim calibration profile - apply with: clustersim predict SCENARIO "
+            "--calibration THIS_FILE\n")
+    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100,
+                                 allow_unicode=True)
+
+
+def write_profile(prof: Profile, path: str | Path) -> None:
+    from clustersim.report.output import atomic_write
+
+    atomic_write(path, dump_profile(prof))
+
+
+# -- reading ---------------------------------------------------------------------------------
+def _mapping(raw: Any, path: tuple) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError("must be a mapping", path=path)
+    return raw
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: Sequence[str], what: str, path: tuple) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise unknown_name(what, str(key), allowed, path=(*path, key))
+
+
+def _fraction(value: Any, path: tuple, upper: float | None = 1.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+            or not math.isfinite(value) or (upper is not None and value > upper):
+        rng = f"(0, {upper:g}]" if upper is not None else "> 0"
+        raise InputError(f"must be a number in {rng}, not {value!r}", path=path)
+    return float(value)
+
+
+def _parse(fn: Any, value: Any, path: tuple, **kw: Any) -> float:
+    try:
+        return float(fn(value, **kw))
+    except UnitError as exc:
+        raise InputError(str(exc), path=path) from None
+
+
+def _parse_device(raw: Any, path: tuple) -> dict[str, Any]:
+    raw = _mapping(raw, path)
+    _check_keys(raw, _DEVICE_KEYS, "device field", path)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = (*path, key)
+        if key == "peak":
+            out[key] = _parse(parse_flops, value, where)
+        elif key in ("mem_bw", "reduce_rate"):
+            out[key] = _parse(parse_bandwidth, value, where)
+        elif key == "overhead":
+            out[key] = _parse(parse_time, value, where)
+        elif key == "efficiency_by_class":
+            cls = _mapping(value, where)
+            _check_keys(cls, KERNEL_CLASSES, "kernel class", where)
+            out[key] = {c: _fraction(v, (*where, c)) for c, v in cls.items()}
+        else:
+            out[key] = _fraction(value, where)
+    return out
+
+
+def _parse_segments(raw: Any, path: tuple) -> tuple[Segment, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise InputError("must be a list of segments {start, overhead, efficiency}", path=path)
+    segs = []
+    for i, item in enumerate(raw):
+        where = (*path, i)
+        item = _mapping(item, where)
+        _check_keys(item, _SEGMENT_KEYS, "segment field", where)
+        missing = [k for k in _SEGMENT_KEYS if k not in item]
+        if missing:
+            raise InputError(f"segment needs {', '.join(missing)}", path=where)
+        segs.append(Segment(_parse(parse_size, item["start"], (*where, "start")),
+                            _parse(parse_time, item["overhead"], (*where, "overhead")),
+                            _fraction(item["efficiency"], (*where, "efficiency"), upper=None)))
+    try:
+        NetworkParams(protocols=(("x", tuple(segs)),))
+    except ValueError as exc:
+        raise InputError(str(exc), path=path) from None
+    return tuple(sorted(segs, key=lambda s: s.start))
+
+
+def parse_profile(raw: Any, file: str | None = None) -> Profile:
+    """Validate a parsed profile mapping (errors name the field and, with a file, the line)."""
+    from clustersim.scenario.yamlio import line_of
+
+    try:
+        return _parse_profile(raw, file)
+    except InputError as exc:
+        if exc.file is None:
+            raise exc.located(file=file, line=line_of(raw, exc.path)) from None
+        raise
+
+
+def _parse_profile(raw: Any, file: str | None) -> Profile:
+    if not isinstance(raw, Mapping):
+        raise InputError("a calibration profile must be a YAML mapping (format:, devices:, "
+                         "links:, network:)")
+    _check_keys(raw, _TOP, "profile section", ())
+    fmt = raw.get("format")
+    if fmt != FORMAT:
+        raise InputError(f"is {fmt!r}; this clustersim reads {FORMAT!r} (write one with "
+                         f"'clustersim calibrate')", path=("format",))
+    prof = Profile(about=str(raw.get("about", "") or ""), file=file)
+    prof.source = dict(_mapping(raw.get("source"), ("source",)))
+    for name, dev in _mapping(raw.get("devices"), ("devices",)).items():
+        prof.devices[str(name)] = _parse_device(dev, ("devices", name))
+    for name, link in _mapping(raw.get("links"), ("links",)).items():
+        where = ("links", name)
+        link = _mapping(link, where)
+        _check_keys(link, _LINK_KEYS, "link field", where)
+        fields = {}
+        if "bandwidth" in link:
+            fields["bandwidth"] = _parse(parse_bandwidth, link["bandwidth"], (*where, "bandwidth"))
+        if "latency" in link:
+            fields["latency"] = _parse(parse_time, link["latency"], (*where, "latency"))
+        prof.links[str(name)] = fields
+    net = _mapping(raw.get("network"), ("network",))
+    _check_keys(net, _NETWORK_KEYS, "network field", ("network",))
+    for key in ("overhead", "step_overhead"):
+        if key in net:
+            prof.network[key] = _parse(parse_time, net[key], ("network", key))
+    if "efficiency" in net:
+        prof.network["efficiency"] = _fraction(net["efficiency"], ("network", "efficiency"))
+    for cls, segs in _mapping(net.get("protocols"), ("network", "protocols")).items():
+        prof.protocols[str(cls)] = _parse_segments(segs, ("network", "protocols", cls))
+    fit = raw.get("fit") or []
+    if not isinstance(fit, list):
+        raise InputError("must be a list", path=("fit",))
+    prof.fit = [dict(x) for x in fit if isinstance(x, Mapping)]
+    val = raw.get("validation")
+    prof.validation = dict(val) if isinstance(val, Mapping) else None
+    return prof
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a profile file."""
+    from clustersim.scenario.yamlio import load_yaml
+
+    raw = load_yaml(path, what="calibration profile")
+    return parse_profile(raw, str(path))
+
+
+# -- applying --------------------------------------------------------------------------------
+@dataclass
+class _Applied:
+    scenario: Any
+    changes: list[Change]
+    notes: list[str]
+
+
+def _device_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k in DEVICE_FIELDS}
+
+
+def _apply_one(scn: Any, prof: Profile) -> _Applied:
+    from clustersim.workload import ComputeOverrides
+
+    plat = scn.platform
+    dev_names = {plat.spec(d).name for d in range(plat.num_devices)}
+    kinds = set(plat.link_kind)
+    dev_over = {n: _device_fields(f) for n, f in prof.devices.items() if n in dev_names}
+    link_over = {c: dict(f) for c, f in prof.links.items() if c in kinds}
+    notes = [f"device {n!r} is not in this platform: not applied"
+             for n in sorted(set(prof.devices) - dev_names)]
+    notes += [f"link class {c!r} is not in this platform: not applied"
+              for c in sorted(set(prof.links) - kinds)]
+    new_plat = retune_platform(plat, dev_over, link_over) if (dev_over or link_over) else plat
+    net = scn.network
+    if dev_over or link_over:
+        protocols = dict(net.protocols)
+        for cls, segs in prof.protocols.items():
+            if cls in kinds or cls == ANY_CLASS:
+                protocols[cls] = segs
+            else:
+                notes.append(f"protocol table of link class {cls!r} is not used by this "
+                             f"platform: not applied")
+        net = NetworkParams(
+            overhead=prof.network.get("overhead", net.overhead),
+            efficiency=prof.network.get("efficiency", net.efficiency),
+            step_overhead=prof.network.get("step_overhead", net.step_overhead),
+            protocols=protocols)
+    elif prof.network or prof.protocols:
+        notes.append("no device or link class of the profile is in this platform: its "
+                     "network parameters (step overhead, protocols) were not applied")
+    wl = scn.workload
+    if wl is not None and dev_over:
+        if dev_names <= set(dev_over):
+            tables = [prof.devices[n].get("efficiency_by_class") for n in sorted(dev_names)]
+            same = all(t == tables[0] for t in tables) and tables[0]
+            comp = ComputeOverrides(efficiency=dict(tables[0]) if same else {})
+            if not same:
+                notes.append("devices carry different per-class efficiencies: each uses its "
+                             "own overall efficiency")
+            wl = replace(wl, compute=comp)
+        elif wl.compute is not None and (wl.compute.efficiency or wl.compute.overhead
+                                         is not None or wl.compute.mem_efficiency is not None):
+            notes.append("the platform also has uncalibrated devices: the scenario's "
+                         "workload.compute overrides stay and apply to every device")
+    catalog = scn.catalog
+    known = {n: f for n, f in dev_over.items() if n in catalog.devices}
+    if known or any(c in catalog.links for c in link_over):
+        from dataclasses import replace as dc_replace
+
+        from clustersim.catalog import Catalog
+
+        devices = {n: (dc_replace(d, **known[n]) if n in known else d)
+                   for n, d in catalog.devices.items()}
+        links = {n: (dc_replace(lk, **link_over[n]) if n in link_over else lk)
+                 for n, lk in catalog.links.items()}
+        catalog = Catalog(devices, links)
+    variants = []
+    for label, v in scn.variants:
+        sub = _apply_one(v, prof)
+        variants.append((label, sub.scenario))
+    new = replace(scn, platform=new_plat, network=net, workload=wl, catalog=catalog,
+                  variants=tuple(variants))
+    before, after = scenario_values(scn), scenario_values(new)
+    changes = [Change(k, before.get(k), v) for k, v in after.items()
+               if before.get(k) is None or not math.isclose(before[k], v, rel_tol=1e-9,
+                                                             abs_tol=0.0)]
+    return _Applied(new, changes, notes)
+
+
+def apply_profile_data(scn: Any, prof: Profile) -> tuple[Any, list[Change], list[str]]:
+    """(calibrated scenario, parameters that moved, notes) - nothing is printed."""
+    res = _apply_one(scn, prof)
+    return res.scenario, res.changes, res.notes
+
+
+def format_changes(changes: Sequence[Change], notes: Sequence[str] = (),
+                   title: str = "calibration profile") -> str:
+    """What moved, one parameter per line: name, before -> after, relative change."""
+    lines = [f"{title}: {len(changes)} parameter{'s' if len(changes) != 1 else ''} moved"]
+    if changes:
+        width = max(len(c.name) for c in changes)
+        for c in changes:
+            old = format_value(c.name, c.before) if c.before is not None else "(none)"
+            new = format_value(c.name, c.after)
+            rel = c.relative
+            pct = f"{rel * 100:+.1f}%" if rel is not None else "new"
+            lines.append(f"  {c.name:<{width}}  {old:>13} -> {new:<13} {pct:>8}")
+    lines += [f"  note: {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def apply_profile(scenario: Any, path: str | Path, *, stream: IO[str] | None = None) -> Any:
+    """``scenario`` with the calibration profile at ``path`` applied.
+
+    Prints which parameters moved and by how much to ``stream`` (default stderr, so that
+    machine-readable output on stdout stays clean).  Bad profiles raise
+    :class:`~clustersim.errors.InputError` naming the file, field and line.
+    """
+    prof = load_profile(path)
+    new, changes, notes = apply_profile_data(scenario, prof)
+    out = stream if stream is not None else sys.stderr
+    print(format_changes(changes, notes, title=f"calibration profile {path}"), file=out)
+    return new

@@ -1,0 +1,143 @@
+"""``clustersim run --real SCENARIO``: run a training scenario on real MPI ranks and measure it.
+
+One MPI rank per actor (workers, then servers) runs the scenario's algorithm for real
+(:mod:`realrun.interpreter`); the command prints the measured metrics next to the
+simulator's prediction for the same point (same scenario, overrides and seed; with
+``--calibration``, the calibrated prediction) and leaves traces, logs and ``metrics.json`` in
+``--out``.  Exit codes: 0 success, 1 a failed or hung run (the message names the rank and its
+log; the partial traces stay in ``--out``), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from clustersim.errors import InputError
+
+__all__ = ["add_parser", "cmd_run"]
+
+DEFAULT_TIMEOUT = 300.0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "run", help="run a scenario for real on MPI ranks (--real) and measure it",
+        description="Run one point of a training scenario on real MPI processes (one rank "
+                    "per worker and server, the pip MPICH's mpiexec unless --mpiexec), "
+                    "trace every operation and print measured vs predicted metrics.",
+        epilog="Example:\n  clustersim run --real scenarios/real_bsp_mlp.yaml --out runs/bsp",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", help="training scenario YAML (see scenarios/real_*.yaml)")
+    p.add_argument("--real", action="store_true",
+                   help="run on real MPI processes (required: simulating is `predict`)")
+    p.add_argument("--np", type=int, metavar="N",
+                   help="MPI ranks = workers + servers (default: from --workers or the sweep)")
+    p.add_argument("--workers", type=int, metavar="W", help="worker count (default: the "
+                   "largest sweep point, or --np minus the algorithm's servers)")
+    p.add_argument("--algorithm", metavar="NAME",
+                   help="which of the scenario's algorithms (label or name; default the main)")
+    p.add_argument("--iterations", type=int, metavar="N", help="override run.iterations")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario field (repeatable), as in predict")
+    p.add_argument("--collectives", choices=["library", "schedules"], default="library",
+                   help="MPI library collectives, or our schedules where the op names one "
+                        "(default %(default)s)")
+    p.add_argument("--math", action="store_true",
+                   help="train the proxy model for real (algorithms that support it)")
+    p.add_argument("--backend", choices=["auto", "numpy", "cupy"], default="auto",
+                   help="array backend (default: CuPy when a GPU is present)")
+    p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
+    p.add_argument("--hostfile", metavar="FILE", help="hostfile passed to mpiexec")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="end the run (and name the culprit) after this long (default "
+                        "%(default)s)")
+    p.add_argument("--out", default="realrun-out", metavar="DIR",
+                   help="traces, logs and metrics.json (default %(default)s)")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="predict with this calibration profile for the comparison")
+    p.add_argument("--json", metavar="FILE", help="write measured + predicted as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no table")
+    p.set_defaults(func=cmd_run)
+    return p
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.real:
+        raise InputError("`clustersim run` runs scenarios on real MPI processes: add --real "
+                         "(to simulate a scenario use `clustersim predict SCENARIO`)")
+    if args.timeout <= 0:
+        raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
+    from realrun.launch import RealRunError
+    from realrun.train import prepare, run_scenario
+
+    sets = list(args.set or [])
+    # resolve first: bad input must fail (exit 2) before any process starts
+    setup = prepare(args.scenario, algorithm=args.algorithm, workers=args.workers,
+                    iterations=args.iterations, sets=sets, np=args.np)
+    try:
+        res = run_scenario(args.scenario, np=args.np, algorithm=args.algorithm,
+                           iterations=args.iterations, out_dir=args.out, timeout=args.timeout,
+                           mpiexec=args.mpiexec, hostfile=args.hostfile, sets=sets,
+                           workers=args.workers, collectives=args.collectives, math=args.math,
+                           backend=args.backend)
+    except RealRunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(f"partial traces (everything measured before the failure) are in {args.out}",
+              file=sys.stderr)
+        return 1
+    predicted = _predict(setup, args.calibration)
+    if args.json:
+        from clustersim.report.output import write_json
+
+        write_json(args.json, {**res.to_dict(), "predicted": predicted.to_dict()})
+    if not args.quiet:
+        _print(res, predicted)
+    return 0
+
+
+def _predict(setup: Any, calibration: str | None) -> Any:
+    """The simulator's prediction for the point that ran."""
+    from clustersim.sim.sweep import simulate_point
+
+    scn = setup.scenario
+    if calibration:
+        from clustersim.calibration.profile import apply_profile
+
+        scn = apply_profile(scn, calibration)
+    m, _ = simulate_point(scn, setup.algorithm, setup.workers, scn.run.seed)
+    return m
+
+
+def _print(res: Any, predicted: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    m = res.metrics
+    console.print(f"[bold]{res.scenario}[/bold] · {res.algorithm} · {res.workers} worker(s), "
+                  f"{res.np} MPI rank(s) · {res.launch.elapsed:.1f} s wall")
+    t = Table(title="measured vs predicted (per worker, per iteration, warmup excluded)",
+              title_justify="left")
+    t.add_column("")
+    for col in ("iter (ms)", "compute ms", "comm ms", "wait ms", "comm exposed",
+                "samples/s"):
+        t.add_column(col, justify="right")
+    for name, x in (("measured", m), ("predicted", predicted)):
+        t.add_row(name, f"{x.iteration_time * 1e3:.2f}", f"{x.compute * 1e3:.2f}",
+                  f"{x.comm * 1e3:.2f}", f"{x.wait * 1e3:.2f}", f"{x.comm_share:.1%}",
+                  f"{x.throughput:,.0f}")
+    if predicted.iteration_time > 0:
+        err = m.iteration_time / predicted.iteration_time - 1.0
+        t.caption = f"iteration time: measured is {err:+.1%} off the prediction"
+    console.print(t)
+    if m.staleness_mean is not None:
+        console.print(f"staleness: mean {m.staleness_mean:.2f}, max {m.staleness_max:.0f}; "
+                      f"server utilisation {m.server_utilization or 0.0:.1%}")
+    for row in res.math:
+        console.print(f"math rank {row['rank']} ({row['role']}): loss {row['loss_start']:.4f}"
+                      f" -> {row['loss_end']:.4f}, accuracy {row['accuracy']:.1%}, "
+                      f"{row['steps']} steps, weights {row['digest'][:12]}")
+    console.print(f"traces: {res.out_dir}/trace.rank*.jsonl, {res.out_dir}/trace.chrome.json; "
+                  f"metrics: {res.out_dir}/metrics.json")

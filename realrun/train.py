@@ -1,0 +1,233 @@
+"""Run a training scenario for real: ``run_scenario`` (launcher side) and its job setup.
+
+``run_scenario`` resolves the scenario exactly as the simulator would (same file, same
+``--set`` overrides, same :class:`~clustersim.algorithms.base.JobInfo` as
+:func:`clustersim.sim.sweep.build_job`, same actor placement), starts one MPI rank per actor
+(``python -m realrun.trainmain``, through :func:`realrun.launch.launch`: timeouts, per-rank
+logs, failure blame, no stray processes), then reads the per-rank traces and reduces them to
+the simulator's :class:`~clustersim.sim.metrics.PointMetrics` with
+:mod:`clustersim.trace_metrics`.  Predicted and measured are then the same record of the same
+point - what the calibration's validation compares.
+
+Outputs in ``out_dir``: ``trace.rank<r>.jsonl`` (one per rank, flushed per event),
+``trace.chrome.json`` (Perfetto), ``metrics.json``, ``math.rank<r>.json`` (with ``math``:
+final loss and a digest of the weights) and ``logs/`` (per-rank stdout/stderr/exit/state).
+A failed or hung rank raises :class:`~realrun.launch.RealRunError` naming the rank and its
+log; everything traced up to then stays in ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clustersim.errors import InputError
+from clustersim.trace import TraceEvent, write_chrome
+from realrun.launch import LaunchResult, launch
+
+__all__ = ["RealRunResult", "TrainSetup", "prepare", "run_scenario", "RANK_MODULE"]
+
+RANK_MODULE = "realrun.trainmain"
+
+
+@dataclass
+class TrainSetup:
+    """One point of a scenario, resolved the way :func:`clustersim.sim.sweep.simulate_point`
+    resolves it."""
+
+    scenario: Any
+    algorithm: Any  # AlgorithmSpec
+    workers: int
+    servers: int
+    batch: int
+    costs: Any  # CostModel
+    job: Any  # JobInfo
+    actors: list[Any]
+    placement: list[int]
+    sets: tuple[str, ...]
+
+    @property
+    def np(self) -> int:
+        return len(self.actors)
+
+    @property
+    def hosts(self) -> dict[int, int]:
+        """Actor rank -> machine id of its device in the scenario's platform."""
+        plat = self.scenario.platform
+        return {a.rank: plat.host(self.placement[i]) for i, a in enumerate(self.actors)}
+
+
+def _pick_algorithm(scn: Any, name: str | None) -> Any:
+    algs = scn.algorithms
+    if name is None:
+        return algs[0]
+    for a in algs:
+        if a.title == name:
+            return a
+    for a in algs:
+        if a.name == name:
+            return a
+    from clustersim.errors import unknown_name
+
+    raise unknown_name("algorithm of this scenario", name, [a.title for a in algs],
+                       path=("algorithm",))
+
+
+def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
+            workers: int | None = None, iterations: int | None = None,
+            sets: Sequence[str] = (), np: int | None = None) -> TrainSetup:
+    """Load the scenario and build the job of one point (no MPI involved).
+
+    ``workers`` defaults to ``np`` minus the algorithm's servers when ``np`` is given, else to
+    the largest point of the scenario's sweep.  ``iterations`` overrides ``run.iterations``
+    (lowering ``run.warmup`` when it would not leave a measured iteration).
+    """
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.costs import CostModel
+    from clustersim.sim.sweep import batch_per_worker, build_job, place_actors, worker_counts
+
+    sets = list(sets)
+    if iterations is not None:
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+            raise InputError(f"iterations must be a whole number >= 1, not {iterations!r}",
+                             path=("iterations",))
+        base = load_scenario(scenario, sets)
+        sets.append(f"run.iterations={iterations}")
+        if base.run.warmup >= iterations:
+            sets.append(f"run.warmup={iterations - 1}")
+    scn = load_scenario(scenario, sets)
+    if scn.workload is None:
+        raise InputError("a real training run needs a 'workload' and an 'algorithm' (this "
+                         "scenario is a collective benchmark: use `clustersim calibrate "
+                         "--real` or realrun's microbenchmarks)", path=("workload",))
+    alg = _pick_algorithm(scn, algorithm)
+    defn = get_algorithm(alg.name)
+    servers = int(defn.servers(alg.params))
+    if workers is None:
+        if np is not None:
+            workers = np - servers
+            if workers < 1:
+                raise InputError(f"--np {np} leaves no worker: {alg.title} needs {servers} "
+                                 f"server(s) besides its workers", path=("np",))
+        else:
+            workers = worker_counts(scn)[-1]
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be a whole number >= 1, not {workers!r}",
+                         path=("workers",))
+    if np is not None and np != workers + servers:
+        raise InputError(f"--np {np} does not match {workers} worker(s) + {servers} "
+                         f"server(s) of {alg.title} (one MPI rank per actor)", path=("np",))
+    sets.append(f"sweep.workers=[{workers}]")
+    scn = load_scenario(scenario, sets)
+    alg = _pick_algorithm(scn, algorithm)
+    batch = batch_per_worker(scn, workers)
+    costs = CostModel(scn, batch, scn.run.seed)
+    job = build_job(scn, alg, defn, workers, scn.run.seed, costs)
+    actors = defn.actors(job)
+    if [a.rank for a in actors] != list(range(len(actors))):
+        raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
+    srv = [a for a in actors if a.role != "worker"]
+    placement = place_actors(workers, len(srv), scn.platform.num_devices,
+                             [a.colocate for a in srv])
+    return TrainSetup(scn, alg, workers, len(srv), batch, costs, job, actors, placement,
+                      tuple(sets))
+
+
+@dataclass
+class RealRunResult:
+    """A finished real run: where its traces are, the events, and the measured metrics."""
+
+    scenario: str
+    algorithm: str
+    workers: int
+    np: int
+    out_dir: Path
+    traces: list[Path]
+    headers: list[dict[str, Any]]
+    events: list[TraceEvent]
+    metrics: Any  # clustersim.sim.metrics.PointMetrics
+    launch: LaunchResult
+    math: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
+                "np": self.np, "out_dir": str(self.out_dir),
+                "traces": [str(p) for p in self.traces], "metrics": self.metrics.to_dict(),
+                "elapsed": self.launch.elapsed, "math": self.math}
+
+
+def run_scenario(
+    scenario: Any,
+    *,
+    np: int | None = None,
+    algorithm: str | None = None,
+    iterations: int | None = None,
+    out_dir: str | os.PathLike[str],
+    timeout: float,
+    mpiexec: str | None = None,
+    hostfile: str | None = None,
+    sets: Sequence[str] = (),
+    workers: int | None = None,
+    collectives: str = "library",
+    math: bool = False,
+    backend: str = "auto",
+    env: Mapping[str, str] | None = None,
+) -> RealRunResult:
+    """Run one point of a training scenario on real MPI ranks and measure it.
+
+    ``scenario`` is a scenario file (or a loaded ``Scenario``, whose ``file`` is used - pass
+    its ``--set`` overrides again as ``sets``).  ``algorithm`` picks one of the scenario's
+    algorithms by label or name (default: the main one).  One rank per actor: ``np`` = workers
+    + servers (give either; default workers: the largest sweep point).  ``collectives``:
+    ``library`` or ``schedules`` (:mod:`realrun.opcollectives`); ``math`` attaches the proxy
+    model so the run really trains.  ``env`` adds variables to the ranks' environment.
+
+    Raises :class:`~clustersim.errors.InputError` for bad input (before anything starts) and
+    :class:`~realrun.launch.RealRunError` when a rank fails or the run exceeds ``timeout``.
+    """
+    from clustersim.trace_metrics import measured_metrics
+    from realrun.api import load_traces
+    from realrun.opcollectives import COLLECTIVE_MODES
+
+    path = getattr(scenario, "file", scenario)
+    if path is None:
+        raise InputError("run_scenario needs a scenario file (this Scenario was not loaded "
+                         "from one)", path=("scenario",))
+    if not Path(path).is_file():
+        raise InputError(f"scenario file {str(path)!r} not found", path=("scenario",))
+    if collectives not in COLLECTIVE_MODES:
+        raise InputError(f"unknown collectives mode {collectives!r} (allowed: "
+                         f"{', '.join(COLLECTIVE_MODES)})", path=("collectives",))
+    setup = prepare(path, algorithm=algorithm, workers=workers, iterations=iterations,
+                    sets=sets, np=np)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.json")]:
+        old.unlink()  # a previous run's ranks must not mix in
+    argv = ["--scenario", str(Path(path).resolve()), "--algorithm", setup.algorithm.title,
+            "--collectives", collectives, "--backend", backend, "--out", str(out)]
+    for s in setup.sets:
+        argv += ["--set", s]
+    if math:
+        argv.append("--math")
+    res = launch(RANK_MODULE, argv, setup.np, timeout=timeout, log_dir=out / "logs",
+                 mpiexec=mpiexec, hostfile=hostfile, env=env)
+    headers, events = load_traces(out)
+    scn = setup.scenario
+    metrics = measured_metrics(events, algorithm=setup.algorithm.title,
+                               batch=[setup.batch] * setup.workers, warmup=scn.run.warmup,
+                               iterations=scn.run.iterations)
+    maths = [json.loads(p.read_text()) for p in
+             sorted(out.glob("math.rank*.json"), key=lambda p: int(p.stem[len("math.rank"):]))]
+    traces = sorted(out.glob("trace.rank*.jsonl"),
+                    key=lambda p: int(p.name[len("trace.rank"):-len(".jsonl")]))
+    result = RealRunResult(scn.name, setup.algorithm.title, setup.workers, setup.np, out,
+                           traces, headers, events, metrics, res, maths)
+    (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
+    write_chrome(out / "trace.chrome.json", events, f"{scn.name} (measured)")
+    return result
