@@ -105,6 +105,7 @@ class Collectives:
         self.defaults = dict(DEFAULT_ALGORITHMS)
         self.defaults.update(defaults or {})
         self._seq: dict[tuple[int, ...], int] = {}
+        self._gids: dict[tuple[int, ...], tuple[str, Any, int]] = {}
         self._pool: dict[tuple, list[_Slot]] = {}
         self._noschedule: dict[tuple, str] = {}
 
@@ -127,13 +128,14 @@ class Collectives:
     def start(self, op: Any, now: float, blocking: bool) -> Running:
         """Issue ``op``; a blocking caller then calls :meth:`wait`."""
         members = self.workers if op.group is None else tuple(op.group)
-        ctx = self.ctx
-        comm = ctx.group_comm(members)
+        known = self._gids.get(members)
+        if known is None:  # once per group: id, communicator, my index in it
+            known = self._gids[members] = (group_id(members), self.ctx.group_comm(members),
+                                           members.index(self.ctx.rank))
+        gid, comm, me = known
         p = len(members)
-        me = members.index(ctx.rank)
         seq = self._seq.get(members, 0)
         self._seq[members] = seq + 1
-        gid = group_id(members)
         alg = op.algorithm or self.defaults.get(op.op, "ring")
         meta: dict[str, Any] = {"g": gid, "seq": seq, "nb": not blocking, "requested": alg}
         run = Running(op, members, gid, seq, now, meta, None, None)
@@ -160,8 +162,10 @@ class Collectives:
         bufs = slot.bufs
         if data is not None:
             bufs.send[: data.size] = data
-            if op.op in _HEAD or op.op in ("reduce_scatter", "alltoall"):
+            if op.op in ("reduce_scatter", "alltoall"):  # the whole buffer is the result
                 bufs.send[data.size:] = 0
+            # (for the others only the head is read back: the padding may keep its values,
+            # which an out-of-place collective never changes - no memset in the timed part)
         runner, why = self._runner(op, alg, p, members, comm, slot)
         if runner is not None:
             meta.update(path="schedule", algorithm=alg)
@@ -171,7 +175,12 @@ class Collectives:
             if why:
                 meta["fallback"] = why
             if blocking or not self.backend.direct_mpi:
-                library_call(comm, bufs, root=op.root, backend=self.backend)()
+                lkey = ("mpi", members, op.root)
+                call = slot.runners.get(lkey)
+                if call is None:  # bound once per buffer set: one Python call per operation
+                    call = slot.runners[lkey] = library_call(comm, bufs, root=op.root,
+                                                             backend=self.backend)
+                call()
             else:
                 run.request = library_start(comm, bufs, root=op.root)
         return run
@@ -197,6 +206,15 @@ class Collectives:
             return None, why
         runner = slot.runners[rkey] = ScheduledCollective(comm, sched, slot.bufs, self.backend)
         return runner, ""
+
+    def free(self) -> None:
+        """Free the communicators the compiled schedules duplicated."""
+        for slots in self._pool.values():
+            for slot in slots:
+                for runner in slot.runners.values():
+                    if isinstance(runner, ScheduledCollective):
+                        runner.free()
+                slot.runners.clear()
 
     def test(self, run: Running, now: Any) -> bool:
         """Has ``run`` completed?  Records when it was first seen complete."""

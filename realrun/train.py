@@ -10,8 +10,8 @@ the simulator's :class:`~clustersim.sim.metrics.PointMetrics` with
 point - what the calibration's validation compares.
 
 Outputs in ``out_dir``: ``trace.rank<r>.jsonl`` (one per rank, flushed per event),
-``trace.chrome.json`` (Perfetto), ``metrics.json``, ``math.rank<r>.json`` (with ``math``:
-final loss and a digest of the weights) and ``logs/`` (per-rank stdout/stderr/exit/state).
+``trace.chrome.json`` (Perfetto), ``metrics.json``, ``math.rank<r>.json`` and ``.npy`` (with
+``math``: first and final loss, a digest of the weights, the weights) and ``logs/`` (per-rank stdout/stderr/exit/state).
 A failed or hung rank raises :class:`~realrun.launch.RealRunError` naming the rank and its
 log; everything traced up to then stays in ``out_dir``.
 """
@@ -207,7 +207,7 @@ def run_scenario(
                     sets=sets, np=np)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.json")]:
+    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.*")]:
         old.unlink()  # a previous run's ranks must not mix in
     argv = ["--scenario", str(Path(path).resolve()), "--algorithm", setup.algorithm.title,
             "--collectives", collectives, "--backend", backend, "--out", str(out)]

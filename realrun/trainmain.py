@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace, holder: list) -> int:
+    import numpy as np
     from mpi4py import MPI
 
     from clustersim.algorithms.proxy import make_math
@@ -78,6 +79,7 @@ def _run(args: argparse.Namespace, holder: list) -> int:
         ctx.record("unreceived", float(interp.unreceived))
     interp.close()
     if math is not None:
+        np.save(args.out / f"math.rank{rank}.npy", math.weights)
         write_json(args.out / f"math.rank{rank}.json", {
             "rank": rank, "role": spec.role, "index": spec.index,
             "loss_start": start_loss, "loss_end": math.loss(), "accuracy": math.accuracy(),

@@ -6,9 +6,10 @@ roofline`): a kernel of ``F`` FLOPs moving ``B`` bytes takes
 fit over the GEMM and memory-copy benchmarks gives
 
 * one sustained FLOP rate per kernel class seen among the GEMMs (``efficiency = rate /
-  peak``).  A GEMM is classed ``conv`` when it is tall and skinny the way an im2col
-  convolution is (``m >= 4 * max(n, k)``: batch x output pixels rows) and ``fc`` otherwise
-  (batch rows, wide weights).  A class without GEMMs inherits the other's rate; ``other``
+  peak``).  A GEMM row carries its class when the measurement plan labelled it (the shapes
+  of ``calibrate --real`` come from fully connected and convolution layers); otherwise it
+  is classed ``conv`` when it is tall and skinny the way an early im2col convolution is
+  (``m >= 4 * max(n, k)``: batch x output pixels rows) and ``fc`` otherwise.  A class without GEMMs inherits the other's rate; ``other``
   (elementwise layers) gets the ``fc`` rate - those kernels are memory-bound, so their FLOP
   rate never binds;
 * the sustained memory bandwidth (``mem_efficiency = rate / mem_bw``) from the copies
@@ -34,7 +35,7 @@ import numpy as np
 from clustersim.calibration.fit import FitResult, robust_fit
 from clustersim.catalog import DeviceSpec
 
-__all__ = ["gemm_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction"]
+__all__ = ["gemm_class", "row_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction"]
 
 _FP32 = 4
 
@@ -42,6 +43,15 @@ _FP32 = 4
 def gemm_class(m: int, n: int, k: int) -> str:
     """``conv`` for im2col-shaped GEMMs (many rows), ``fc`` otherwise (module docs)."""
     return "conv" if m >= 4 * max(n, k) else "fc"
+
+
+def row_class(row: Mapping[str, Any]) -> str:
+    """A GEMM row's kernel class: its ``class`` label if the plan gave one, else the shape
+    rule of :func:`gemm_class`."""
+    cls = row.get("class")
+    if cls in ("conv", "fc"):
+        return str(cls)
+    return gemm_class(int(row["m"]), int(row["n"]), int(row["k"]))
 
 
 def gemm_bytes(m: int, n: int, k: int) -> float:
@@ -71,12 +81,12 @@ def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str,
                 loss: str = "soft_l1", f_scale: float = 0.05) -> ComputeFit:
     """Fit the roofline of ``device`` to benchmark rows (``realrun.microbench`` format)."""
     copies = [r for r in memory if r.get("kernel", "copy") == "copy"]
-    classes = sorted({gemm_class(int(r["m"]), int(r["n"]), int(r["k"])) for r in gemm})
+    classes = sorted({row_class(r) for r in gemm})
     names: list[str] = [f"rate_{c}" for c in classes]
     x0: list[float] = []
     scale: list[float] = []
     for c in classes:
-        rows = [r for r in gemm if gemm_class(int(r["m"]), int(r["n"]), int(r["k"])) == c]
+        rows = [r for r in gemm if row_class(r) == c]
         guess = float(np.median([float(r["flops"]) / float(r["time"]) for r in rows]))
         x0.append(guess)
         scale.append(guess)
@@ -94,8 +104,7 @@ def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str,
     scale.append(max(min(times) * 0.1, 1e-9))
     f_arr = np.array([float(r["flops"]) for r in gemm], dtype=float)
     b_arr = np.array([gemm_bytes(int(r["m"]), int(r["n"]), int(r["k"])) for r in gemm])
-    cls_idx = np.array([classes.index(gemm_class(int(r["m"]), int(r["n"]), int(r["k"])))
-                        for r in gemm], dtype=int)
+    cls_idx = np.array([classes.index(row_class(r)) for r in gemm], dtype=int)
     moved = np.array([float(r["bytes_moved"]) for r in copies], dtype=float)
     default_mem = device.mem_bw * device.mem_efficiency
     nc = len(classes)

@@ -49,6 +49,7 @@ class FitResult:
     median_rel: float  # median absolute relative residual
     loss: str
     success: bool
+    cost: float = 0.0  # robust cost at the solution: compares models fitted to one data set
     message: str = ""
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -125,4 +126,4 @@ def robust_fit(
     return FitResult(tuple(names), x, stderr, ci, m, dof,
                      float(math.sqrt(float(np.mean(resid ** 2)))),
                      float(np.median(np.abs(resid))), loss, bool(res.success),
-                     str(res.message), resid)
+                     float(res.cost), str(res.message), resid)

@@ -26,7 +26,7 @@ from clustersim.units import format_bandwidth, format_size, format_time
 __all__ = ["ParamDef", "REGISTRY", "lookup", "scenario_values", "format_value", "UNITS"]
 
 #: unit name -> how a value of that unit is shown
-UNITS = ("s", "B", "B/s", "FLOP/s", "1")
+UNITS = ("s", "B", "B/s", "FLOP/s", "1", "bool")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ _DEFS = [
              "pingpong (fastest segment)", "capacity per direction of every link of the class"),
     ParamDef("link.{link}.latency", "s", "catalog links.yaml", "typical published figure",
              "pingpong (smallest one-way time / hops)", "latency of one hop"),
+    ParamDef("link.{link}.duplex", "bool", "true (catalog)", "LinkSpec.duplex",
+             "collective (full vs half duplex, the better fit)",
+             "whether the two directions of a cable have their own capacity (false: a memory "
+             "copy transport whose directions share one memory system)"),
     # -- network -----------------------------------------------------------------------------
     ParamDef("network.overhead", "s", "0", "NetworkParams (textbook alpha = hop latencies)",
              "pingpong (when no protocol table applies)",
@@ -80,6 +84,8 @@ _DEFS = [
     ParamDef("network.step_overhead", "s", "0", "NetworkParams", "collective",
              "software cost per step of a collective schedule (posting and completing its "
              "messages)"),
+    ParamDef("network.collective_efficiency", "1", "1.0", "NetworkParams", "collective",
+             "rate of a collective's transfers relative to lone point-to-point messages"),
     ParamDef("network.protocol.{link}.{k}.start", "B", "(no table)", "SimGrid-style segmentation",
              "pingpong (breakpoint detection, or given)",
              "first message size of protocol segment k (eager/rendezvous switch, cache limits)"),
@@ -87,6 +93,9 @@ _DEFS = [
              "pingpong", "per-message overhead in segment k, on top of the hop latencies"),
     ParamDef("network.protocol.{link}.{k}.efficiency", "1", "(no table)", "piecewise beta",
              "pingpong", "fraction of the link bandwidth a message of segment k reaches"),
+    ParamDef("network.protocol.{link}.{k}.collective_efficiency", "1", "1.0",
+             "collective alpha-beta correction", "collective",
+             "rate of a collective's transfer in segment k relative to a lone message"),
 ]
 
 REGISTRY: dict[str, ParamDef] = {d.name: d for d in _DEFS}
@@ -124,6 +133,8 @@ def format_value(name: str, value: float) -> str:
         return format_size(value)
     if unit == "FLOP/s":
         return f"{value / 1e9:.4g} GFLOP/s"
+    if unit == "bool":
+        return "true" if value else "false"
     return f"{value:.4g}"
 
 
@@ -148,21 +159,27 @@ def scenario_values(scn: Any) -> dict[str, float]:
         out[f"{pre}.mem_efficiency"] = spec.mem_efficiency
         out[f"{pre}.overhead"] = spec.overhead
         out[f"{pre}.reduce_bw"] = spec.reduce_bw
+    edges_per_resource: dict[int, int] = {}
+    for _, _, data in plat.graph.edges(data=True):
+        edges_per_resource[data["link"]] = edges_per_resource.get(data["link"], 0) + 1
     for rid, kind in enumerate(plat.link_kind):
         key = f"link.{kind}.bandwidth"
         if key not in out:
             out[key] = float(plat.capacity[rid])
             out[f"link.{kind}.latency"] = float(plat.latency[rid])
+            out[f"link.{kind}.duplex"] = float(edges_per_resource.get(rid, 1) == 1)
     net = scn.network
     out["network.overhead"] = net.overhead
     out["network.efficiency"] = net.efficiency
     out["network.step_overhead"] = net.step_overhead
+    out["network.collective_efficiency"] = net.collective_efficiency
     for kind, table in net.protocols:
         for k, seg in enumerate(table):
             pre = f"network.protocol.{kind}.{k}"
             out[f"{pre}.start"] = seg.start
             out[f"{pre}.overhead"] = seg.overhead
             out[f"{pre}.efficiency"] = seg.efficiency
+            out[f"{pre}.collective_efficiency"] = seg.collective_efficiency
     wl = getattr(scn, "workload", None)
     comp = getattr(wl, "compute", None) if wl is not None else None
     if comp is not None:

@@ -20,7 +20,7 @@ A profile says what was measured on one machine, in the model's own terms::
       protocols:                  # piecewise alpha-beta per link class
         localhost_shm:
           - {start: 0 B, overhead: 0 us, efficiency: 1.0}
-          - {start: 1 MiB, overhead: 0 us, efficiency: 0.49}
+          - {start: 1 MiB, overhead: 0 us, efficiency: 0.49, collective_efficiency: 0.5}
     fit: [...]                    # every fitted number with its 95 % interval (for people)
     validation: {...}             # predicted vs measured end-to-end runs (for people)
 
@@ -47,7 +47,7 @@ from typing import IO, Any
 
 import yaml
 
-from clustersim.calibration.params import format_value, scenario_values
+from clustersim.calibration.params import format_value, lookup, scenario_values
 from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
 from clustersim.errors import InputError, unknown_name
 from clustersim.network.params import ANY_CLASS, NetworkParams, Segment
@@ -60,9 +60,10 @@ FORMAT = "clustersim-calibration/1"
 KERNEL_CLASSES = ("conv", "fc", "other")
 _TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation")
 _DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class")
-_LINK_KEYS = ("bandwidth", "latency")
-_NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "protocols")
-_SEGMENT_KEYS = ("start", "overhead", "efficiency")
+_LINK_KEYS = ("bandwidth", "latency", "duplex")
+_NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "collective_efficiency",
+                 "protocols")
+_SEGMENT_KEYS = ("start", "overhead", "efficiency", "collective_efficiency")
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Profile:
     """A calibration profile in SI units (see the module docs for the file format)."""
 
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
-    links: dict[str, dict[str, float]] = field(default_factory=dict)
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
     network: dict[str, float] = field(default_factory=dict)
     protocols: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
     about: str = ""
@@ -139,6 +140,14 @@ def _device_yaml(fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _segment_yaml(seg: Segment) -> dict[str, Any]:
+    out: dict[str, Any] = {"start": _q_size(seg.start), "overhead": _q_time(seg.overhead),
+                           "efficiency": float(_sig(seg.efficiency))}
+    if seg.collective_efficiency != 1.0:
+        out["collective_efficiency"] = float(_sig(seg.collective_efficiency))
+    return out
+
+
 def dump_profile(prof: Profile) -> str:
     """The profile as YAML text (deterministic: same profile, same bytes)."""
     doc: dict[str, Any] = {"format": FORMAT}
@@ -149,19 +158,19 @@ def dump_profile(prof: Profile) -> str:
     if prof.devices:
         doc["devices"] = {n: _device_yaml(f) for n, f in sorted(prof.devices.items())}
     if prof.links:
-        doc["links"] = {n: {k: (_q_rate(v, "B/s") if k == "bandwidth" else _q_time(v))
+        doc["links"] = {n: {k: (_q_rate(v, "B/s") if k == "bandwidth" else
+                                bool(v) if k == "duplex" else _q_time(v))
                             for k, v in f.items()} for n, f in sorted(prof.links.items())}
     net: dict[str, Any] = {}
     for key in ("overhead", "step_overhead"):
         if key in prof.network:
             net[key] = _q_time(prof.network[key])
-    if "efficiency" in prof.network:
-        net["efficiency"] = float(_sig(prof.network["efficiency"]))
+    for key in ("efficiency", "collective_efficiency"):
+        if key in prof.network:
+            net[key] = float(_sig(prof.network[key]))
     if prof.protocols:
-        net["protocols"] = {
-            c: [{"start": _q_size(s.start), "overhead": _q_time(s.overhead),
-                 "efficiency": float(_sig(s.efficiency))} for s in segs]
-            for c, segs in sorted(prof.protocols.items())}
+        net["protocols"] = {c: [_segment_yaml(s) for s in segs]
+                            for c, segs in sorted(prof.protocols.items())}
     if net:
         doc["network"] = net
     if prof.fit:
@@ -239,12 +248,17 @@ def _parse_segments(raw: Any, path: tuple) -> tuple[Segment, ...]:
         where = (*path, i)
         item = _mapping(item, where)
         _check_keys(item, _SEGMENT_KEYS, "segment field", where)
-        missing = [k for k in _SEGMENT_KEYS if k not in item]
+        missing = [k for k in _SEGMENT_KEYS[:3] if k not in item]
         if missing:
             raise InputError(f"segment needs {', '.join(missing)}", path=where)
+        ceff = 1.0
+        if "collective_efficiency" in item:
+            ceff = _fraction(item["collective_efficiency"], (*where, "collective_efficiency"),
+                             upper=None)
         segs.append(Segment(_parse(parse_size, item["start"], (*where, "start")),
                             _parse(parse_time, item["overhead"], (*where, "overhead")),
-                            _fraction(item["efficiency"], (*where, "efficiency"), upper=None)))
+                            _fraction(item["efficiency"], (*where, "efficiency"), upper=None),
+                            ceff))
     try:
         NetworkParams(protocols=(("x", tuple(segs)),))
     except ValueError as exc:
@@ -286,6 +300,11 @@ def _parse_profile(raw: Any, file: str | None) -> Profile:
             fields["bandwidth"] = _parse(parse_bandwidth, link["bandwidth"], (*where, "bandwidth"))
         if "latency" in link:
             fields["latency"] = _parse(parse_time, link["latency"], (*where, "latency"))
+        if "duplex" in link:
+            if not isinstance(link["duplex"], bool):
+                raise InputError(f"must be true or false, not {link['duplex']!r}",
+                                 path=(*where, "duplex"))
+            fields["duplex"] = link["duplex"]
         prof.links[str(name)] = fields
     net = _mapping(raw.get("network"), ("network",))
     _check_keys(net, _NETWORK_KEYS, "network field", ("network",))
@@ -294,6 +313,9 @@ def _parse_profile(raw: Any, file: str | None) -> Profile:
             prof.network[key] = _parse(parse_time, net[key], ("network", key))
     if "efficiency" in net:
         prof.network["efficiency"] = _fraction(net["efficiency"], ("network", "efficiency"))
+    if "collective_efficiency" in net:
+        prof.network["collective_efficiency"] = _fraction(
+            net["collective_efficiency"], ("network", "collective_efficiency"), upper=None)
     for cls, segs in _mapping(net.get("protocols"), ("network", "protocols")).items():
         prof.protocols[str(cls)] = _parse_segments(segs, ("network", "protocols", cls))
     fit = raw.get("fit") or []
@@ -351,6 +373,8 @@ def _apply_one(scn: Any, prof: Profile) -> _Applied:
             overhead=prof.network.get("overhead", net.overhead),
             efficiency=prof.network.get("efficiency", net.efficiency),
             step_overhead=prof.network.get("step_overhead", net.step_overhead),
+            collective_efficiency=prof.network.get("collective_efficiency",
+                                                   net.collective_efficiency),
             protocols=protocols)
     elif prof.network or prof.protocols:
         notes.append("no device or link class of the profile is in this platform: its "
@@ -379,7 +403,7 @@ def _apply_one(scn: Any, prof: Profile) -> _Applied:
         devices = {n: (dc_replace(d, **known[n]) if n in known else d)
                    for n, d in catalog.devices.items()}
         links = {n: (dc_replace(lk, **link_over[n]) if n in link_over else lk)
-                 for n, lk in catalog.links.items()}
+                 for n, lk in catalog.links.items()}  # LinkSpec has bandwidth/latency/duplex
         catalog = Catalog(devices, links)
     variants = []
     for label, v in scn.variants:
@@ -411,6 +435,8 @@ def format_changes(changes: Sequence[Change], notes: Sequence[str] = (),
             new = format_value(c.name, c.after)
             rel = c.relative
             pct = f"{rel * 100:+.1f}%" if rel is not None else "new"
+            if lookup(c.name).unit == "bool":
+                pct = ""
             lines.append(f"  {c.name:<{width}}  {old:>13} -> {new:<13} {pct:>8}")
     lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)

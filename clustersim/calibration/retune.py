@@ -20,7 +20,7 @@ from clustersim.platform.model import Platform
 __all__ = ["retune_platform", "DEVICE_FIELDS", "LINK_FIELDS"]
 
 DEVICE_FIELDS = ("peak", "efficiency", "mem_bw", "mem_efficiency", "overhead", "reduce_rate")
-LINK_FIELDS = ("bandwidth", "latency")
+LINK_FIELDS = ("bandwidth", "latency", "duplex")
 
 
 @dataclass
@@ -36,7 +36,12 @@ class _Resource:
 def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]] | None = None,
                     links: Mapping[str, Mapping[str, float]] | None = None) -> Platform:
     """A new platform: ``devices[spec name]`` fields replace the specs' (``DEVICE_FIELDS``),
-    ``links[link class]`` fields replace every resource of that class (``LINK_FIELDS``)."""
+    ``links[link class]`` fields replace every resource of that class (``LINK_FIELDS``).
+
+    ``duplex: false`` makes both directions of every cable of the class one shared resource
+    (``true`` splits them): what a memory-copy transport is, whose two directions compete
+    for the same memory bandwidth.  Resources are renumbered in their original order.
+    """
     devices = dict(devices or {})
     links = dict(links or {})
     for name, fields in devices.items():
@@ -52,13 +57,39 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
         spec = data.get("spec")
         if spec is not None and spec.name in devices:
             data["spec"] = replace(spec, **devices[spec.name])
-    for _, _, data in graph.edges(data=True):
+    by_rid: dict[int, list[tuple[str, str, dict]]] = {}
+    for u, v, data in graph.edges(data=True):
         new = links.get(data.get("kind"))
         if new:
-            data.update({k: float(v) for k, v in new.items()})
-    resources = []
-    for rid, (name, kind) in enumerate(zip(platform.link_names, platform.link_kind)):
+            data.update({k: float(x) for k, x in new.items() if k != "duplex"})
+        by_rid.setdefault(data["link"], []).append((u, v, data))
+    resources: list[_Resource] = []
+
+    def add(name: str, rid: int, kind: str) -> int:
         new = links.get(kind, {})
         resources.append(_Resource(name, float(new.get("bandwidth", platform.capacity[rid])),
                                    float(new.get("latency", platform.latency[rid])), kind))
+        return len(resources) - 1
+
+    done: set[tuple[str, str]] = set()
+    for rid, (name, kind) in enumerate(zip(platform.link_names, platform.link_kind)):
+        edges = sorted(by_rid.get(rid, []), key=lambda e: (str(e[0]), str(e[1])))
+        want = links.get(kind, {}).get("duplex")
+        if want is None or (want and len(edges) == 1) or (not want and len(edges) == 2):
+            new_id = add(name, rid, kind)
+            for _, _, data in edges:
+                data["link"] = new_id
+        elif want:  # a shared cable becomes two directions
+            for u, v, data in edges:
+                data["link"] = add(f"{u}->{v}", rid, kind)
+        else:  # two directions become one shared cable
+            u, v, data = edges[0]
+            if (u, v) in done:
+                continue
+            new_id = add(f"{u}<->{v}", rid, kind)
+            data["link"] = new_id
+            back = graph.get_edge_data(v, u)
+            if back is not None:
+                back["link"] = new_id
+            done.update({(u, v), (v, u)})
     return Platform(platform.name, graph, platform.devices, resources)

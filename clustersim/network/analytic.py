@@ -9,7 +9,8 @@ Step time = step overhead (software cost of a schedule step, ``params.step_overh
           + max over transfers of (overhead + path latency + bytes / fair rate)  [local copies: 0]
           + max over ranks of (bytes reduced / device reduction bandwidth).
 With a piecewise protocol table (``params.protocols``) each transfer's overhead and charged
-bytes come from the segment of its size, as in the flow model.
+bytes come from the segment of its size, as in the flow model, and a schedule's transfers
+pay the collective efficiency (the segment's, else ``params.collective_efficiency``).
 
 Where it differs from the flow model (:mod:`clustersim.network.flowsim`): rates here are the
 ones at the *start* of a step and every transfer pays its latency before sharing.  When, within
@@ -82,10 +83,10 @@ def cost_step(
             lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
             sizes = np.fromiter((t.nbytes for t in step.transfers), dtype=float, count=n)
             remote = np.isfinite(rates)
-            if params.protocols:
-                kinds = platform.link_kind
+            if not params.plain:
+                kinds = platform.link_kind if params.protocols else None
                 cost = [params.message_cost(t.nbytes, bottleneck_class(r, platform.capacity,
-                                                                        kinds))
+                                                                        kinds), True)
                         for t, r in zip(step.transfers, routes)]
                 ovh = np.fromiter((c[0] for c in cost), dtype=float, count=n)
                 sizes = sizes * np.fromiter((c[1] for c in cost), dtype=float, count=n)

@@ -133,7 +133,7 @@ def _step_exactness(step: Step, platform: Platform, placement: Sequence[int],
             route = platform.route(placement[t.src], placement[t.dst])
             ovh, charge = params.message_cost(
                 t.nbytes, bottleneck_class(route, platform.capacity, platform.link_kind)
-                if params.protocols else None)
+                if params.protocols else None, True)
             lats.append(ovh + platform.path_latency(route))
             charged.append(t.nbytes * charge)
         if not (_same(sizes) and _same(lats) and _same(charged)):

@@ -184,6 +184,7 @@ class FlowNetwork:
         self._kinds: tuple[str, ...] | None = (tuple(link_kinds) if link_kinds is not None
                                                 else None)
         self._protocols = bool(params.protocols)
+        self._coll_charge = params.collective_efficiency != 1.0
         self._cap = cap * params.efficiency
         self._cap_list: list[float] = self._cap.tolist()
         self._lat_list: list[float] = lat.tolist()
@@ -223,11 +224,14 @@ class FlowNetwork:
         return ev
 
     def transfer_all(self, routes: Sequence[Sequence[int]],
-                     nbytes: Sequence[float] | float) -> simpy.Event:
+                     nbytes: Sequence[float] | float, *, collective: bool = False
+                     ) -> simpy.Event:
         """Start several flows at once; the event succeeds when *all* have arrived.
 
         Equivalent to ``AllOf`` over :meth:`transfer` events, with one event instead of one
-        per flow (a collective step of 4,000 transfers is one wait).
+        per flow (a collective step of 4,000 transfers is one wait).  ``collective``: the
+        flows are a collective schedule's transfers, charged its collective efficiency
+        (:meth:`NetworkParams.message_cost`).
         """
         routes = [r if type(r) is tuple else tuple(r) for r in routes]
         sizes = [float(nbytes)] * len(routes) if np.isscalar(nbytes) else list(nbytes)
@@ -236,7 +240,7 @@ class FlowNetwork:
         ev = simpy.Event(self.env)
         if not routes:
             return ev.succeed()
-        self._start(routes, sizes, _Group(ev, len(routes)))
+        self._start(routes, sizes, _Group(ev, len(routes)), collective)
         return ev
 
     def message_latency(self, route: Sequence[int], nbytes: float = 0.0) -> float:
@@ -251,9 +255,11 @@ class FlowNetwork:
             return self._message(info, float(nbytes))[0]
         return info.latency
 
-    def _message(self, info: _RouteInfo, size: float) -> tuple[float, float]:
-        """(latency incl. overhead, bytes to drain) of one message under the protocol table."""
-        ovh, charge = self.params.message_cost(size, info.link_class)
+    def _message(self, info: _RouteInfo, size: float, collective: bool = False
+                 ) -> tuple[float, float]:
+        """(latency incl. overhead, bytes to drain) of one message under the protocol table
+        and the collective efficiency."""
+        ovh, charge = self.params.message_cost(size, info.link_class, collective)
         return info.hops + ovh, size * charge
 
     @property
@@ -294,7 +300,7 @@ class FlowNetwork:
         return info
 
     def _start(self, routes: Sequence[tuple[int, ...]], sizes: Sequence[float],
-               group: _Group) -> None:
+               group: _Group, collective: bool = False) -> None:
         for size in sizes:
             if not 0.0 <= size < math.inf:
                 raise ValueError(f"transfer size must be finite and >= 0, got {size!r}")
@@ -310,8 +316,8 @@ class FlowNetwork:
             if not route:  # local copy: no network time at all
                 local += 1
                 continue
-            if self._protocols:
-                lat, drain = self._message(info, size)
+            if self._protocols or (collective and self._coll_charge):
+                lat, drain = self._message(info, size, collective)
                 f = _Flow(fid, route, info, drain, group)
             else:
                 lat = info.latency

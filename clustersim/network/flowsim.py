@@ -37,7 +37,8 @@ def _placement(schedule: Schedule, placement: Sequence[int] | None) -> list[int]
 
 def _step_plan(step: Step, platform: Platform, placement: list[int]
                ) -> tuple[list[tuple[int, ...]], list[float], float]:
-    """Routes and sizes of a step's transfers and its reduction time (once per distinct step)."""
+    """Routes and sizes of a step's transfers and its reduction time (once per distinct step).
+    """
     routes = [platform.route(placement[t.src], placement[t.dst]) for t in step.transfers]
     sizes = [float(t.nbytes) for t in step.transfers]
     red = 0.0
@@ -82,7 +83,7 @@ def schedule_process(
             if step_ovh > 0.0:
                 yield env.timeout(step_ovh)
             if routes:
-                yield net.transfer_all(routes, sizes)
+                yield net.transfer_all(routes, sizes, collective=True)
             comm += env.now - t0
             if red > 0.0:
                 yield env.timeout(red)

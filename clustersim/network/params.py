@@ -36,12 +36,16 @@ class Segment:
     """Protocol parameters for messages of ``start`` bytes and more (up to the next segment).
 
     ``overhead``: seconds paid before the first byte leaves, on top of the hop latencies;
-    ``efficiency``: fraction of the bottleneck link's capacity a lone message reaches.
+    ``efficiency``: fraction of the bottleneck link's capacity a lone message reaches;
+    ``collective_efficiency``: what a collective's transfer of this size reaches relative
+    to a lone message (replaces :attr:`NetworkParams.collective_efficiency` for this
+    segment - eager messages overlap freely, large copies compete for memory bandwidth).
     """
 
     start: float
     overhead: float
     efficiency: float
+    collective_efficiency: float = 1.0
 
     def __post_init__(self) -> None:
         if not (self.start >= 0 and math.isfinite(self.start)):
@@ -50,6 +54,9 @@ class Segment:
             raise ValueError(f"segment overhead must be a finite time >= 0, not {self.overhead!r}")
         if not (self.efficiency > 0 and math.isfinite(self.efficiency)):
             raise ValueError(f"segment efficiency must be > 0, not {self.efficiency!r}")
+        if not (self.collective_efficiency > 0 and math.isfinite(self.collective_efficiency)):
+            raise ValueError(f"segment collective_efficiency must be > 0, not "
+                             f"{self.collective_efficiency!r}")
 
 
 def _as_table(segments: Sequence[Segment]) -> tuple[Segment, ...]:
@@ -75,6 +82,12 @@ class NetworkParams:
     runtime - posting its sends and receives, waiting for them - paid once per step
     occurrence that moves data.  0 for the textbook model; calibration fits it from
     collective benchmarks (large for a Python schedule executor, small for MPI's own).
+    ``collective_efficiency``: the rate a collective's transfers reach relative to lone
+    point-to-point messages of the same size (1.0: the same).  A runtime's collective may
+    stage data through extra copies, or its simultaneous sends and receives may compete for
+    memory bandwidth in ways link sharing does not show; calibration fits it together with
+    ``step_overhead`` from collective benchmarks (an alpha-beta correction on top of
+    point-to-point).  Point-to-point ``Send``/``Recv`` are not affected.
     ``protocols``: per link class, a piecewise table of :class:`Segment` by message size
     (module docs); ``"*"`` applies to classes without their own table.
     """
@@ -83,6 +96,7 @@ class NetworkParams:
     efficiency: float = 1.0
     step_overhead: float = 0.0
     protocols: tuple[tuple[str, tuple[Segment, ...]], ...] = field(default=())
+    collective_efficiency: float = 1.0
 
     def __post_init__(self) -> None:
         if self.overhead < 0:
@@ -91,6 +105,8 @@ class NetworkParams:
             raise ValueError("efficiency must be in (0, 1]")
         if not (self.step_overhead >= 0 and math.isfinite(self.step_overhead)):
             raise ValueError("step_overhead must be >= 0")
+        if not (self.collective_efficiency > 0 and math.isfinite(self.collective_efficiency)):
+            raise ValueError("collective_efficiency must be > 0")
         protos = self.protocols.items() if isinstance(self.protocols, Mapping) \
             else self.protocols
         norm = tuple(sorted((str(k), _as_table(v)) for k, v in protos))
@@ -117,16 +133,28 @@ class NetworkParams:
         starts = self._starts[key]  # type: ignore[attr-defined]
         return t[bisect.bisect_right(starts, nbytes) - 1]
 
-    def message_cost(self, nbytes: float, link_class: str | None = None) -> tuple[float, float]:
+    def message_cost(self, nbytes: float, link_class: str | None = None,
+                     collective: bool = False) -> tuple[float, float]:
         """(overhead in s, bytes charged per byte sent) for one message.
 
         The second number scales the message to what it costs of the shared
-        ``capacity * efficiency``: 1 without a protocol table.
+        ``capacity * efficiency``: 1 for a point-to-point message without a protocol table.
+        ``collective``: the message is a transfer of a collective schedule, which also pays
+        the (segment's, else the global) ``collective_efficiency``.
         """
         seg = self.segment(nbytes, link_class)
         if seg is None:
-            return self.overhead, 1.0
-        return seg.overhead, self.efficiency / seg.efficiency
+            return self.overhead, (1.0 / self.collective_efficiency if collective else 1.0)
+        charge = self.efficiency / seg.efficiency
+        if collective:
+            charge /= seg.collective_efficiency
+        return seg.overhead, charge
+
+    @property
+    def plain(self) -> bool:
+        """True when every message costs ``overhead`` and its own bytes (no table, no
+        collective correction): the models' fast paths."""
+        return not self.protocols and self.collective_efficiency == 1.0
 
 
 def bottleneck_class(route: Sequence[int], capacity: Sequence[float],

@@ -1,0 +1,116 @@
+"""KNL 4,253-core scenario speed (issue 4): prints its figures; not a timed test.
+
+1. ``clustersim predict scenarios/knl_4253.yaml`` end to end, CLI start included, in a child
+   process: wall and CPU time (target <= 3 s).  ``--easgd-only`` drops the three
+   parameter-server baselines (``--set compare=...``), whose eager incast at one server is the
+   slow part at 4,253 workers; the figure for the full scenario is the target.
+2. Async EASGD with 4,253 workers x 100 iterations (the knl_4253 setup, ``--tau`` local steps
+   per exchange, default 10 = the algorithm's default): wall and CPU time (target <= 10 s),
+   simulated events and events per second, next to a bare SimPy loop of as many timeouts.
+
+The machine is shared: CPU time (``process_time`` / the child's rusage) is printed beside the
+wall time because other processes inflate the latter.
+
+Run: python bench/bench_knl.py [--easgd-only] [--tau 10] [--iterations 100] [--skip-cli]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import simpy
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "knl_4253.yaml"
+EASGD_ONLY = ("compare=[{name: easgd_round_robin, tau: 1, label: original EASGD}, "
+              "{name: async_easgd, tau: 1, label: Async EASGD}, "
+              "{name: async_measgd, tau: 1, label: Async MEASGD}, "
+              "{name: hogwild_easgd, tau: 1, label: Hogwild EASGD}]")
+
+
+def cli_command() -> list[str]:
+    script = Path(sys.executable).with_name("clustersim")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from clustersim.cli import main; "
+            "sys.exit(main())"]
+
+
+def bench_cli(easgd_only: bool, timeout: float) -> None:
+    cmd = [*cli_command(), "predict", str(SCENARIO), "--json", "/dev/null"]
+    if easgd_only:
+        cmd += ["--set", EASGD_ONLY]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    what = "EASGD family only" if easgd_only else "all eight methods"
+    print(f"[1] clustersim predict scenarios/knl_4253.yaml ({what}), CLI start included")
+    print(f"    exit {proc.returncode}; wall {wall:.2f} s, CPU {cpu:.2f} s (target <= 3 s)")
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:])
+
+
+def bare_simpy(processes: int, events: int) -> float:
+    """Seconds for ``events`` timeouts spread over ``processes`` plain SimPy processes."""
+    env = simpy.Environment()
+    per = max(events // processes, 1)
+
+    def proc(env):
+        for _ in range(per):
+            yield env.timeout(1.0)
+
+    for _ in range(processes):
+        env.process(proc(env))
+    t = time.perf_counter()
+    env.run()
+    return time.perf_counter() - t
+
+
+def bench_async(tau: int, iterations: int) -> None:
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    scn = load_scenario(SCENARIO, sets=[
+        f"run.iterations={iterations}", "run.warmup=2",
+        f"compare=[{{name: async_easgd, tau: {tau}, label: Async EASGD}}]"])
+    alg = scn.algorithms[1]
+    t = time.perf_counter()
+    c = time.process_time()
+    m, run = simulate_point(scn, alg, 4253, scn.run.seed)
+    wall = time.perf_counter() - t
+    cpu = time.process_time() - c
+    bare = bare_simpy(4254, run.sim_events)
+    print(f"[2] Async EASGD, 4,253 workers x {iterations} iterations, tau = {tau}")
+    print(f"    wall {wall:.2f} s, CPU {cpu:.2f} s (target <= 10 s); "
+          f"{run.sim_events:,} simulated events = {run.sim_events / cpu:,.0f} events/s (CPU), "
+          f"{run.flows:,} flows")
+    print(f"    bare SimPy, as many timeouts over 4,254 processes: {bare:.2f} s = "
+          f"{run.sim_events / bare:,.0f} events/s")
+    print(f"    prediction: {m.throughput:,.0f} samples/s, worker utilisation "
+          f"{m.worker_utilization:.1%}, master utilisation {m.server_utilization:.1%}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--easgd-only", action="store_true",
+                    help="run the CLI without the parameter-server baselines")
+    ap.add_argument("--skip-cli", action="store_true", help="only the Async EASGD figure")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="CLI timeout (s)")
+    ap.add_argument("--tau", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=100)
+    args = ap.parse_args()
+    if not args.skip_cli:
+        bench_cli(args.easgd_only, args.timeout)
+    bench_async(args.tau, args.iterations)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""What ``clustersim calibrate --real`` measures, and how it gets the rows.
+
+The plan is generic - nothing in it is chosen by looking at the scenarios the profile will be
+validated on:
+
+* ping-pong at every half power of two from 1 B to 32 MiB (51 sizes; the dense spacing is
+  what lets the segmentation place eager/rendezvous and cache breakpoints);
+* all-reduce at every power of two from 1 KiB to 64 MiB, through the MPI library and our
+  ring schedule (the fit uses the implementation the runs use, the other is reported);
+* GEMMs shaped like the layers of deep-learning models as ``realrun.compute`` runs them -
+  fully connected layers at batch 32-256 and widths 512-2048, convolutions as im2col GEMMs
+  (ResNet-like stages at batch 4) - each in its forward, weight-gradient and input-gradient
+  orientation, labelled with its kernel class;
+* STREAM copy and ``a += b`` at 64 KiB - 64 MiB (caches to main memory).
+
+``quick`` thins every list (about a third of the time) for a first look.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BenchPlan", "bench_plan", "run_benchmarks", "gemm_orientations"]
+
+
+def gemm_orientations(m: int, n: int, k: int) -> list[tuple[int, int, int]]:
+    """Forward ``(m, n, k)``, weight gradient ``(k, n, m)``, input gradient ``(m, k, n)``:
+    the three GEMMs ``realrun.compute`` runs for a layer whose forward GEMM is ``(m, n, k)``."""
+    return [(m, n, k), (k, n, m), (m, k, n)]
+
+
+def _fc(batch: int, width_in: int, width_out: int) -> list[tuple[int, int, int]]:
+    return gemm_orientations(batch, width_out, width_in)
+
+
+def _conv(batch: int, hw: int, c_in: int, c_out: int) -> list[tuple[int, int, int]]:
+    return gemm_orientations(batch * hw * hw, c_out, c_in * 9)
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    pingpong_sizes: tuple[int, ...]
+    collective_sizes: tuple[int, ...]
+    algorithms: tuple[str, ...]
+    gemm_shapes: tuple[tuple[int, int, int], ...]
+    gemm_classes: Mapping[tuple[int, int, int], str] = field(default_factory=dict)
+    mem_sizes: tuple[int, ...] = ()
+    target: float = 0.02
+    repeats: int = 7
+
+    def describe(self) -> dict[str, Any]:
+        """For the profile's ``source`` section."""
+        return {"pingpong_sizes": len(self.pingpong_sizes),
+                "collective_sizes": len(self.collective_sizes),
+                "collective_algorithms": list(self.algorithms),
+                "gemm_shapes": len(self.gemm_shapes), "mem_sizes": len(self.mem_sizes),
+                "batch_seconds": self.target, "repeats": self.repeats}
+
+
+def bench_plan(quick: bool = False) -> BenchPlan:
+    """The measurement plan (module docs)."""
+    if quick:
+        pp = tuple(sorted({2 ** k for k in range(0, 26)}))
+        coll = tuple(4 ** k * 1024 for k in range(0, 8))
+        fc = [*_fc(64, 512, 512), *_fc(128, 1024, 1024), *_fc(32, 2048, 1024)]
+        conv = [*_conv(4, 28, 128, 128)]
+        mem = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
+        target, repeats = 0.01, 5
+    else:
+        pp = tuple(sorted({int(round(2 ** (k / 2))) for k in range(0, 51)}))
+        coll = tuple(1 << k for k in range(10, 27))
+        fc = [*_fc(64, 512, 512), *_fc(128, 1024, 1024), *_fc(32, 2048, 1024),
+              *_fc(256, 1024, 2048), *_fc(64, 2048, 2048)]
+        conv = [*_conv(4, 56, 64, 64), *_conv(4, 28, 128, 128), *_conv(4, 14, 256, 256)]
+        mem = tuple(1 << k for k in range(16, 27, 2))
+        target, repeats = 0.02, 7
+    classes: dict[tuple[int, int, int], str] = {}
+    shapes: list[tuple[int, int, int]] = []
+    for cls, group in (("fc", fc), ("conv", conv)):
+        for s in group:
+            if s not in classes:
+                classes[s] = cls
+                shapes.append(s)
+    return BenchPlan(pp, coll, ("mpi", "ring"), tuple(shapes), classes, mem, target, repeats)
+
+
+def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[str],
+                   timeout: float = 900.0, mpiexec: str | None = None,
+                   hostfile: str | None = None, env: Mapping[str, str] | None = None
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the plan on ``np`` real MPI ranks: (result rows, per-rank trace headers).
+
+    Imports :mod:`realrun` (and through it launches ``mpiexec``) only when called.
+    """
+    from realrun.api import load_traces, run_microbenchmarks
+
+    rows = run_microbenchmarks(
+        np, out_dir=out_dir, sizes=list(plan.pingpong_sizes),
+        collective_sizes=list(plan.collective_sizes), ops=("allreduce",),
+        algorithms=plan.algorithms, gemm_shapes=list(plan.gemm_shapes),
+        mem_sizes=list(plan.mem_sizes), target=plan.target, repeats=plan.repeats,
+        timeout=timeout, mpiexec=mpiexec, hostfile=hostfile, env=env)
+    headers, _ = load_traces(Path(out_dir))
+    return rows, headers
+
+
+def classify_rows(rows: Sequence[dict[str, Any]], plan: BenchPlan) -> list[dict[str, Any]]:
+    """Rows with ``class`` set on GEMM rows whose shape the plan labelled."""
+    out = []
+    for r in rows:
+        if r.get("bench") == "gemm":
+            key = (int(r["m"]), int(r["n"]), int(r["k"]))
+            if key in plan.gemm_classes:
+                r = {**r, "class": plan.gemm_classes[key]}
+        out.append(r)
+    return out

@@ -1,0 +1,330 @@
+"""From microbenchmark rows to a calibration profile: the order of the fits and their glue.
+
+1. **Ping-pong** -> piecewise alpha-beta (:mod:`.alphabeta`) -> the link class between the
+   two ranks (its bandwidth and hop latency) and its protocol table.
+2. **GEMM + memory + reduce** -> the device's roofline (:mod:`.computefit`): efficiency
+   per kernel class, sustained memory bandwidth, per-kernel overhead, reduction rate.
+3. **Collectives** -> per-step overhead (:mod:`.collfit`), against the simulator's costing
+   of the same schedules on the platform and network *already calibrated by 1 and 2* - so
+   the step overhead absorbs only what messages and reductions do not explain.
+
+Which device and link class the measurements describe comes from a :class:`Target`: the
+platform the ranks ran on (``topologies/localhost.yaml`` for this machine) and where each
+rank sat.  The link class is that of the narrowest link between the ping-pong pair.
+
+Uncertainty of derived parameters: a model parameter computed from a fitted one (a segment's
+efficiency from its beta, the hop latency from an alpha) gets the fitted parameter's 95 %
+interval carried through the same formula, the others held fixed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
+from clustersim.calibration.collfit import CollectiveFit, fit_collectives
+from clustersim.calibration.computefit import ComputeFit, fit_compute
+from clustersim.calibration.profile import Profile
+from clustersim.calibration.retune import retune_platform
+from clustersim.errors import InputError
+from clustersim.network.params import NetworkParams, bottleneck_class
+from clustersim.platform.model import Platform
+
+__all__ = ["Target", "make_target", "FitLine", "Calibration", "calibrate_rows",
+           "COLLECTIVE_MODES"]
+
+#: which implementation of collectives the step overhead describes
+COLLECTIVE_MODES = ("library", "schedules")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the benchmarks ran: the platform, the device of each MPI rank, and what the
+    ping-pong pair measured (device name of rank 0, link class and hops between ranks 0, 1)."""
+
+    platform: Platform
+    placement: tuple[int, ...]
+    device: str
+    link: str | None
+    hops: int
+
+
+def make_target(platform: Platform, ranks: int, hosts: Sequence[str] | None = None,
+                link: str | None = None) -> Target:
+    """Place ``ranks`` MPI ranks on ``platform``.
+
+    ``hosts[r]`` (host names from the trace headers) puts ranks of one host name on one
+    machine, machines in order of first appearance; without it every rank is on the first
+    machine(s), filling devices in order.  ``link`` overrides the link class the ping-pong
+    is attributed to.
+    """
+    by_machine: dict[int, list[int]] = {}
+    for d in range(platform.num_devices):
+        by_machine.setdefault(platform.host(d), []).append(d)
+    machines = sorted(by_machine)
+    if hosts:
+        if len(hosts) < ranks:
+            raise InputError(f"{ranks} ranks but host names for {len(hosts)}")
+        order: list[str] = []
+        for h in hosts[:ranks]:
+            if h not in order:
+                order.append(h)
+        if len(order) > len(machines):
+            raise InputError(f"the traces come from {len(order)} hosts but platform "
+                             f"{platform.name!r} has {len(machines)} machines "
+                             f"(--platform names the platform the ranks ran on)")
+        used: dict[int, int] = {}
+        placement = []
+        for h in hosts[:ranks]:
+            m = machines[order.index(h)]
+            i = used.get(m, 0)
+            if i >= len(by_machine[m]):
+                raise InputError(f"host {h!r} ran more ranks than machine {m} of platform "
+                                 f"{platform.name!r} has devices ({len(by_machine[m])})")
+            placement.append(by_machine[m][i])
+            used[m] = i + 1
+    else:
+        flat = [d for m in machines for d in by_machine[m]]
+        if ranks > len(flat):
+            raise InputError(f"{ranks} ranks but platform {platform.name!r} has "
+                             f"{len(flat)} devices")
+        placement = flat[:ranks]
+    device = platform.spec(placement[0]).name
+    hops = 0
+    cls = None
+    if ranks >= 2:
+        route = platform.route(placement[0], placement[1])
+        hops = len(route)
+        cls = bottleneck_class(route, platform.capacity, platform.link_kind)
+    if link is not None:
+        if link not in set(platform.link_kind):
+            from clustersim.errors import unknown_name
+
+            raise unknown_name("link class", link, sorted(set(platform.link_kind)),
+                               path=("--link",))
+        cls = link
+    return Target(platform, tuple(placement), device, cls, hops)
+
+
+@dataclass(frozen=True)
+class FitLine:
+    """One reported number: what it is, its value and 95 % interval, from how many points."""
+
+    parameter: str
+    value: float
+    low: float
+    high: float
+    unit: str
+    points: int
+    rms_rel: float
+    bench: str
+
+    def as_dict(self) -> dict[str, Any]:
+        def g(x: float) -> Any:
+            return None if x is None or math.isnan(x) else float(f"{x:.6g}")
+
+        return {"parameter": self.parameter, "value": g(self.value),
+                "ci95": [g(self.low), g(self.high)], "unit": self.unit,
+                "points": self.points, "rms_rel": g(self.rms_rel), "from": self.bench}
+
+
+@dataclass
+class Calibration:
+    """Everything one calibration produced; ``profile`` is what gets written."""
+
+    profile: Profile
+    target: Target
+    params: NetworkParams
+    platform: Platform
+    pingpong: PiecewiseFit | None = None
+    link: LinkModel | None = None
+    compute: ComputeFit | None = None
+    collective: CollectiveFit | None = None
+    lines: list[FitLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _rows(rows: Sequence[Mapping[str, Any]], bench: str) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r.get("bench") == bench]
+
+
+def _pingpong_lines(pw: PiecewiseFit, lm: LinkModel, cls: str) -> list[FitLine]:
+    lines = []
+    for k, (p, seg) in enumerate(zip(pw.pieces, lm.segments)):
+        f = p.fit
+        (alo, ahi), (blo, bhi) = f.interval("alpha"), f.interval("beta")
+        pre = f"network.protocol.{cls}.{k}"
+        lines.append(FitLine(f"pingpong.{cls}.{k}.alpha", p.alpha, alo, ahi, "s", f.points,
+                             f.rms_rel, "pingpong"))
+        lines.append(FitLine(f"pingpong.{cls}.{k}.beta", p.beta, blo, bhi, "s/B", f.points,
+                             f.rms_rel, "pingpong"))
+        shift = p.alpha - seg.overhead  # hops * latency, held fixed
+        lines.append(FitLine(f"{pre}.start", seg.start, seg.start, seg.start, "B", f.points,
+                             f.rms_rel, "pingpong"))
+        lines.append(FitLine(f"{pre}.overhead", seg.overhead, max(alo - shift, 0.0),
+                             ahi - shift, "s", f.points, f.rms_rel, "pingpong"))
+
+        def eff(beta: float) -> float:
+            return 1.0 / (beta * lm.bandwidth) if beta > 0 else math.inf
+
+        lines.append(FitLine(f"{pre}.efficiency", seg.efficiency, eff(bhi), eff(blo), "1",
+                             f.points, f.rms_rel, "pingpong"))
+    # the link's own numbers come from the fastest visible segment and the smallest alpha
+    fastest = max((p for p in pw.pieces if p.beta > 0), key=lambda p: 1 / p.beta, default=None)
+    if fastest is not None and math.isclose(1 / fastest.beta, lm.bandwidth, rel_tol=1e-12):
+        blo, bhi = fastest.fit.interval("beta")
+        lines.append(FitLine(f"link.{cls}.bandwidth", lm.bandwidth,
+                             1 / bhi if bhi > 0 else math.nan, 1 / blo if blo > 0 else math.inf,
+                             "B/s", fastest.fit.points, fastest.fit.rms_rel, "pingpong"))
+    lat_piece = min(pw.pieces, key=lambda p: abs(p.alpha - lm.hops * lm.latency))
+    alo, ahi = lat_piece.fit.interval("alpha")
+    lines.append(FitLine(f"link.{cls}.latency", lm.latency, max(alo, 0.0) / lm.hops,
+                         ahi / lm.hops, "s", lat_piece.fit.points, lat_piece.fit.rms_rel,
+                         "pingpong"))
+    return lines
+
+
+def _compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
+    lines = []
+    f = cf.fit
+    pre = f"device.{device}"
+    if f is not None:
+        for cls in ("conv", "fc"):
+            if cls in cf.inherited:
+                continue
+            lo, hi = f.interval(f"rate_{cls}")
+            lines.append(FitLine(f"compute.efficiency.{cls}", cf.efficiency[cls],
+                                 lo / cf.peak, hi / cf.peak, "1", f.points, f.rms_rel, "gemm"))
+        if "mem" in f.names:
+            lo, hi = f.interval("mem")
+            lines.append(FitLine(f"{pre}.mem_efficiency", cf.mem_efficiency, lo / cf.mem_bw,
+                                 hi / cf.mem_bw, "1", f.points, f.rms_rel, "memory"))
+        lo, hi = f.interval("overhead")
+        lines.append(FitLine(f"{pre}.overhead", cf.overhead, max(lo, 0.0), hi, "s", f.points,
+                             f.rms_rel, "gemm+memory"))
+    if cf.reduce_fit is not None and cf.reduce_rate is not None:
+        lo, hi = cf.reduce_fit.interval("rate")
+        lines.append(FitLine(f"{pre}.reduce_bw", cf.reduce_rate, lo, hi, "B/s",
+                             cf.reduce_fit.points, cf.reduce_fit.rms_rel, "reduce"))
+    return lines
+
+
+def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
+                   breakpoints: Sequence[float] | None = None, max_segments: int = 4,
+                   min_points: int = 3, loss: str = "soft_l1", f_scale: float = 0.05,
+                   collectives: str = "library", duplex: str = "keep",
+                   about: str = "", source: Mapping[str, Any] | None = None) -> Calibration:
+    """Fit every parameter the rows can tell (module docs) and build the profile.
+
+    ``collectives``: which collective rows set the step overhead - ``library`` (rows of the
+    MPI library, ``algorithm: mpi``: what ``run --real`` uses by default) or ``schedules``
+    (our schedules executed with point-to-point messages).  ``duplex``: the measured link
+    class's duplex mode - ``keep``, ``full``, ``half`` or ``auto`` (chosen by the collective
+    fit, :func:`.collfit.fit_collectives`).
+    """
+    if collectives not in COLLECTIVE_MODES:
+        from clustersim.errors import unknown_name
+
+        raise unknown_name("collectives", collectives, COLLECTIVE_MODES, path=("collectives",))
+    plat = target.platform
+    prof = Profile(about=about, source=dict(source or {}))
+    notes: list[str] = []
+    lines: list[FitLine] = []
+    params = NetworkParams()
+    pw = lm = None
+    pp = _rows(rows, "pingpong")
+    if pp:
+        if target.link is None or target.hops < 1:
+            raise InputError("ping-pong rows need two ranks on different devices of the "
+                             "platform (check --platform)")
+        sizes = [float(r["size"]) for r in pp]
+        times = [float(r["time"]) for r in pp]
+        pw = fit_piecewise(sizes, times, breakpoints=breakpoints, max_segments=max_segments,
+                           min_points=min_points, loss=loss, f_scale=f_scale)
+        cls = target.link
+        rid = plat.link_kind.index(cls)
+        lm = link_model(pw, target.hops, float(plat.capacity[rid]))
+        prof.links[cls] = {"bandwidth": lm.bandwidth, "latency": lm.latency}
+        prof.protocols[cls] = lm.segments
+        params = NetworkParams(protocols={cls: lm.segments})
+        lines += _pingpong_lines(pw, lm, cls)
+        bps = ", ".join(f"{b:g} B" for b in pw.breakpoints) or "none"
+        notes.append(f"ping-pong: {len(pw.pieces)} segment(s), breakpoints {bps} "
+                     f"({'detected' if pw.detected else 'given'})")
+    cf = None
+    gemm, mem, red = _rows(rows, "gemm"), _rows(rows, "memory"), _rows(rows, "reduce")
+    if gemm or mem or red:
+        spec = plat.spec(target.placement[0])
+        if gemm or [r for r in mem if r.get("kernel", "copy") == "copy"]:
+            cf = fit_compute(gemm, mem, red, spec, loss=loss, f_scale=f_scale)
+            dev: dict[str, Any] = {"peak": cf.peak, "mem_bw": cf.mem_bw,
+                                   "mem_efficiency": min(cf.mem_efficiency, 1.0),
+                                   "overhead": cf.overhead}
+            if cf.efficiency:
+                dev["efficiency"] = min(cf.efficiency["fc"], 1.0)
+                dev["efficiency_by_class"] = {c: min(e, 1.0) for c, e in cf.efficiency.items()}
+            if cf.reduce_rate is not None:
+                dev["reduce_rate"] = cf.reduce_rate
+            prof.devices[target.device] = dev
+            lines += _compute_lines(cf, target.device)
+            notes += cf.notes
+            if cf.inherited:
+                notes.append("kernel classes without their own GEMMs: " + ", ".join(
+                    f"{c} = {s}" for c, s in sorted(cf.inherited.items())))
+        elif red:
+            from clustersim.calibration.computefit import fit_reduction
+
+            rf = fit_reduction(red, loss=loss, f_scale=f_scale)
+            prof.devices[target.device] = {"reduce_rate": rf["rate"]}
+            lo, hi = rf.interval("rate")
+            lines.append(FitLine(f"device.{target.device}.reduce_bw", rf["rate"], lo, hi,
+                                 "B/s", rf.points, rf.rms_rel, "reduce"))
+    dev_fields = {k: v for k, v in prof.devices.get(target.device, {}).items()
+                  if k != "efficiency_by_class"}
+    tuned = retune_platform(plat, {target.device: dev_fields} if dev_fields else {},
+                            prof.links)
+    cfit = None
+    coll = [r for r in _rows(rows, "collective")
+            if (r.get("algorithm") == "mpi") == (collectives == "library")]
+    if coll:
+        nranks = max(int(r["ranks"]) for r in coll)
+        if nranks > len(target.placement):
+            raise InputError(f"collective rows have {nranks} ranks but the target places "
+                             f"{len(target.placement)}")
+        cfit, tuned = fit_collectives(coll, tuned, target.placement, params, target.link,
+                                      duplex=duplex, loss=loss, f_scale=f_scale)
+        if cfit.duplex is not None and target.link is not None:
+            prof.links.setdefault(target.link, {})["duplex"] = cfit.duplex
+            if len(cfit.costs) > 1:
+                notes.append(
+                    f"collectives: link class {target.link!r} fits best as "
+                    f"{'full' if cfit.duplex else 'half'}-duplex (robust cost "
+                    + ", ".join(f"{'full' if m else 'half'} {c:.3g}"
+                                for m, c in sorted(cfit.costs.items(), reverse=True)) + ")")
+        if cfit.fit is not None:
+            params = cfit.apply(params, target.link)
+            prof.network["step_overhead"] = cfit.step_overhead
+            if target.link in prof.protocols:
+                prof.protocols[target.link] = dict(params.protocols)[target.link]
+            f = cfit.fit
+            lo, hi = f.interval("step_overhead")
+            lines.append(FitLine("network.step_overhead", cfit.step_overhead, max(lo, 0.0), hi,
+                                 "s", f.points, f.rms_rel, "collective"))
+            for k, eff in sorted(cfit.collective_efficiency.items(),
+                                 key=lambda kv: -1 if kv[0] is None else kv[0]):
+                name = f"collective_efficiency[{k}]"
+                if name not in f.names:
+                    continue
+                lo, hi = f.interval(name)
+                if k is None:
+                    prof.network["collective_efficiency"] = eff
+                    pname = "network.collective_efficiency"
+                else:
+                    pname = f"network.protocol.{target.link}.{k}.collective_efficiency"
+                lines.append(FitLine(pname, eff, lo, hi, "1", f.points, f.rms_rel,
+                                     "collective"))
+    prof.fit = [ln.as_dict() for ln in lines]
+    return Calibration(prof, target, params, tuned, pw, lm, cf, cfit, lines, notes)

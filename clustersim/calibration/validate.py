@@ -1,0 +1,157 @@
+"""Honest validation: predict end-to-end runs that were not in the fit, then measure them.
+
+The profile is fitted on microbenchmarks only (ping-pong, collectives, GEMM, memory,
+reduction).  Here whole training scenarios - synchronous and asynchronous algorithms - are
+predicted by the simulator with the profile applied, and run for real on MPI ranks
+(:func:`realrun.train.run_scenario`, imported lazily); nothing of those runs feeds back into
+any parameter.  Per case the table shows iteration time and communication share, predicted
+and measured, with the iteration time's relative error; the summary is the mean absolute
+percentage error (MAPE) of iteration time over the cases.
+
+Both sides use the same definitions (:mod:`clustersim.sim.metrics`, which the measured
+metrics of :mod:`clustersim.trace_metrics` reuse): iteration time over the measured
+iterations (warmup excluded), communication share = exposed communication / iteration time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clustersim.calibration.profile import Profile, apply_profile_data
+
+__all__ = ["Case", "ValidationReport", "predict_scenario", "validate_scenarios",
+           "default_scenarios"]
+
+
+@dataclass
+class Case:
+    """One scenario point, predicted and measured."""
+
+    scenario: str
+    algorithm: str
+    workers: int
+    predicted: Any  # PointMetrics
+    measured: Any  # PointMetrics: the run with the median iteration time
+    run_dir: str = ""
+    #: iteration times of every repeat (s), in run order
+    repeats: list[float] = field(default_factory=list)
+
+    @property
+    def error(self) -> float:
+        """Relative error of the predicted iteration time."""
+        return self.predicted.iteration_time / self.measured.iteration_time - 1.0
+
+    @property
+    def share_error(self) -> float:
+        """Predicted minus measured communication share (percentage points / 100)."""
+        return self.predicted.comm_share - self.measured.comm_share
+
+    def as_dict(self) -> dict[str, Any]:
+        p, m = self.predicted, self.measured
+        return {"scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
+                "iteration_time": {"predicted": _g(p.iteration_time),
+                                   "measured": _g(m.iteration_time), "error": _g(self.error)},
+                "comm_share": {"predicted": _g(p.comm_share), "measured": _g(m.comm_share)},
+                "compute": {"predicted": _g(p.compute), "measured": _g(m.compute)},
+                "comm": {"predicted": _g(p.comm), "measured": _g(m.comm)},
+                "wait": {"predicted": _g(p.wait), "measured": _g(m.wait)},
+                "measured_repeats": [_g(x) for x in self.repeats]}
+
+
+def _g(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+@dataclass
+class ValidationReport:
+    cases: list[Case] = field(default_factory=list)
+
+    @property
+    def mape(self) -> float:
+        if not self.cases:
+            return math.nan
+        return sum(abs(c.error) for c in self.cases) / len(self.cases)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mape_iteration_time": _g(self.mape) if self.cases else None,
+                "cases": [c.as_dict() for c in self.cases]}
+
+
+def default_scenarios(root: str | Path | None = None) -> list[Path]:
+    """The shipped real-run scenarios (``scenarios/real_*.yaml``), sorted."""
+    from clustersim.scenario.schema import PROJECT_ROOT
+
+    base = Path(root) if root is not None else PROJECT_ROOT / "scenarios"
+    return sorted(base.glob("real_*.yaml"))
+
+
+def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: str | None = None,
+                     workers: int | None = None, sets: Sequence[str] = ()) -> tuple[Any, str, int]:
+    """(PointMetrics, algorithm title, workers) the simulator predicts for one scenario point,
+    with ``profile`` applied (``None``: the scenario as written)."""
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    scn = load_scenario(path, list(sets))
+    if profile is not None:
+        scn, _, _ = apply_profile_data(scn, profile)
+    algs = scn.algorithms
+    alg = algs[0]
+    if algorithm is not None:
+        match = [a for a in algs if algorithm in (a.title, a.name)]
+        if not match:
+            from clustersim.errors import unknown_name
+
+            raise unknown_name("algorithm", algorithm, [a.title for a in algs],
+                               path=("algorithm",))
+        alg = match[0]
+    if workers is None:
+        workers = scn.sweep.workers[-1] if scn.sweep is not None else scn.platform.num_devices
+    metrics, _ = simulate_point(scn, alg, workers, scn.run.seed)
+    return metrics, alg.title, workers
+
+
+def validate_scenarios(profile: Profile, scenarios: Sequence[str | Path], *,
+                       out_dir: str | Path, timeout: float, collectives: str = "library",
+                       repeats: int = 1, mpiexec: str | None = None,
+                       hostfile: str | None = None, sets: Sequence[str] = (),
+                       runner: Callable[..., Any] | None = None,
+                       progress: Callable[[str], None] | None = None) -> ValidationReport:
+    """Predict, then run for real, every scenario's main algorithm at its largest sweep point.
+
+    Each scenario runs ``repeats`` times, round-robin over the scenarios (so a burst of
+    other work on the machine hits one repeat of several cases rather than every repeat of
+    one); the measured metrics are those of the run with the median iteration time.
+    ``runner`` defaults to :func:`realrun.train.run_scenario` (same keyword arguments).
+    """
+    if runner is None:
+        from realrun.train import run_scenario as runner
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    preds = []
+    for path in scenarios:
+        preds.append(predict_scenario(path, profile, sets=sets))
+    runs: list[list[Any]] = [[] for _ in scenarios]
+    for rep in range(repeats):
+        for i, path in enumerate(scenarios):
+            name = Path(path).stem
+            _, title, workers = preds[i]
+            if progress is not None:
+                progress(f"running {name} for real ({title}, {workers} worker(s)), "
+                         f"repeat {rep + 1}/{repeats}")
+            res = runner(str(path), out_dir=Path(out_dir) / name / f"run{rep}",
+                         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile,
+                         sets=tuple(sets), workers=workers, collectives=collectives)
+            runs[i].append(res)
+    report = ValidationReport()
+    for path, (pred, title, workers), results in zip(scenarios, preds, runs):
+        times = [r.metrics.iteration_time for r in results]
+        order = sorted(range(len(results)), key=lambda j: times[j])
+        mid = results[order[(len(order) - 1) // 2]]
+        report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
+                                 str(mid.out_dir), times))
+    return report

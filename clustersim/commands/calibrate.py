@@ -1,0 +1,399 @@
+"""``clustersim calibrate``: fit the simulator's parameters to measurements, write a profile.
+
+Two sources of measurements:
+
+* ``clustersim calibrate --real`` runs the microbenchmarks here (``mpiexec`` of the pip
+  MPICH unless ``--mpiexec``; ``--np`` ranks; ``--hostfile`` for a cluster), fits, writes the
+  profile, then validates it: the real-run scenarios (``scenarios/real_*.yaml``, or
+  ``--scenarios``) are predicted with the profile and run for real, and the table shows
+  predicted vs measured iteration time and communication share with the MAPE.  Nothing of
+  those runs enters the fit.
+* ``clustersim calibrate TRACES...`` fits traces recorded elsewhere (``trace.rank*.jsonl``
+  files or directories holding them, e.g. a cluster's ``realrun microbench`` output).
+
+``--platform`` names the platform the ranks ran on (default ``topologies/localhost.yaml``):
+it says which device and link class the numbers describe.  Exit codes: 0 success, 1 a failed
+real run (the message names the rank and its log), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from clustersim.errors import InputError
+
+__all__ = ["add_parser", "cmd_calibrate"]
+
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_PLATFORM = "topologies/localhost.yaml"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "calibrate", help="fit the model to microbenchmarks (--real, or TRACES) and write a "
+                          "calibration profile",
+        description="Fit piecewise alpha-beta per link class (eager/rendezvous breakpoints), "
+                    "per-message and per-step overheads, compute efficiency per kernel class, "
+                    "memory and reduction throughput - robust least squares with 95%% "
+                    "confidence intervals - and write a profile for `predict --calibration`.  "
+                    "With --real the profile is then validated on end-to-end runs that were "
+                    "not in the fit.",
+        epilog="Examples:\n  clustersim calibrate --real --out profile.yaml\n"
+               "  clustersim calibrate --real --quick --no-validate\n"
+               "  clustersim calibrate cluster-run/ --platform topologies/dgx1_edr8.yaml "
+               "--out dgx.yaml\n"
+               "  clustersim predict scenarios/real_bsp_mlp.yaml --calibration profile.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("traces", nargs="*", metavar="TRACES",
+                   help="trace.rank*.jsonl files or directories with them (instead of --real)")
+    p.add_argument("--real", action="store_true", help="measure here on real MPI ranks")
+    p.add_argument("--out", default="calibration.yaml", metavar="FILE",
+                   help="profile to write (default %(default)s)")
+    p.add_argument("--np", type=int, default=2, metavar="N",
+                   help="MPI ranks for the microbenchmarks (default %(default)s)")
+    p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
+    p.add_argument("--hostfile", metavar="FILE", help="hostfile passed to mpiexec")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="limit per real run (default %(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer sizes and shapes, shorter batches, one validation run each")
+    p.add_argument("--platform", default=DEFAULT_PLATFORM, metavar="FILE",
+                   help="platform the ranks ran on (default %(default)s)")
+    p.add_argument("--link", metavar="CLASS",
+                   help="link class the ping-pong measures (default: the narrowest link "
+                        "between ranks 0 and 1 on --platform)")
+    p.add_argument("--collectives", choices=["library", "schedules"], default="library",
+                   help="which collective implementation the step overhead describes and "
+                        "the validation runs use (default %(default)s)")
+    p.add_argument("--duplex", choices=["keep", "auto", "full", "half"], default="keep",
+                   help="duplex mode of the measured link class: as the platform says, "
+                        "chosen by the collective fit, or forced (default %(default)s)")
+    p.add_argument("--breakpoints", metavar="SIZES",
+                   help="ping-pong segment starts, e.g. 64KiB,1MiB (default: detected)")
+    p.add_argument("--max-segments", type=int, default=4, metavar="K",
+                   help="at most this many ping-pong segments (default %(default)s)")
+    p.add_argument("--loss", choices=["soft_l1", "huber", "cauchy", "arctan", "linear"],
+                   default="soft_l1", help="least-squares loss (default %(default)s)")
+    p.add_argument("--f-scale", type=float, default=0.05, metavar="REL",
+                   help="relative error beyond which the robust loss is linear "
+                        "(default %(default)s)")
+    p.add_argument("--validate", dest="validate", action="store_true", default=None,
+                   help="run the validation scenarios (default with --real)")
+    p.add_argument("--no-validate", dest="validate", action="store_false",
+                   help="skip the end-to-end validation runs")
+    p.add_argument("--scenarios", nargs="+", metavar="FILE",
+                   help="validation scenarios (default scenarios/real_*.yaml)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="real runs per validation scenario, median kept (default 3; 1 with "
+                        "--quick)")
+    p.add_argument("--work-dir", default="calibration-runs", metavar="DIR",
+                   help="benchmark traces and validation runs (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no tables")
+    p.set_defaults(func=cmd_calibrate)
+    return p
+
+
+def _sizes(text: str | None) -> list[float] | None:
+    if not text:
+        return None
+    from clustersim.units import UnitError, parse_size
+
+    out = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        try:
+            out.append(parse_size(item.strip()))
+        except UnitError as exc:
+            raise InputError(f"--breakpoints: {exc}") from None
+    return out
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.real and args.traces:
+        raise InputError("give either --real (measure here) or TRACES (fit recorded traces), "
+                         "not both")
+    if not args.real and not args.traces:
+        raise InputError("nothing to fit: use --real to measure here, or give TRACES (files "
+                         "or directories of trace.rank*.jsonl)")
+    if args.np < 2:
+        raise InputError(f"--np must be at least 2 (ping-pong needs a pair), not {args.np}")
+    if args.timeout <= 0:
+        raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
+    if args.max_segments < 1:
+        raise InputError(f"--max-segments must be >= 1, not {args.max_segments}")
+    if not args.f_scale > 0:
+        raise InputError(f"--f-scale must be > 0, not {args.f_scale!r}")
+    if args.repeats is not None and args.repeats < 1:
+        raise InputError(f"--repeats must be >= 1, not {args.repeats}")
+    out = Path(args.out)
+    if out.is_dir():
+        raise InputError(f"--out {args.out!r} is a directory; give a file name")
+
+
+def _trace_files(items: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(p.glob("trace.rank*.jsonl")) or sorted(p.glob("*/trace.rank*.jsonl"))
+            if not found:
+                raise InputError(f"no trace.rank*.jsonl in directory {item!r}")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InputError(f"trace {item!r} not found")
+    return files
+
+
+def _load_traces(items: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows, headers) from recorded traces; headers in rank order."""
+    from clustersim.trace import read_jsonl
+    from realrun.microbench import results_from_events
+
+    headers: dict[int, dict[str, Any]] = {}
+    events = []
+    for f in _trace_files(items):
+        try:
+            head, evs = read_jsonl(f)
+        except (OSError, UnicodeDecodeError, TypeError, ValueError) as exc:
+            raise InputError(f"cannot read trace: {exc}", file=str(f)) from None
+        rank = head.get("rank", len(headers))
+        headers.setdefault(int(rank), head)
+        events += evs
+    rows = results_from_events(events)
+    if not rows:
+        raise InputError("the traces hold no microbenchmark events (bench: pingpong, "
+                         "collective, gemm, memory, reduce) - record them with "
+                         "`python -m realrun microbench` under mpiexec")
+    return rows, [headers[r] for r in sorted(headers)]
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from clustersim.calibration.pipeline import calibrate_rows, make_target
+    from clustersim.platform.describe import load_platform
+    from clustersim.scenario.schema import PROJECT_ROOT
+
+    _check(args)
+    breakpoints = _sizes(args.breakpoints)
+    plat_path = Path(args.platform)
+    if not plat_path.is_file() and (PROJECT_ROOT / args.platform).is_file():
+        plat_path = PROJECT_ROOT / args.platform
+    platform = load_platform(plat_path)
+    validate = args.validate if args.validate is not None else bool(args.real)
+    scenarios = _scenarios(args) if validate else []
+    console = _console(args.quiet)
+    work = Path(args.work_dir)
+    source: dict[str, Any] = {"platform": str(args.platform)}
+    if args.real:
+        from clustersim.calibration.measure import bench_plan, classify_rows, run_benchmarks
+        from realrun.launch import RealRunError
+
+        plan = bench_plan(args.quick)
+        _say(console, f"measuring microbenchmarks on {args.np} MPI ranks "
+                      f"({'quick' if args.quick else 'full'} plan; traces in {work / 'bench'})")
+        try:
+            with _status(console, "microbenchmarks running"):
+                rows, headers = run_benchmarks(plan, np=args.np, out_dir=work / "bench",
+                                               timeout=args.timeout, mpiexec=args.mpiexec,
+                                               hostfile=args.hostfile)
+        except RealRunError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        rows = classify_rows(rows, plan)
+        (work / "bench" / "calibration_rows.json").write_text(
+            json.dumps(rows, indent=1, sort_keys=True))
+        source.update(kind="real", traces=str(work / "bench"), plan=plan.describe())
+    else:
+        rows, headers = _load_traces(list(args.traces))
+        source.update(kind="traces", traces=[str(t) for t in args.traces])
+    ranks = len(headers) or args.np
+    hosts = [str(h.get("host", "")) for h in headers] if headers else None
+    if headers:
+        h0 = headers[0]
+        source.update(ranks=ranks, hosts=sorted(set(hosts or [])),
+                      mpi=str(h0.get("mpi", "")).splitlines()[0] if h0.get("mpi") else "",
+                      arrays=str(h0.get("arrays", "")))
+    target = make_target(platform, ranks, hosts, link=args.link)
+    about = (f"fitted from microbenchmarks of {ranks} ranks on "
+             f"{', '.join(sorted(set(hosts or []))) or 'unknown hosts'} "
+             f"(platform {platform.name}: device {target.device}, link class {target.link})")
+    cal = calibrate_rows(rows, target, breakpoints=breakpoints,
+                         max_segments=args.max_segments, loss=args.loss, f_scale=args.f_scale,
+                         collectives=args.collectives, duplex=args.duplex, about=about,
+                         source=source)
+    if not args.quiet:
+        _print_fit(console, cal)
+    report = None
+    if scenarios:
+        from clustersim.calibration.validate import validate_scenarios
+        from realrun.launch import RealRunError
+
+        repeats = args.repeats or (1 if args.quick else 3)
+        try:
+            with _status(console, "validation runs") as update:
+                report = validate_scenarios(
+                    cal.profile, scenarios, out_dir=work / "validation", timeout=args.timeout,
+                    collectives=args.collectives, repeats=repeats, mpiexec=args.mpiexec,
+                    hostfile=args.hostfile, progress=update)
+        except RealRunError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            _write(cal.profile, args.out, console)
+            return 1
+        cal.profile.validation = {"note": "predicted with this profile, then run for real; "
+                                          "not used by the fit", **report.as_dict()}
+        if not args.quiet:
+            _print_validation(console, report)
+    _write(cal.profile, args.out, console)
+    if not args.quiet:
+        _print_moved(console, cal, platform)
+    if args.json:
+        from clustersim.report.output import write_json
+
+        write_json(args.json, {"profile": str(args.out), "fit": cal.profile.fit,
+                               "notes": cal.notes,
+                               "validation": report.as_dict() if report else None})
+    return 0
+
+
+def _scenarios(args: argparse.Namespace) -> list[Path]:
+    from clustersim.calibration.validate import default_scenarios
+
+    if args.scenarios:
+        out = []
+        for s in args.scenarios:
+            if not Path(s).is_file():
+                raise InputError(f"validation scenario {s!r} not found")
+            out.append(Path(s))
+        return out
+    found = default_scenarios()
+    if not found:
+        raise InputError("no validation scenarios (scenarios/real_*.yaml); give --scenarios "
+                         "or --no-validate")
+    return found
+
+
+def _write(profile: Any, path: str, console: Any) -> None:
+    from clustersim.calibration.profile import write_profile
+
+    write_profile(profile, path)
+    _say(console, f"wrote {path}")
+
+
+# -- output ----------------------------------------------------------------------------------
+def _console(quiet: bool) -> Any:
+    from rich.console import Console
+
+    return Console(quiet=quiet, highlight=False, soft_wrap=False,
+                   width=None if sys.stdout.isatty() else 160)
+
+
+def _say(console: Any, text: str) -> None:
+    console.print(text)
+
+
+class _status:
+    """A rich status line on stderr (when it is a terminal); yields an update function."""
+
+    def __init__(self, console: Any, text: str) -> None:
+        self.text = text
+        self.live = None
+        if sys.stderr.isatty() and not console.quiet:
+            from rich.console import Console
+
+            self.live = Console(stderr=True).status(text)
+
+    def __enter__(self) -> Any:
+        if self.live is not None:
+            self.live.__enter__()
+            return lambda msg: self.live.update(msg)  # type: ignore[union-attr]
+        return lambda msg: None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+
+def _fmt(value: float, unit: str) -> str:
+    import math
+
+    from clustersim.units import format_bandwidth, format_size, format_time
+
+    if value is None or (isinstance(value, float) and (math.isnan(value))):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    if unit == "s":
+        return format_time(value)
+    if unit == "B/s":
+        return format_bandwidth(value)
+    if unit == "B":
+        return format_size(value)
+    if unit == "s/B":
+        return f"{value * 1e9:.4g} ns/B"
+    return f"{value:.4g}"
+
+
+def _print_fit(console: Any, cal: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title="fitted parameters (95% confidence intervals from the Jacobian)",
+              title_justify="left")
+    for col, just in (("parameter", "left"), ("value", "right"), ("95% interval", "right"),
+                      ("points", "right"), ("rms rel. resid.", "right"), ("from", "left")):
+        t.add_column(col, justify=just)
+    for ln in cal.lines:
+        t.add_row(ln.parameter, _fmt(ln.value, ln.unit),
+                  f"{_fmt(ln.low, ln.unit)} .. {_fmt(ln.high, ln.unit)}", str(ln.points),
+                  f"{ln.rms_rel:.1%}", ln.bench)
+    console.print(t)
+    for note in cal.notes:
+        console.print(f"  note: {note}")
+    if cal.collective is not None and cal.collective.table:
+        c = Table(title="collectives: measured vs model (fitted overheads)",
+                  title_justify="left")
+        for col in ("op", "algorithm", "ranks", "size", "measured", "model", "error"):
+            c.add_column(col, justify="right")
+        for op, alg, p, size, meas, pred in cal.collective.table:
+            c.add_row(op, alg, str(p), _fmt(size, "B"), _fmt(meas, "s"), _fmt(pred, "s"),
+                      f"{pred / meas - 1:+.1%}")
+        console.print(c)
+
+
+def _print_validation(console: Any, report: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title="validation: end-to-end runs NOT in the fit (predicted with the profile)",
+              title_justify="left")
+    for col in ("scenario", "algorithm", "workers", "iter predicted", "iter measured",
+                "error", "measured range", "comm share pred.", "comm share meas."):
+        t.add_column(col, justify="right" if col != "scenario" else "left")
+    for c in report.cases:
+        p, m = c.predicted, c.measured
+        rng = (f"{min(c.repeats) * 1e3:.2f}-{max(c.repeats) * 1e3:.2f} ms"
+               if len(c.repeats) > 1 else "-")
+        t.add_row(c.scenario, c.algorithm, str(c.workers), f"{p.iteration_time * 1e3:.2f} ms",
+                  f"{m.iteration_time * 1e3:.2f} ms", f"{c.error:+.1%}", rng,
+                  f"{p.comm_share:.1%}", f"{m.comm_share:.1%}")
+    t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
+                 f"(measured: the median of the repeats)")
+    console.print(t)
+
+
+def _print_moved(console: Any, cal: Any, platform: Any) -> None:
+    from clustersim.calibration.profile import apply_profile_data, format_changes
+    from clustersim.catalog import builtin_catalog
+    from clustersim.network.params import NetworkParams
+    from clustersim.scenario.schema import RunSpec, Scenario
+
+    base = Scenario(name=platform.name, about="", file=None, catalog=builtin_catalog(),
+                    platform=platform, platform_raw={}, network=NetworkParams(), run=RunSpec())
+    _, changes, notes = apply_profile_data(base, cal.profile)
+    console.print(format_changes(changes, notes,
+                                 title=f"on platform {platform.name}, the profile"))
