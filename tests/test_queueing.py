@@ -15,23 +15,30 @@ CAP = np.array([10.0, 5.0, 20.0, 10.0])
 LAT = np.array([1.0, 2.0, 0.5, 0.25])
 
 
+def plan(route, params=NetworkParams()):
+    env = simpy.Environment()
+    return FlowNetwork(env, CAP, LAT, params).message_plan(route, 100.0)
+
+
 def test_lone_message_is_alpha_plus_n_over_min_bandwidth():
-    q = LinkQueues(CAP, LAT, NetworkParams(overhead=0.5))
-    t = q.reserve((0, 1, 2), 100.0, now=3.0)
+    lat, drain = plan((0, 1, 2), NetworkParams(overhead=0.5))
+    assert lat == pytest.approx(0.5 + 1.0 + 2.0 + 0.5) and drain == 100.0
+    q = LinkQueues(CAP)
+    t = q.reserve((0, 1, 2), drain, now=3.0, latency=lat)
     assert t == pytest.approx(3.0 + 0.5 + (1.0 + 2.0 + 0.5) + 100.0 / 5.0)
 
 
 def test_incast_serialises_at_the_shared_link():
-    q = LinkQueues(CAP, LAT)
-    arrivals = [q.reserve((0, 3), 50.0, now=0.0) for _ in range(4)]
+    q = LinkQueues(CAP)
+    arrivals = [q.reserve((0, 3), 50.0, now=0.0, latency=1.25) for _ in range(4)]
     # link 0 (10 B/s) is shared: 5 s per message, back to back
     assert arrivals == pytest.approx([5 * (k + 1) + 1.25 for k in range(4)])
 
 
 def test_disjoint_routes_do_not_interfere():
-    q = LinkQueues(CAP, LAT)
-    a = q.reserve((0,), 100.0, 0.0)
-    b = q.reserve((2,), 100.0, 0.0)
+    q = LinkQueues(CAP)
+    a = q.reserve((0,), 100.0, 0.0, latency=1.0)
+    b = q.reserve((2,), 100.0, 0.0, latency=0.5)
     assert a == pytest.approx(10.0 + 1.0) and b == pytest.approx(5.0 + 0.5)
 
 
@@ -40,7 +47,7 @@ def test_disjoint_routes_do_not_interfere():
 def test_makespan_of_a_shared_link_matches_maxmin(msgs):
     """All messages on one link: both models keep the link busy whenever there is work, so
     the last byte arrives at the same time."""
-    q = LinkQueues(np.array([10.0]), np.array([0.0]))
+    q = LinkQueues(np.array([10.0]))
     last_q = max(q.reserve((0,), n, t) for t, n in sorted(msgs))
     env = simpy.Environment()
     net = FlowNetwork(env, np.array([10.0]), np.array([0.0]))

@@ -43,8 +43,13 @@ from clustersim.platform.model import Platform
 from clustersim.sim.engine import DEFAULT_ALGORITHMS
 
 __all__ = ["CollectiveFit", "model_algorithm", "collective_times", "fit_step_overhead",
-           "fit_collectives", "with_collective", "DUPLEX_MODES"]
+           "fit_collectives", "with_collective", "DUPLEX_MODES", "EFFICIENCY_BOUNDS"]
 
+
+#: a collective efficiency outside this range means the point-to-point model does not describe
+#: how the runtime moves that segment's data (e.g. MPI's shared-memory collectives for small
+#: messages); the fit stops at the bound and says so
+EFFICIENCY_BOUNDS = (0.01, 100.0)
 
 #: how the duplex mode of the measured link class is set (see :func:`fit_collectives`)
 DUPLEX_MODES = ("keep", "auto", "full", "half")
@@ -163,7 +168,8 @@ def fit_step_overhead(rows: Sequence[Mapping[str, Any]], platform: Platform,
 
     fit = robust_fit(model, measured, [scale_o] + [1.0] * len(free), names,
                      scale=[scale_o] + [1.0] * len(free),
-                     lower=[0.0] + [1e-3] * len(free), upper=[np.inf] + [1e3] * len(free),
+                     lower=[0.0] + [EFFICIENCY_BOUNDS[0]] * len(free),
+                     upper=[np.inf] + [EFFICIENCY_BOUNDS[1]] * len(free),
                      loss=loss, f_scale=f_scale)
     effs = {k: 1.0 for k in slots}
     for j, i in enumerate(free):

@@ -11,7 +11,9 @@ validated on:
   fully connected layers at batch 32-256 and widths 512-2048, convolutions as im2col GEMMs
   (ResNet-like stages at batch 4) - each in its forward, weight-gradient and input-gradient
   orientation, labelled with its kernel class;
-* STREAM copy and ``a += b`` at 64 KiB - 64 MiB (caches to main memory).
+* STREAM copy and ``a += b`` at 64 KiB - 64 MiB (caches to main memory);
+* the same GEMMs and copies once more on rank 0 while the other ranks wait in MPI
+  (:mod:`.contention`): training computes in both contexts.
 
 ``quick`` thins every list (about a third of the time) for a first look.
 """
@@ -91,21 +93,27 @@ def bench_plan(quick: bool = False) -> BenchPlan:
 def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[str],
                    timeout: float = 900.0, mpiexec: str | None = None,
                    hostfile: str | None = None, env: Mapping[str, str] | None = None
-                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run the plan on ``np`` real MPI ranks: (result rows, per-rank trace headers).
+                   ) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Run the plan on ``np`` real MPI ranks: (trace events, per-rank trace headers).
 
-    Imports :mod:`realrun` (and through it launches ``mpiexec``) only when called.
+    The traces are the source of truth (:func:`.rows.rows_from_events` turns them into
+    rows).  Imports :mod:`realrun` (and through it launches ``mpiexec``) only when called.
     """
+    from clustersim.calibration.contention import run_contention
     from realrun.api import load_traces, run_microbenchmarks
 
-    rows = run_microbenchmarks(
+    run_microbenchmarks(
         np, out_dir=out_dir, sizes=list(plan.pingpong_sizes),
         collective_sizes=list(plan.collective_sizes), ops=("allreduce",),
         algorithms=plan.algorithms, gemm_shapes=list(plan.gemm_shapes),
         mem_sizes=list(plan.mem_sizes), target=plan.target, repeats=plan.repeats,
         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile, env=env)
-    headers, _ = load_traces(Path(out_dir))
-    return rows, headers
+    headers, events = load_traces(Path(out_dir))
+    events += run_contention(plan.gemm_shapes, plan.mem_sizes, np=np,
+                             out_dir=Path(out_dir) / "contention", target=plan.target,
+                             repeats=plan.repeats, timeout=timeout, mpiexec=mpiexec,
+                             hostfile=hostfile, env=env)
+    return events, headers
 
 
 def classify_rows(rows: Sequence[dict[str, Any]], plan: BenchPlan) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
-from clustersim.calibration.collfit import CollectiveFit, fit_collectives
+from clustersim.calibration.collfit import EFFICIENCY_BOUNDS, CollectiveFit, fit_collectives
 from clustersim.calibration.computefit import ComputeFit, fit_compute
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
@@ -319,6 +319,12 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 if name not in f.names:
                     continue
                 lo, hi = f.interval(name)
+                if not EFFICIENCY_BOUNDS[0] * 1.001 < eff < EFFICIENCY_BOUNDS[1] * 0.999:
+                    where = "every message" if k is None else f"segment {k}"
+                    notes.append(
+                        f"collective efficiency of {where} stopped at its bound ({eff:g}): "
+                        f"point-to-point timings do not describe how the runtime's "
+                        f"collectives move these sizes")
                 if k is None:
                     prof.network["collective_efficiency"] = eff
                     pname = "network.collective_efficiency"

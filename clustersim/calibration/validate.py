@@ -16,6 +16,7 @@ iterations (warmup excluded), communication share = exposed communication / iter
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,8 @@ from typing import Any
 
 from clustersim.calibration.profile import Profile, apply_profile_data
 
-__all__ = ["Case", "ValidationReport", "predict_scenario", "validate_scenarios",
-           "default_scenarios"]
+__all__ = ["Case", "Measured", "ValidationReport", "predict_scenario", "scenario_point",
+           "run_cases", "build_report", "validate_scenarios", "default_scenarios"]
 
 
 @dataclass
@@ -39,6 +40,8 @@ class Case:
     run_dir: str = ""
     #: iteration times of every repeat (s), in run order
     repeats: list[float] = field(default_factory=list)
+    #: 1-minute load average when each repeat started
+    loads: list[float] = field(default_factory=list)
 
     @property
     def error(self) -> float:
@@ -59,7 +62,8 @@ class Case:
                 "compute": {"predicted": _g(p.compute), "measured": _g(m.compute)},
                 "comm": {"predicted": _g(p.comm), "measured": _g(m.comm)},
                 "wait": {"predicted": _g(p.wait), "measured": _g(m.wait)},
-                "measured_repeats": [_g(x) for x in self.repeats]}
+                "measured_repeats": [_g(x) for x in self.repeats],
+                "load_average": [_g(x) for x in self.loads]}
 
 
 def _g(x: float) -> float:
@@ -89,16 +93,7 @@ def default_scenarios(root: str | Path | None = None) -> list[Path]:
     return sorted(base.glob("real_*.yaml"))
 
 
-def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: str | None = None,
-                     workers: int | None = None, sets: Sequence[str] = ()) -> tuple[Any, str, int]:
-    """(PointMetrics, algorithm title, workers) the simulator predicts for one scenario point,
-    with ``profile`` applied (``None``: the scenario as written)."""
-    from clustersim.scenario.schema import load_scenario
-    from clustersim.sim.sweep import simulate_point
-
-    scn = load_scenario(path, list(sets))
-    if profile is not None:
-        scn, _, _ = apply_profile_data(scn, profile)
+def _main_point(scn: Any, algorithm: str | None, workers: int | None) -> tuple[Any, int]:
     algs = scn.algorithms
     alg = algs[0]
     if algorithm is not None:
@@ -111,8 +106,95 @@ def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: st
         alg = match[0]
     if workers is None:
         workers = scn.sweep.workers[-1] if scn.sweep is not None else scn.platform.num_devices
+    return alg, workers
+
+
+def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: str | None = None,
+                     workers: int | None = None, sets: Sequence[str] = ()) -> tuple[Any, str, int]:
+    """(PointMetrics, algorithm title, workers) the simulator predicts for one scenario point,
+    with ``profile`` applied (``None``: the scenario as written)."""
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    scn = load_scenario(path, list(sets))
+    if profile is not None:
+        scn, _, _ = apply_profile_data(scn, profile)
+    alg, workers = _main_point(scn, algorithm, workers)
     metrics, _ = simulate_point(scn, alg, workers, scn.run.seed)
     return metrics, alg.title, workers
+
+
+def scenario_point(path: str | Path, sets: Sequence[str] = ()) -> tuple[str, int]:
+    """(algorithm title, workers) of the point a validation runs: the main algorithm at the
+    largest sweep point."""
+    from clustersim.scenario.schema import load_scenario
+
+    alg, workers = _main_point(load_scenario(path, list(sets)), None, None)
+    return alg.title, workers
+
+
+def _load() -> float:
+    """The 1-minute load average (NaN where the OS has none): how busy the machine was."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return math.nan
+
+
+@dataclass
+class Measured:
+    """One real run of a validation scenario."""
+
+    result: Any  # realrun.train.RealRunResult
+    load: float  # load average when it started
+
+
+def run_cases(scenarios: Sequence[str | Path], *, out_dir: str | Path, timeout: float,
+              collectives: str = "library", repeats: int = 1, first: int = 0,
+              mpiexec: str | None = None, hostfile: str | None = None,
+              sets: Sequence[str] = (), runner: Callable[..., Any] | None = None,
+              progress: Callable[[str], None] | None = None) -> list[list[Measured]]:
+    """Run every scenario's main point ``repeats`` times for real, round-robin over the
+    scenarios (so a burst of other work hits one repeat of several cases rather than every
+    repeat of one).  ``first`` numbers the run directories (``run<first + r>``).
+
+    ``runner`` defaults to :func:`realrun.train.run_scenario` (same keyword arguments).
+    """
+    if runner is None:
+        from realrun.train import run_scenario as runner
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    points = [scenario_point(path, sets) for path in scenarios]
+    runs: list[list[Measured]] = [[] for _ in scenarios]
+    for rep in range(first, first + repeats):
+        for i, path in enumerate(scenarios):
+            name = Path(path).stem
+            title, workers = points[i]
+            if progress is not None:
+                progress(f"running {name} for real ({title}, {workers} worker(s)), "
+                         f"run {rep + 1}")
+            load = _load()
+            res = runner(str(path), out_dir=Path(out_dir) / name / f"run{rep}",
+                         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile,
+                         sets=tuple(sets), workers=workers, collectives=collectives)
+            runs[i].append(Measured(res, load))
+    return runs
+
+
+def build_report(profile: Profile, scenarios: Sequence[str | Path],
+                 runs: Sequence[Sequence[Measured]], sets: Sequence[str] = ()
+                 ) -> ValidationReport:
+    """Predict every scenario with ``profile`` and set it against its measured runs (the run
+    with the median iteration time stands for the case)."""
+    report = ValidationReport()
+    for path, results in zip(scenarios, runs):
+        pred, title, workers = predict_scenario(path, profile, sets=sets)
+        times = [r.result.metrics.iteration_time for r in results]
+        order = sorted(range(len(results)), key=lambda j: times[j])
+        mid = results[order[(len(order) - 1) // 2]].result
+        report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
+                                 str(mid.out_dir), times, [r.load for r in results]))
+    return report
 
 
 def validate_scenarios(profile: Profile, scenarios: Sequence[str | Path], *,
@@ -121,37 +203,9 @@ def validate_scenarios(profile: Profile, scenarios: Sequence[str | Path], *,
                        hostfile: str | None = None, sets: Sequence[str] = (),
                        runner: Callable[..., Any] | None = None,
                        progress: Callable[[str], None] | None = None) -> ValidationReport:
-    """Predict, then run for real, every scenario's main algorithm at its largest sweep point.
-
-    Each scenario runs ``repeats`` times, round-robin over the scenarios (so a burst of
-    other work on the machine hits one repeat of several cases rather than every repeat of
-    one); the measured metrics are those of the run with the median iteration time.
-    ``runner`` defaults to :func:`realrun.train.run_scenario` (same keyword arguments).
-    """
-    if runner is None:
-        from realrun.train import run_scenario as runner
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
-    preds = []
-    for path in scenarios:
-        preds.append(predict_scenario(path, profile, sets=sets))
-    runs: list[list[Any]] = [[] for _ in scenarios]
-    for rep in range(repeats):
-        for i, path in enumerate(scenarios):
-            name = Path(path).stem
-            _, title, workers = preds[i]
-            if progress is not None:
-                progress(f"running {name} for real ({title}, {workers} worker(s)), "
-                         f"repeat {rep + 1}/{repeats}")
-            res = runner(str(path), out_dir=Path(out_dir) / name / f"run{rep}",
-                         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile,
-                         sets=tuple(sets), workers=workers, collectives=collectives)
-            runs[i].append(res)
-    report = ValidationReport()
-    for path, (pred, title, workers), results in zip(scenarios, preds, runs):
-        times = [r.metrics.iteration_time for r in results]
-        order = sorted(range(len(results)), key=lambda j: times[j])
-        mid = results[order[(len(order) - 1) // 2]]
-        report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
-                                 str(mid.out_dir), times))
-    return report
+    """Run every scenario's main point for real (:func:`run_cases`), then compare with the
+    predictions of ``profile`` (:func:`build_report`)."""
+    runs = run_cases(scenarios, out_dir=out_dir, timeout=timeout, collectives=collectives,
+                     repeats=repeats, mpiexec=mpiexec, hostfile=hostfile, sets=sets,
+                     runner=runner, progress=progress)
+    return build_report(profile, scenarios, runs, sets)

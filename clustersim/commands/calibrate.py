@@ -76,6 +76,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="ping-pong segment starts, e.g. 64KiB,1MiB (default: detected)")
     p.add_argument("--max-segments", type=int, default=4, metavar="K",
                    help="at most this many ping-pong segments (default %(default)s)")
+    p.add_argument("--statistic", choices=["mean", "median", "min"], default="mean",
+                   help="per-point statistic over benchmark batches: mean (predicts mean "
+                        "times on a busy machine), median (undisturbed), min (best case); "
+                        "default %(default)s")
     p.add_argument("--loss", choices=["soft_l1", "huber", "cauchy", "arctan", "linear"],
                    default="soft_l1", help="least-squares loss (default %(default)s)")
     p.add_argument("--f-scale", type=float, default=0.05, metavar="REL",
@@ -90,6 +94,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, metavar="N",
                    help="real runs per validation scenario, median kept (default 3; 1 with "
                         "--quick)")
+    p.add_argument("--rounds", type=int, default=1, metavar="R",
+                   help="with --real: R rounds of (microbenchmarks, validation runs); the fit "
+                        "pools every round's benchmarks, the validation every round's runs - "
+                        "on a shared machine this averages both over the same load "
+                        "(default %(default)s)")
     p.add_argument("--work-dir", default="calibration-runs", metavar="DIR",
                    help="benchmark traces and validation runs (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
@@ -131,6 +140,10 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--f-scale must be > 0, not {args.f_scale!r}")
     if args.repeats is not None and args.repeats < 1:
         raise InputError(f"--repeats must be >= 1, not {args.repeats}")
+    if args.rounds < 1:
+        raise InputError(f"--rounds must be >= 1, not {args.rounds}")
+    if args.rounds > 1 and not args.real:
+        raise InputError("--rounds needs --real (recorded traces are fitted as they are)")
     out = Path(args.out)
     if out.is_dir():
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
@@ -141,7 +154,7 @@ def _trace_files(items: list[str]) -> list[Path]:
     for item in items:
         p = Path(item)
         if p.is_dir():
-            found = sorted(p.glob("trace.rank*.jsonl")) or sorted(p.glob("*/trace.rank*.jsonl"))
+            found = sorted(p.rglob("trace.rank*.jsonl"))
             if not found:
                 raise InputError(f"no trace.rank*.jsonl in directory {item!r}")
             files += found
@@ -152,10 +165,11 @@ def _trace_files(items: list[str]) -> list[Path]:
     return files
 
 
-def _load_traces(items: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _load_traces(items: list[str], statistic: str
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows, headers) from recorded traces; headers in rank order."""
+    from clustersim.calibration.rows import rows_from_events
     from clustersim.trace import read_jsonl
-    from realrun.microbench import results_from_events
 
     headers: dict[int, dict[str, Any]] = {}
     events = []
@@ -167,7 +181,7 @@ def _load_traces(items: list[str]) -> tuple[list[dict[str, Any]], list[dict[str,
         rank = head.get("rank", len(headers))
         headers.setdefault(int(rank), head)
         events += evs
-    rows = results_from_events(events)
+    rows = rows_from_events(events, statistic)
     if not rows:
         raise InputError("the traces hold no microbenchmark events (bench: pingpong, "
                          "collective, gemm, memory, reduce) - record them with "
@@ -190,28 +204,56 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     scenarios = _scenarios(args) if validate else []
     console = _console(args.quiet)
     work = Path(args.work_dir)
-    source: dict[str, Any] = {"platform": str(args.platform)}
+    source: dict[str, Any] = {"platform": str(args.platform), "statistic": args.statistic}
+    runs: list[list[Any]] = [[] for _ in scenarios]
+    repeats = args.repeats or (1 if args.quick else 3)
     if args.real:
         from clustersim.calibration.measure import bench_plan, classify_rows, run_benchmarks
+        from clustersim.calibration.rows import rows_from_events
+        from clustersim.calibration.validate import run_cases
         from realrun.launch import RealRunError
 
         plan = bench_plan(args.quick)
-        _say(console, f"measuring microbenchmarks on {args.np} MPI ranks "
-                      f"({'quick' if args.quick else 'full'} plan; traces in {work / 'bench'})")
-        try:
-            with _status(console, "microbenchmarks running"):
-                rows, headers = run_benchmarks(plan, np=args.np, out_dir=work / "bench",
-                                               timeout=args.timeout, mpiexec=args.mpiexec,
-                                               hostfile=args.hostfile)
-        except RealRunError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        rows = classify_rows(rows, plan)
+        events: list[Any] = []
+        loads = []
+        headers = []
+        for rnd in range(args.rounds):
+            bench_dir = work / "bench" / (f"round{rnd}" if args.rounds > 1 else "")
+            tag = f"round {rnd + 1}/{args.rounds}: " if args.rounds > 1 else ""
+            _say(console, f"{tag}measuring microbenchmarks on {args.np} MPI ranks "
+                          f"({'quick' if args.quick else 'full'} plan; traces in {bench_dir})")
+            try:
+                loads.append(_loadavg())
+                with _status(console, "microbenchmarks running"):
+                    evs, headers = run_benchmarks(plan, np=args.np, out_dir=bench_dir,
+                                                  timeout=args.timeout, mpiexec=args.mpiexec,
+                                                  hostfile=args.hostfile)
+                # batches of different rounds are different repeats of the same points
+                for ev in evs:
+                    ev.meta = {**ev.meta, "repeat": rnd * 100000 + int(ev.meta.get("repeat", 0))}
+                events += evs
+                if scenarios:
+                    _say(console, f"{tag}running {len(scenarios)} validation scenario(s) for "
+                                  f"real, {repeats} time(s) each (not used by the fit)")
+                    with _status(console, "validation runs") as update:
+                        got = run_cases(scenarios, out_dir=work / "validation",
+                                        timeout=args.timeout, collectives=args.collectives,
+                                        repeats=repeats, first=rnd * repeats,
+                                        mpiexec=args.mpiexec, hostfile=args.hostfile,
+                                        progress=update)
+                    for i, g in enumerate(got):
+                        runs[i] += g
+            except RealRunError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+        rows = classify_rows(rows_from_events(events, args.statistic), plan)
+        (work / "bench").mkdir(parents=True, exist_ok=True)
         (work / "bench" / "calibration_rows.json").write_text(
             json.dumps(rows, indent=1, sort_keys=True))
-        source.update(kind="real", traces=str(work / "bench"), plan=plan.describe())
+        source.update(kind="real", traces=str(work / "bench"), plan=plan.describe(),
+                      rounds=args.rounds, load_average=[round(x, 2) for x in loads])
     else:
-        rows, headers = _load_traces(list(args.traces))
+        rows, headers = _load_traces(list(args.traces), args.statistic)
         source.update(kind="traces", traces=[str(t) for t in args.traces])
     ranks = len(headers) or args.np
     hosts = [str(h.get("host", "")) for h in headers] if headers else None
@@ -232,22 +274,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _print_fit(console, cal)
     report = None
     if scenarios:
-        from clustersim.calibration.validate import validate_scenarios
+        from clustersim.calibration.validate import build_report, run_cases
         from realrun.launch import RealRunError
 
-        repeats = args.repeats or (1 if args.quick else 3)
-        try:
-            with _status(console, "validation runs") as update:
-                report = validate_scenarios(
-                    cal.profile, scenarios, out_dir=work / "validation", timeout=args.timeout,
-                    collectives=args.collectives, repeats=repeats, mpiexec=args.mpiexec,
-                    hostfile=args.hostfile, progress=update)
-        except RealRunError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            _write(cal.profile, args.out, console)
-            return 1
-        cal.profile.validation = {"note": "predicted with this profile, then run for real; "
-                                          "not used by the fit", **report.as_dict()}
+        if not args.real:  # fitted from traces: run the validation now
+            try:
+                with _status(console, "validation runs") as update:
+                    runs = run_cases(scenarios, out_dir=work / "validation",
+                                     timeout=args.timeout, collectives=args.collectives,
+                                     repeats=repeats, mpiexec=args.mpiexec,
+                                     hostfile=args.hostfile, progress=update)
+            except RealRunError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                _write(cal.profile, args.out, console)
+                return 1
+        report = build_report(cal.profile, scenarios, runs)
+        cal.profile.validation = {"note": "predicted with this profile, then compared with "
+                                          "real runs that the fit never saw", **report.as_dict()}
         if not args.quiet:
             _print_validation(console, report)
     _write(cal.profile, args.out, console)
@@ -277,6 +320,16 @@ def _scenarios(args: argparse.Namespace) -> list[Path]:
         raise InputError("no validation scenarios (scenarios/real_*.yaml); give --scenarios "
                          "or --no-validate")
     return found
+
+
+def _loadavg() -> float:
+    import math
+    import os
+
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return math.nan
 
 
 def _write(profile: Any, path: str, console: Any) -> None:
@@ -372,7 +425,8 @@ def _print_validation(console: Any, report: Any) -> None:
     t = Table(title="validation: end-to-end runs NOT in the fit (predicted with the profile)",
               title_justify="left")
     for col in ("scenario", "algorithm", "workers", "iter predicted", "iter measured",
-                "error", "measured range", "comm share pred.", "comm share meas."):
+                "error", "measured range", "comm share pred.", "comm share meas.",
+                "load avg"):
         t.add_column(col, justify="right" if col != "scenario" else "left")
     for c in report.cases:
         p, m = c.predicted, c.measured
@@ -380,7 +434,8 @@ def _print_validation(console: Any, report: Any) -> None:
                if len(c.repeats) > 1 else "-")
         t.add_row(c.scenario, c.algorithm, str(c.workers), f"{p.iteration_time * 1e3:.2f} ms",
                   f"{m.iteration_time * 1e3:.2f} ms", f"{c.error:+.1%}", rng,
-                  f"{p.comm_share:.1%}", f"{m.comm_share:.1%}")
+                  f"{p.comm_share:.1%}", f"{m.comm_share:.1%}",
+                  ", ".join(f"{x:.1f}" for x in c.loads))
     t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
                  f"(measured: the median of the repeats)")
     console.print(t)

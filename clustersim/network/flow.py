@@ -255,6 +255,15 @@ class FlowNetwork:
             return self._message(info, float(nbytes))[0]
         return info.latency
 
+    def message_plan(self, route: Sequence[int], nbytes: float) -> tuple[float, float]:
+        """(time before the first byte arrives, bytes to drain at ``capacity * efficiency``)
+        of one point-to-point message: the same protocol costs the analytic point-to-point
+        model (:mod:`clustersim.network.queueing`) must charge."""
+        route = route if type(route) is tuple else tuple(route)
+        if not route:
+            return 0.0, 0.0
+        return self._message(self._info(route), float(nbytes))
+
     def _message(self, info: _RouteInfo, size: float, collective: bool = False
                  ) -> tuple[float, float]:
         """(latency incl. overhead, bytes to drain) of one message under the protocol table

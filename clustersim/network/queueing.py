@@ -24,34 +24,33 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clustersim.network.params import NetworkParams
-
 __all__ = ["LinkQueues"]
 
 
 class LinkQueues:
-    """Per-link "free at" times; :meth:`reserve` books a message and returns its arrival."""
+    """Per-link "free at" times; :meth:`reserve` books a message and returns its arrival.
 
-    def __init__(self, capacity: np.ndarray, latency: np.ndarray,
-                 params: NetworkParams = NetworkParams()) -> None:
-        self.rate = [float(c) * params.efficiency for c in capacity]
-        self.latency = [float(x) for x in latency]
-        self.overhead = params.overhead
+    ``rate[l]`` is what a message may use of link ``l`` (capacity x efficiency); the per-
+    message latency (overhead, protocol segment, hops) is computed by the caller - the flow
+    network's :meth:`~clustersim.network.flow.FlowNetwork.message_plan` - so that both models
+    charge the same protocol costs.
+    """
+
+    def __init__(self, capacity: np.ndarray, efficiency: float = 1.0) -> None:
+        self.rate = [float(c) * efficiency for c in capacity]
         self.free_at = [0.0] * len(self.rate)
         self.messages = 0
 
-    def reserve(self, route: Sequence[int], nbytes: float, now: float) -> float:
-        """Book ``nbytes`` along ``route`` starting at ``now``; the time the last byte arrives."""
+    def reserve(self, route: Sequence[int], nbytes: float, now: float,
+                latency: float = 0.0) -> float:
+        """Book ``nbytes`` along ``route`` from ``now``; the time its last byte arrives, i.e.
+        the queued serialisation plus ``latency`` (overhead and hop latencies)."""
         self.messages += 1
-        lat = self.overhead
-        if not route:
-            return now
-        t = now + self.overhead
-        finish = t
+        finish = now
+        t = now
         free = self.free_at
         rate = self.rate
         for lk in route:
-            lat += self.latency[lk]
             start = free[lk] if free[lk] > t else t
             end = start + nbytes / rate[lk]
             if end < finish:  # cut-through: cannot finish before the link upstream did
@@ -59,4 +58,4 @@ class LinkQueues:
             free[lk] = end
             t = start
             finish = end
-        return finish + (lat - self.overhead)
+        return finish + latency

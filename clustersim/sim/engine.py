@@ -43,11 +43,13 @@ from clustersim.network.analytic import cost_schedule
 from clustersim.network.flow import FlowNetwork
 from clustersim.network.flowsim import schedule_process
 from clustersim.network.params import NetworkParams
+from clustersim.network.queueing import LinkQueues
 from clustersim.platform.model import Platform
 from clustersim.sim.mailbox import Mailbox
 from clustersim.trace import TraceEvent
 
-__all__ = ["Engine", "ActorStats", "RunResult", "COLLECTIVE_FLOW_MAX_RANKS", "DEFAULT_ALGORITHMS"]
+__all__ = ["Engine", "ActorStats", "RunResult", "COLLECTIVE_FLOW_MAX_RANKS",
+           "P2P_FLOW_MAX_ACTORS", "DEFAULT_ALGORITHMS"]
 
 #: schedule the engine uses for a collective that names no algorithm (a library call in the
 #: real backend is costed with these too; calibration fits its overhead against them)
@@ -58,6 +60,12 @@ DEFAULT_ALGORITHMS: dict[str, str] = {
 #: ``auto`` fidelity runs a collective flow by flow up to this group size, analytically above
 #: (flow and analytic agree within 5% on the regular cases up to 64 ranks; see docs/fidelity.md).
 COLLECTIVE_FLOW_MAX_RANKS = 16
+
+#: ``auto`` fidelity runs point-to-point messages as flows (max-min sharing) up to this many
+#: actors, and above it as FIFO link queues (clustersim.network.queueing: same link
+#: throughput, O(hops) per message) - a parameter server with thousands of clients would
+#: otherwise re-solve max-min over thousands of flows at every message.
+P2P_FLOW_MAX_ACTORS = 64
 
 
 @dataclass
@@ -148,6 +156,9 @@ class Engine:
         self.warmup = warmup
         self.env = simpy.Environment()
         self.net = FlowNetwork.for_platform(self.env, platform, params)
+        queued = fidelity == "analytic" or (fidelity == "auto"
+                                            and len(self.actors) > P2P_FLOW_MAX_ACTORS)
+        self._queues = LinkQueues(platform.capacity, params.efficiency) if queued else None
         self.stats = [ActorStats(a.rank, a.role, self.placement[i])
                       for i, a in enumerate(self.actors)]
         self.events: list[TraceEvent] = []
@@ -424,7 +435,10 @@ class Engine:
         if not route:
             self._sent(i, op, t0)
             return None
-        if op.nbytes > 0:
+        if op.nbytes > 0 and self._queues is not None:
+            lat, drain = self.net.message_plan(route, op.nbytes)
+            ev = self.env.timeout(self._queues.reserve(route, drain, t0, lat) - t0)
+        elif op.nbytes > 0:
             ev = self.net.transfer(route, op.nbytes)
         else:
             lat = self._latency.get(route)
