@@ -213,3 +213,18 @@ def test_registry_covers_every_scenario_value():
         d = lookup(name)
         assert d.unit and d.source and d.doc
     assert Path(__file__).exists()
+
+
+def test_half_duplex_profile_merges_directions():
+    """``duplex: false`` makes both directions of every cable of the class one resource:
+    a message each way between the same two ranks then shares it."""
+    scn = load_scenario(BSP)
+    prof = profile()
+    prof.links["localhost_shm"]["duplex"] = False
+    new, changes, _ = apply_profile_data(scn, prof)
+    there, back = new.platform.route(0, 1), new.platform.route(1, 0)
+    assert set(there) == set(back)
+    assert set(scn.platform.route(0, 1)).isdisjoint(scn.platform.route(1, 0))
+    assert any(c.name == "link.localhost_shm.duplex" and c.after == 0.0 for c in changes)
+    again = parse_profile(yaml.safe_load(dump_profile(prof)))
+    assert again.links["localhost_shm"]["duplex"] is False
