@@ -8,8 +8,9 @@ worker's local step, P = its elastic pull):
   (2l + n/B) (centre) + P``;
 * p workers, master saturated: the master serves one exchange after another, so every
   worker's iteration is ``p * s`` with ``s`` the master's time per exchange:
-  round robin ``6l + 2n/B + U`` (all blocking), Async EASGD ``4l + n/B + U`` (the centre goes
-  back while the next worker pushes), Hogwild EASGD ``max(4l + n/B, U)``;
+  round robin ``6l + 2n/B + U`` (all blocking); Async EASGD and MEASGD ``max(4l + n/B, U)``
+  (the next worker pushes during the update, the centre goes back beside it); Hogwild EASGD
+  ``max(4l + n/B, U)`` too (the update runs beside the loop, one at a time);
 * Sync EASGD: ``C + allreduce + E`` with the binomial-tree all-reduce
   ``2L(2l + n/B) + L n/R`` (L = ceil(log2 p), R the device's reduction bandwidth) and E the
   two-sided elastic update.
@@ -162,14 +163,19 @@ def test_measgd_worker_adds_the_momentum_pass():
         "forward", "backward", "accumulate", "update", "accumulate"]
 
 
-def _serve(variant, arrivals, workers=3, iterations=2):
-    """Drive a master; its ``Recv(ANY)`` requests are answered from ``arrivals`` in order and
-    its rank-ordered ``Recv(src=w)`` by ``w`` itself.  Non-blocking operations get handles."""
+def _serve(variant, arrivals, workers=3, iterations=2, waiting=None):
+    """Drive a master.  Its ``Recv(ANY)`` requests are answered from ``arrivals`` in order, its
+    rank-ordered ``Recv(src=w)`` by ``w`` itself; ``waiting[i]`` says whether the i-th polling
+    receive finds a request (default: always, the next of ``arrivals``).  Non-blocking
+    operations get handles."""
     feed = iter(arrivals)
+    polls = iter(waiting) if waiting is not None else None
     handles = iter(range(10_000))
 
     def respond(op):
         if isinstance(op, Recv):
+            if op.poll and polls is not None and not next(polls):
+                return None
             src = next(feed) if op.src == ANY else op.src
             return Message(src, op.tag, N if op.tag == TAG_PUSH else 0.0)
         if getattr(op, "blocking", True) is False:
@@ -211,18 +217,33 @@ def test_round_robin_serves_in_rank_order_whatever_arrives_first():
 
 def test_async_master_serves_first_come_first_served_and_answers_without_waiting():
     ops = _serve("async_easgd", [2, 0, 2, 1, 0, 1])
-    assert [op.src for op in ops if isinstance(op, Recv) and op.tag == TAG_REQUEST] == \
-        [ANY] * 6
+    # one blocking wait for the first request; then, before each update, a polling receive
+    # finds the next waiting worker and tells it "go" (its push flows during the update)
+    requests = [op for op in ops if isinstance(op, Recv) and op.tag == TAG_REQUEST]
+    assert [(r.src, r.poll) for r in requests] == [(ANY, False)] + [(ANY, True)] * 5
     assert _served(ops) == [2, 0, 2, 1, 0, 1]
+    go = [op for op in ops if isinstance(op, Send) and op.tag == TAG_GO]
+    assert [g.blocking for g in go] == [True] + [False] * 5
+    first = [i for i, op in enumerate(ops) if isinstance(op, Compute)][0]
+    assert ops[first - 1] is go[1]  # the next go leaves before the first update
     centre = [op for op in ops if isinstance(op, Send) and op.tag == TAG_CENTRE]
     assert [op.dst for op in centre] == [2, 0, 2, 1, 0, 1] and not any(c.blocking for c in centre)
     # updates before this one minus the version the worker last read
     assert _staleness(ops) == [0, 1, 2 - 1, 3, 4 - 2, 5 - 4]
-    # the answer to worker 2's first exchange is waited for (already done) before serving it
-    # again; every open answer is waited for at the end, so the master ends cleanly
-    third_go = [i for i, op in enumerate(ops) if isinstance(op, Send) and op.tag == TAG_GO][2]
-    assert isinstance(ops[third_go - 1], Wait)
+    # the answer to worker 2's first exchange is waited for (already done) before its second
+    # push is received; every open answer is waited for at the end, so the master ends cleanly
+    pushes = [i for i, op in enumerate(ops) if isinstance(op, Recv) and op.tag == TAG_PUSH]
+    assert isinstance(ops[pushes[2] - 1], Wait) and isinstance(ops[pushes[2] - 2], Wait)
     assert isinstance(ops[-1], Wait) and len(ops[-1].handles) == 3
+
+
+def test_async_master_waits_for_a_request_when_nobody_is_ready():
+    ops = _serve("async_easgd", [1, 0, 2, 1, 0, 2], waiting=[False, True, False, True, True])
+    requests = [op for op in ops if isinstance(op, Recv) and op.tag == TAG_REQUEST]
+    # k=0 waits, its poll finds nobody; k=1 waits, its poll finds 2; k=2's poll finds nobody;
+    # k=3 waits, its poll finds 0; k=4's poll finds 2; the last exchange does not poll
+    assert [r.poll for r in requests] == [False, True, False, True, True, False, True, True]
+    assert _served(ops) == [1, 0, 2, 1, 0, 2]
 
 
 def test_hogwild_master_answers_first_and_updates_beside_the_loop():
@@ -320,7 +341,8 @@ def test_one_worker_original_easgd_closed_form():
 
 @pytest.mark.parametrize("name,per_exchange", [
     ("easgd_round_robin", lambda u: 6 * LAT + 2 * N / B + u),
-    ("async_easgd", lambda u: 4 * LAT + N / B + u),
+    ("async_easgd", lambda u: max(4 * LAT + N / B, u)),
+    ("async_measgd", lambda u: max(4 * LAT + N / B, u)),
     ("hogwild_easgd", lambda u: max(4 * LAT + N / B, u)),
 ])
 def test_saturated_master_sets_the_pace(name, per_exchange):
@@ -332,18 +354,20 @@ def test_saturated_master_sets_the_pace(name, per_exchange):
     m, _ = simulate_point(scn, scn.algorithm, p, 0)
     assert m.iteration_time == pytest.approx(p * s, rel=1e-6)
     assert m.throughput == pytest.approx(p * 32 / (p * s), rel=1e-6)
-    assert m.worker_utilization == pytest.approx((step + update) / (p * s), rel=1e-6)
+    local = step + update * (2 if name == "async_measgd" else 1)  # + momentum pass (EAMSGD)
+    assert m.worker_utilization == pytest.approx(local / (p * s), rel=1e-6)
     if name == "easgd_round_robin":
         assert m.staleness_p90 == p - 1  # every round: each of the other workers once
         assert m.server_utilization == pytest.approx(update / s, rel=0.05)
 
 
-def test_hogwild_master_bound_by_its_memory_when_updates_are_slow():
+@pytest.mark.parametrize("name", ["async_easgd", "hogwild_easgd"])
+def test_master_bound_by_its_memory_when_updates_are_slow(name):
     """On a device with little memory bandwidth the centre updates, one at a time, are the
-    bottleneck: Hogwild's cycle is then U, not the transfer (the other branch of the max)."""
+    bottleneck: the cycle is then U, not the transfer (the other branch of the max)."""
     p = 10
     plat = dict(BASE["platform"], device={"like": "v100", "name": "slowmem", "mem_bw": "1 GB/s"})
-    scn = scenario("hogwild_easgd", platform=plat)
+    scn = scenario(name, platform=plat)
     step, update, _, _ = _costs(scn)
     assert update > 4 * LAT + N / B
     m, _ = simulate_point(scn, scn.algorithm, p, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from clustersim.algorithms.ops import ANY, Message
 from clustersim.sim.mailbox import Mailbox
@@ -28,7 +29,10 @@ def test_wildcards_and_arrival_order():
     assert len(mb) == 1 and mb.take() is msgs[0] and mb.take() is None
 
 
-def test_matches_a_linear_scan_on_random_traffic():
+@pytest.mark.parametrize("source_wildcards_from", [0, 2500])
+def test_matches_a_linear_scan_on_random_traffic(source_wildcards_from):
+    """Random puts and takes; source-only and match-all questions start at step
+    ``source_wildcards_from`` (their queues are built lazily from what is pending then)."""
     rng = np.random.default_rng(3)
     mb, ref = Mailbox(), []
     for step in range(5000):
@@ -37,7 +41,10 @@ def test_matches_a_linear_scan_on_random_traffic():
             mb.put(m)
             ref.append(m)
         else:
+            late = step < source_wildcards_from
             src = ANY if rng.random() < 0.3 else int(rng.integers(4))
             tag = ANY if rng.random() < 0.3 else int(rng.integers(3))
+            if late and tag == ANY:
+                tag = int(rng.integers(3))  # before the onset: (src, tag) or (ANY, tag) only
             assert mb.take(src, tag) is _scan(ref, src, tag)
         assert len(mb) == len(ref)

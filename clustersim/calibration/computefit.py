@@ -13,7 +13,12 @@ fit over the GEMM and memory-copy benchmarks gives
   (elementwise layers) gets the ``fc`` rate - those kernels are memory-bound, so their FLOP
   rate never binds;
 * the sustained memory bandwidth (``mem_efficiency = rate / mem_bw``) from the copies
-  (STREAM counting: 2 array sizes per copy; NumPy's two-pass triad is not used);
+  (STREAM counting: 2 array sizes per copy; NumPy's two-pass triad is not used) whose
+  arrays do not fit a core's private cache - STREAM's rule that arrays must exceed the
+  caches, here ``stream_min`` bytes per array (default 4 MiB, a large L2): the roofline has
+  no cache model, and the memory-bound kernels that cost time in training (optimizer
+  updates, elastic averages, gradient accumulation) stream parameter-sized buffers, while a
+  cache-resident copy would report the cache's bandwidth (several times higher);
 * the per-kernel overhead, shared by both, which the small kernels pin down.
 
 GEMM bytes are ``4 (mk + kn + mn)`` (read A and B, write C, fp32).  When a measured rate
@@ -35,7 +40,8 @@ import numpy as np
 from clustersim.calibration.fit import FitResult, robust_fit
 from clustersim.catalog import DeviceSpec
 
-__all__ = ["gemm_class", "row_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction"]
+__all__ = ["gemm_class", "row_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction",
+           "STREAM_MIN"]
 
 _FP32 = 4
 
@@ -76,11 +82,25 @@ class ComputeFit:
     notes: list[str] = field(default_factory=list)
 
 
+#: copies with smaller arrays measure a cache, not memory (see the module docs)
+STREAM_MIN = 4 << 20
+
+
 def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str, Any]],
                 reduce: Sequence[Mapping[str, Any]], device: DeviceSpec, *,
-                loss: str = "soft_l1", f_scale: float = 0.05) -> ComputeFit:
+                loss: str = "soft_l1", f_scale: float = 0.05,
+                stream_min: float = STREAM_MIN) -> ComputeFit:
     """Fit the roofline of ``device`` to benchmark rows (``realrun.microbench`` format)."""
-    copies = [r for r in memory if r.get("kernel", "copy") == "copy"]
+    all_copies = [r for r in memory if r.get("kernel", "copy") == "copy"]
+    copies = [r for r in all_copies if float(r["size"]) >= stream_min]
+    notes: list[str] = []
+    if all_copies and not copies:
+        copies = all_copies
+        notes.append(f"no copy has arrays of {stream_min / 2**20:g} MiB or more: memory "
+                     f"bandwidth fitted on cache-sized copies (likely too high)")
+    elif len(copies) < len(all_copies):
+        notes.append(f"memory bandwidth from the {len(copies)} copies with arrays of "
+                     f"{stream_min / 2**20:g} MiB or more (smaller ones measure caches)")
     classes = sorted({row_class(r) for r in gemm})
     names: list[str] = [f"rate_{c}" for c in classes]
     x0: list[float] = []
@@ -132,7 +152,6 @@ def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str,
     if "conv" not in rates and "fc" in rates:
         rates["conv"] = rates["fc"]
         inherited["conv"] = "fc"
-    notes: list[str] = []
     peak = device.peak
     best = max(rates.values()) if rates else 0.0
     if best > peak:

@@ -3,13 +3,16 @@
 Why not a list scanned front to back: a master or parameter server with thousands of workers
 holds thousands of pending messages (one "ready" request per worker), and every ``Recv`` for a
 particular worker scanned all of them - quadratic in the worker count, and the hot spot of
-any 4,000-worker asynchronous simulation.  Here every message is filed under four queues -
-its (source, tag), its source, its tag and all - each in arrival order, so the earliest
-message that matches any ``Recv(src, tag)`` pattern, wildcards included, is the head of one
-queue.  A message taken through one queue stays in the other three until it reaches their
-head and is skipped there (lazy deletion), so each message is handled a constant number of
-times.  Matching semantics are MPI's and the engine's: the earliest arrived message that
-matches; messages of one sender arrive in the order sent.
+any 4,000-worker asynchronous simulation.  Here every message is filed under queues in arrival
+order - its (source, tag), its tag, and, once some ``Recv`` has asked by source only or for
+anything, its source and "all" - so the earliest message that matches any ``Recv(src, tag)``
+pattern, wildcards included, is the head of one queue.  A message taken through one queue
+stays in the others until it reaches their head and is skipped there (lazy deletion), so each
+message is handled a constant number of times.  The source-only and match-all queues are built
+on first use (from the pending messages, in arrival order) because most algorithms never ask
+those questions and every message would pay for them.  Matching semantics are MPI's and the
+engine's: the earliest arrived message that matches; messages of one sender arrive in the
+order sent.
 """
 
 from __future__ import annotations
@@ -24,15 +27,15 @@ __all__ = ["Mailbox"]
 class Mailbox:
     """Pending messages of one actor (see the module docstring)."""
 
-    __slots__ = ("_live", "_next", "_by_key", "_by_src", "_by_tag", "_all")
+    __slots__ = ("_live", "_next", "_by_key", "_by_tag", "_by_src", "_all")
 
     def __init__(self) -> None:
         self._live: dict[int, Message] = {}
         self._next = 0
         self._by_key: dict[tuple[int, int], deque[int]] = {}
-        self._by_src: dict[int, deque[int]] = {}
         self._by_tag: dict[int, deque[int]] = {}
-        self._all: deque[int] = deque()
+        self._by_src: dict[int, deque[int]] | None = None  # built on first use
+        self._all: deque[int] | None = None  # built on first use
 
     def __len__(self) -> int:
         return len(self._live)
@@ -41,36 +44,51 @@ class Mailbox:
         """File an arrived message."""
         seq = self._next
         self._next = seq + 1
-        self._live[seq] = msg
         live = self._live
-        for q in (self._queue(self._by_key, (msg.src, msg.tag)),
-                  self._queue(self._by_src, msg.src),
-                  self._queue(self._by_tag, msg.tag), self._all):
-            while q and q[0] not in live:  # drop entries taken through another queue
+        live[seq] = msg
+        _file(self._by_key, (msg.src, msg.tag), seq, live)
+        _file(self._by_tag, msg.tag, seq, live)
+        if self._by_src is not None:
+            _file(self._by_src, msg.src, seq, live)
+        if self._all is not None:
+            q = self._all
+            while q and q[0] not in live:
                 q.popleft()
             q.append(seq)
 
     def take(self, src: int = ANY, tag: int = ANY) -> Message | None:
         """Remove and return the earliest message matching ``src``/``tag``, or ``None``."""
         if src != ANY:
-            q = self._by_key.get((src, tag)) if tag != ANY else self._by_src.get(src)
+            if tag != ANY:
+                q = self._by_key.get((src, tag))
+            else:
+                if self._by_src is None:
+                    self._by_src = {}
+                    for seq, m in self._live.items():
+                        _file(self._by_src, m.src, seq, self._live)
+                q = self._by_src.get(src)
         elif tag != ANY:
             q = self._by_tag.get(tag)
         else:
+            if self._all is None:
+                self._all = deque(self._live)
             q = self._all
         if not q:
             return None
         live = self._live
         while q:
-            seq = q.popleft()
-            msg = live.pop(seq, None)
+            msg = live.pop(q.popleft(), None)
             if msg is not None:
                 return msg
         return None
 
-    @staticmethod
-    def _queue(index: dict, key) -> deque[int]:
-        q = index.get(key)
-        if q is None:
-            q = index[key] = deque()
-        return q
+
+def _file(index: dict, key, seq: int, live: dict[int, Message]) -> None:
+    """Append ``seq`` to ``index[key]``, first dropping entries taken through another queue."""
+    q = index.get(key)
+    if q is None:
+        index[key] = deque((seq,))
+        return
+    while q and q[0] not in live:
+        q.popleft()
+    q.append(seq)

@@ -19,8 +19,10 @@ Demmel, SC17):
     even if another worker is ready first - so workers queue behind each other and one slow
     worker stalls all.  Per exchange the master is busy for GO + push + update + reply.
 ``async_easgd``        The master serves whichever worker's request came first (FIFO) and
-    applies updates one at a time (a lock on the centre); the reply is a non-blocking send,
-    so the master takes the next request while the centre travels back.
+    applies updates one at a time (a lock on the centre).  It is engineered for HPC as a
+    parameter server is: before an update it checks for a waiting request (a polling
+    receive) and lets that worker's weights flow into a second buffer during the update, and
+    it answers with a non-blocking send - so the network and the update overlap.
 ``async_measgd``       Async EASGD whose workers take Nesterov-momentum local steps (EAMSGD).
 ``hogwild_easgd``      FIFO, but the centre is updated without a lock: the master sends the
     centre as it is and starts the update *beside* its receive loop (``Compute(blocking=
@@ -105,13 +107,17 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     """The master: serve ``p * exchanges`` requests in rank order or first come first served."""
     job = ctx.job
     order, async_reply, lock_free, _ = VARIANTS[variant]
+    prefetch = order == "fifo" and not lock_free
     p = job.workers
     nbytes = job.grad_bytes
     total = p * exchanges(job.iterations, ctx.params["tau"])
     last_read = [0] * p  # centre version (updates applied so far) each worker last received
     replies: dict[int, Handle] = {}
     updating: Handle | None = None
+    next_worker: int | None = None  # a worker told "go" during the previous update
+    next_go: Handle | None = None
     any_request = Recv(src=ANY, tag=TAG_REQUEST, label="next request")
+    waiting = Recv(src=ANY, tag=TAG_REQUEST, poll=True, label="anyone ready?")
     update = Compute("accumulate", nbytes=nbytes, blocking=not lock_free,
                      label="centre update" + (" (no lock)" if lock_free else ""))
     applied = Record("update", 1)
@@ -119,14 +125,25 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
         if order == "rank":
             w = k % p
             yield Recv(src=w, tag=TAG_REQUEST, label="request")
-        else:
+            yield Send(w, 0.0, tag=TAG_GO, label="go")
+        elif next_worker is None:
             w = (yield any_request).src
+            yield Send(w, 0.0, tag=TAG_GO, label="go")
+        else:
+            w, next_worker = next_worker, None
+            yield Wait(next_go)
         prev = replies.pop(w, None)
         if prev is not None:
             yield Wait(prev)  # the worker asked again, so it has the last answer: no wait
-        yield Send(w, 0.0, tag=TAG_GO, label="go")
         yield Recv(src=w, tag=TAG_PUSH, label="weights")
         yield Record("staleness", k - last_read[w])  # k updates were applied before this one
+        if prefetch and k + 1 < total:
+            # double-buffered receive: a worker already waiting may push during the update
+            # (into another buffer - the lock guards the centre, not the receive)
+            msg = yield waiting
+            if msg is not None:
+                next_worker = msg.src
+                next_go = yield Send(next_worker, 0.0, tag=TAG_GO, blocking=False, label="go")
         if lock_free:
             # the centre goes out as it is (no lock) while the update runs beside the loop
             replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False, label="centre")
