@@ -23,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-import simpy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_training import bare_simpy  # noqa: E402  (one bare-SimPy baseline for all benches)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "knl_4253.yaml"
@@ -56,22 +57,6 @@ def bench_cli(easgd_only: bool, timeout: float) -> None:
     print(f"    exit {proc.returncode}; wall {wall:.2f} s, CPU {cpu:.2f} s (target <= 3 s)")
     if proc.returncode != 0:
         print(proc.stderr[-2000:])
-
-
-def bare_simpy(processes: int, events: int) -> float:
-    """Seconds for ``events`` timeouts spread over ``processes`` plain SimPy processes."""
-    env = simpy.Environment()
-    per = max(events // processes, 1)
-
-    def proc(env):
-        for _ in range(per):
-            yield env.timeout(1.0)
-
-    for _ in range(processes):
-        env.process(proc(env))
-    t = time.perf_counter()
-    env.run()
-    return time.perf_counter() - t
 
 
 def bench_async(tau: int, iterations: int) -> None:

@@ -190,7 +190,7 @@ def test_bsp_worker_yields_the_expected_operations():
 
 def test_equal_groups_built_separately_meet_in_one_collective():
     """Each actor builds its own (equal) group tuple: they must still rendezvous."""
-    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, REGISTRY
+    from clustersim.algorithms.base import REGISTRY, ActorSpec, AlgorithmDef
     from clustersim.algorithms.ops import AllReduce, Compute, Record
 
     def body(ctx):
@@ -212,7 +212,7 @@ def test_equal_groups_built_separately_meet_in_one_collective():
 
 def test_collectives_of_one_group_run_in_order():
     """Two non-blocking all-reduces issued together take the sum of their times."""
-    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, REGISTRY
+    from clustersim.algorithms.base import REGISTRY, ActorSpec, AlgorithmDef
     from clustersim.algorithms.ops import AllReduce, Record, Wait
 
     def body(ctx):

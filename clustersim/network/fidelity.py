@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from clustersim.collectives.schedule import Schedule, Step
 from clustersim.errors import unknown_name
 from clustersim.network.analytic import CollectiveCost, cost_schedule
-from clustersim.network.flowsim import simulate_schedule
+from clustersim.network.flowsim import _placement, simulate_schedule
 from clustersim.network.params import NetworkParams, bottleneck_class
 from clustersim.platform.model import Platform
 
@@ -65,15 +65,6 @@ _REL = 1e-9
 def expanded_transfers(schedule: Schedule) -> int:
     """Transfers the flow model would simulate: each step's transfers times its repeats."""
     return sum(len(s.transfers) * s.repeat for s in schedule.steps)
-
-
-def _placement(schedule: Schedule, placement: Sequence[int] | None) -> list[int]:
-    if placement is None:
-        return list(range(schedule.ranks))
-    placement = list(placement)
-    if len(placement) < schedule.ranks:
-        raise ValueError(f"placement has {len(placement)} devices for {schedule.ranks} ranks")
-    return placement
 
 
 def step_groups(step: Step, platform: Platform, placement: Sequence[int]
