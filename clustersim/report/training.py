@@ -72,11 +72,14 @@ def _print_comparison(console: Console, result: Any) -> None:
     rows.sort(key=lambda r: -r[1].throughput)
     best = rows[0][1].throughput if rows else 1.0
     t = Table(title=f"comparison at {largest} workers (fastest first)", title_justify="left")
-    for col in ("algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed"):
+    # "not computing" = 1 - worker utilisation: exposed communication plus waiting for peers or
+    # a master - the time breakdown papers report as "communication share"
+    for col in ("algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed",
+                "not computing"):
         t.add_column(col, justify="right" if col != "algorithm" else "left")
     for title, p in rows:
         t.add_row(title, f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
-                  _pct(p.efficiency), _pct(p.comm_share))
+                  _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization))
     console.print(t)
 
 
