@@ -97,7 +97,7 @@ def _predict_training(scn, args, console) -> int:
     from clustersim.sim.sweep import run_sweep
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
-        n, "simulating", not args.quiet))
+        n, "simulating", not args.quiet), jobs=args.jobs)
     print_training(console, scn, result)
     if args.json:
         write_json(args.json, training_json(scn, result))
@@ -248,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, help="override run.seed")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
+    pr.add_argument("-j", "--jobs", type=int, metavar="N",
+                    help="processes for the sweep's points (default: CLUSTERSIM_JOBS or all "
+                         "cores; 1 = this process); results do not depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     pr.set_defaults(func=cmd_predict)
 

@@ -93,3 +93,10 @@ def test_list(capsys, what):
 def test_validate(capsys):
     assert main(["validate", str(ROOT / "scenarios" / "theano_mpi_alexnet.yaml")]) == 0
     assert "ok:" in capsys.readouterr().out
+
+
+def test_process_pool_gives_the_same_bytes(tmp_path, small, capsys):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["predict", str(small), "-q", "--json", str(one), "--jobs", "1"]) == 0
+    assert main(["predict", str(small), "-q", "--json", str(two), "--jobs", "2"]) == 0
+    assert one.read_bytes() == two.read_bytes()

@@ -8,6 +8,8 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -110,10 +112,38 @@ def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     return m, res
 
 
+#: the cases of the sweep being run, inherited by forked pool workers (never pickled)
+_POOL_CASES: list[tuple[str, Scenario, AlgorithmSpec]] = []
+
+
+def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMetrics]:
+    ci, w, r, seed = task
+    _title, s, alg = _POOL_CASES[ci]
+    m, _ = simulate_point(s, alg, w, seed, False)
+    return ci, w, r, m
+
+
+def default_jobs() -> int:
+    """Worker processes for sweeps: ``CLUSTERSIM_JOBS`` or the machine's cores."""
+    env = os.environ.get("CLUSTERSIM_JOBS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise InputError(f"CLUSTERSIM_JOBS must be a whole number, not {env!r}") from None
+    return os.cpu_count() or 1
+
+
 def run_sweep(scn: Scenario, trace: bool = False,
-              progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None
-              ) -> SweepResult:
-    """Every algorithm at every sweep point, for the scenario and each of its variants."""
+              progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None,
+              jobs: int | None = None) -> SweepResult:
+    """Every algorithm at every sweep point, for the scenario and each of its variants.
+
+    Points are independent (each is seeded by itself), so they run on a local process pool
+    (``jobs`` processes, default :func:`default_jobs`; 1 = in this process) and are assembled
+    in sweep order: the output does not depend on which process ran what.  The pool forks,
+    so the scenario is shared, not pickled; where fork is unavailable the sweep runs here.
+    """
     if scn.workload is None or not scn.algorithms:
         raise InputError("a training prediction needs 'workload' and 'algorithm' sections")
     cases: list[tuple[str, Scenario, AlgorithmSpec]] = []
@@ -125,29 +155,56 @@ def run_sweep(scn: Scenario, trace: bool = False,
         dup = next(t for t in titles if titles.count(t) > 1)
         raise InputError(f"two algorithms would both be reported as {dup!r}: give them "
                          f"distinct 'label's", path=("compare",))
-    total = sum(len(worker_counts(s)) * (s.run.repeats if s.workload.jitter > 0 else 1)
-                for _, s, _ in cases)
+    tasks: list[tuple[int, int, int, int]] = []
+    for ci, (_title, s, _alg) in enumerate(cases):
+        repeats = s.run.repeats if s.workload.jitter > 0 else 1
+        tasks += [(ci, w, r, s.run.seed + r) for w in worker_counts(s) for r in range(repeats)]
+    traced = None
+    if trace:
+        s0 = cases[0][1]
+        traced = (0, worker_counts(s0)[-1], 0, s0.run.seed)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
     out = SweepResult()
-    ctx = progress_factory(total) if progress_factory else nullcontext(lambda n=1: None)
+    results: dict[tuple[int, int, int], PointMetrics] = {}
+    ctx = progress_factory(len(tasks)) if progress_factory else nullcontext(lambda n=1: None)
     with ctx as advance:
-        for ci, (title, s, alg) in enumerate(cases):
-            counts = worker_counts(s)
-            repeats = s.run.repeats if s.workload.jitter > 0 else 1
-            pts: list[PointMetrics] = []
-            for w in counts:
-                samples = []
-                for r in range(repeats):
-                    want_trace = trace and ci == 0 and w == counts[-1] and r == 0
-                    m, res = simulate_point(s, alg, w, s.run.seed + r, want_trace)
-                    m.algorithm = title
-                    samples.append(m)
-                    if want_trace:
-                        out.runs[(title, w)] = res
-                    advance(1)
-                pts.append(summarize(samples))
-            base = pts[0]
-            for p in pts:
-                p.speedup = p.throughput / base.throughput if base.throughput > 0 else 0.0
-                p.efficiency = p.speedup / (p.workers / base.workers)
-            out.points[title] = pts
+        if traced is not None:  # the traced run stays here: its events are not shipped back
+            ci, w, r, seed = traced
+            m, res = simulate_point(cases[ci][1], cases[ci][2], w, seed, True)
+            results[(ci, w, r)] = m
+            out.runs[(cases[ci][0], w)] = res
+            advance(1)
+        todo = [t for t in tasks if t[:3] not in results]
+        # heaviest first, so the pool's last straggler is a small point
+        todo.sort(key=lambda t: -t[1])
+        use_pool = (jobs > 1 and len(todo) >= 4
+                    and "fork" in multiprocessing.get_all_start_methods())
+        if use_pool:
+            global _POOL_CASES
+            _POOL_CASES = cases
+            try:
+                with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
+                    for ci, w, r, m in pool.imap_unordered(_pool_task, todo):
+                        results[(ci, w, r)] = m
+                        advance(1)
+            finally:
+                _POOL_CASES = []
+        else:
+            for ci, w, r, seed in todo:
+                m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
+                results[(ci, w, r)] = m
+                advance(1)
+    for ci, (title, s, _alg) in enumerate(cases):
+        repeats = s.run.repeats if s.workload.jitter > 0 else 1
+        pts: list[PointMetrics] = []
+        for w in worker_counts(s):
+            samples = [results[(ci, w, r)] for r in range(repeats)]
+            for m in samples:
+                m.algorithm = title
+            pts.append(summarize(samples))
+        base = pts[0]
+        for p in pts:
+            p.speedup = p.throughput / base.throughput if base.throughput > 0 else 0.0
+            p.efficiency = p.speedup / (p.workers / base.workers)
+        out.points[title] = pts
     return out
