@@ -39,8 +39,6 @@ message can never leave a sender hanging.
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,6 +49,7 @@ from clustersim.algorithms.ops import Collective, Compute, Handle, Record, Recv,
 from realrun.compute import KernelPlan
 from realrun.opcollectives import Collectives, Running
 from realrun.p2p import Outgoing, PointToPoint
+from realrun.runtime import inject_fault
 
 __all__ = ["Interpreter", "FAULT_VAR", "parse_fault"]
 
@@ -311,13 +310,4 @@ class Interpreter:
 
 
 def _inject(fault: str) -> None:
-    """Fail on purpose (``REALRUN_FAULT``): how the failure handling of real runs is tested."""
-    print(f"interpreter: injecting fault {fault!r}", file=sys.stderr, flush=True)
-    if fault == "exit":
-        os._exit(3)
-    if fault == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if fault == "hang":
-        while True:
-            time.sleep(3600)
-    raise RuntimeError("interpreter: injected failure")
+    inject_fault(fault, "interpreter")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 import traceback
@@ -30,6 +29,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 from clustersim.units import UnitError, parse_size
+from realrun.runtime import inject_fault
 
 __all__ = ["main", "build_parser"]
 
@@ -231,15 +231,7 @@ def _selftest(ctx: Any, a: argparse.Namespace) -> int:
 
 
 def _inject(fault: str) -> None:
-    print(f"selftest: injecting fault {fault!r}", file=sys.stderr, flush=True)
-    if fault == "exit":
-        os._exit(3)
-    if fault == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if fault == "hang":
-        while True:
-            time.sleep(3600)
-    raise RuntimeError("selftest: injected failure")
+    inject_fault(fault, "selftest")
 
 
 COMMANDS = {"microbench": _microbench, "verify": _verify, "selftest": _selftest}

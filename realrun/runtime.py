@@ -312,3 +312,17 @@ def write_json(path: str | Path, obj: Any) -> None:
     tmp = p.with_suffix(p.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True), encoding="utf-8")
     tmp.replace(p)
+
+
+def inject_fault(fault: str, who: str) -> None:
+    """Fail on purpose (``exit``, ``kill``, ``hang`` or an exception): how the failure
+    handling of real runs is tested (``REALRUN_FAULT`` / ``selftest --fault``)."""
+    print(f"{who}: injecting fault {fault!r}", file=sys.stderr, flush=True)
+    if fault == "exit":
+        os._exit(3)
+    if fault == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "hang":
+        while True:
+            time.sleep(3600)
+    raise RuntimeError(f"{who}: injected failure")
