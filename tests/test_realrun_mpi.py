@@ -8,16 +8,15 @@ its run survived (``/proc`` scan for the run's marker).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from _procs import no_strays
 
 from clustersim.trace import read_jsonl
 from realrun.api import load_traces, run_microbenchmarks, run_selftest, verify_schedules
 from realrun.launch import RealRunError
 from realrun.proctree import find_marked
-from realrun.rankstate import LOG_DIR_VAR
 
 pytestmark = pytest.mark.mpi
 
@@ -28,21 +27,7 @@ REQUIRED = {"ring", "recursive_doubling", "rabenseifner", "binomial_tree", "doub
             "asa", "hierarchical"}
 
 
-def _no_strays(where: Path) -> None:
-    """No live process of a run whose logs are under ``where`` survived (/proc scan)."""
-    want = f"{LOG_DIR_VAR}={where}".encode()
-    left = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            state = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X") and any(e.startswith(want) for e in env):
-            left.append(int(name))
-    assert left == [], f"stray processes: {left}"
+_no_strays = no_strays
 
 
 @pytest.mark.parametrize("np_", [2, 3, 4])

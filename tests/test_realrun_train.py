@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import json
 import math
-import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _procs import no_strays
 
 from clustersim.algorithms.base import JobInfo, get_algorithm
 from clustersim.algorithms.ops import Collective, Compute, Handle, Record, Wait
@@ -31,7 +31,6 @@ from clustersim.trace_metrics import actor_stats, measured_metrics
 from clustersim.workload import OPTIMIZERS, get_model
 from clustersim.workload.compute import layer_time
 from realrun.launch import RealRunError
-from realrun.rankstate import LOG_DIR_VAR
 from realrun.train import prepare, run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,21 +41,7 @@ TIMELESS_SKIP = {"wait", "recv", "record"}
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _no_strays(where: Path) -> None:
-    """No live process of a run whose logs are under ``where`` survived (/proc scan)."""
-    want = f"{LOG_DIR_VAR}={where.resolve()}".encode()
-    left = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            state = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X") and any(e.startswith(want) for e in env):
-            left.append(int(name))
-    assert left == [], f"stray processes: {left}"
+_no_strays = no_strays
 
 
 def _ops(events, keep) -> collections.Counter:
