@@ -122,9 +122,17 @@ def lookup(name: str) -> ParamDef:
 
 def format_value(name: str, value: float) -> str:
     """A value in the parameter's unit, the way people read it."""
-    unit = lookup(name).unit
+    return format_unit(value, lookup(name).unit)
+
+
+def format_unit(value: float | None, unit: str) -> str:
+    """``value`` in ``unit`` (s, B/s, B, FLOP/s, s/B, bool or a plain number), readable."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if unit == "s/B":
+        return f"{value * 1e9:.4g} ns/B"
     if unit == "s":
         return format_time(value)
     if unit == "B/s":

@@ -374,23 +374,9 @@ class _status:
 
 
 def _fmt(value: float, unit: str) -> str:
-    import math
+    from clustersim.calibration.params import format_unit
 
-    from clustersim.units import format_bandwidth, format_size, format_time
-
-    if value is None or (isinstance(value, float) and (math.isnan(value))):
-        return "-"
-    if math.isinf(value):
-        return "inf"
-    if unit == "s":
-        return format_time(value)
-    if unit == "B/s":
-        return format_bandwidth(value)
-    if unit == "B":
-        return format_size(value)
-    if unit == "s/B":
-        return f"{value * 1e9:.4g} ns/B"
-    return f"{value:.4g}"
+    return format_unit(value, unit)
 
 
 def _print_fit(console: Any, cal: Any) -> None:
