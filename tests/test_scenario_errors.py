@@ -122,6 +122,47 @@ def test_more_workers_than_devices(tmp_path, capsys):
     assert code == 2 and "sweep.workers[2]" in err and "only 2 devices" in err
 
 
+SWEEP_AT = """\
+    platform: {topology: star, hosts: 4, device: v100, link: eth10g}
+    workload: {model: lenet5, batch_per_worker: 8}
+    algorithm: bsp
+    sweep:
+      workers: [1, 2, 4]
+      at:
+        %s
+    run: {iterations: 3, warmup: 1}
+    """
+
+
+@pytest.mark.parametrize("at, fragments", [
+    ("3: {workload.batch_per_worker: 4}", ["sweep.at[3]", "not a point", "[1, 2, 4]"]),
+    ("4: {algorithm: {name: bsp}}", ["sweep.at[4].algorithm", "cannot change"]),
+    ("4: []", ["sweep.at[4]", "dotted.field"]),
+    ("4: {workload.batch_per_worker: -4}", ["at 4 workers", "workload.batch_per_worker"]),
+])
+def test_bad_sweep_point_override(tmp_path, capsys, at, fragments):
+    f = write(tmp_path, SWEEP_AT % at)
+    code, out, err = run_cli(capsys, "predict", str(f))
+    assert code == 2 and not out, err
+    for frag in fragments:
+        assert frag in err, (frag, err)
+
+
+def test_sweep_point_override_changes_only_its_point(tmp_path):
+    """``sweep.at`` changes the fields of one point; the others are the scenario as written."""
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import run_sweep
+
+    plain = load_scenario(write(tmp_path, SWEEP_AT % "4: {}", "a.yaml"), ["sweep.at={}"])
+    over = load_scenario(write(tmp_path, SWEEP_AT % "4: {workload.batch_per_worker: 2}",
+                               "b.yaml"))
+    a, b = run_sweep(plain, jobs=1).points["bsp"], run_sweep(over, jobs=1).points["bsp"]
+    assert [p.batch_per_worker for p in b] == [8, 8, 2]
+    for pa, pb in zip(a[:2], b[:2]):
+        assert pa.iteration_time == pb.iteration_time
+    assert b[2].compute < a[2].compute  # a quarter of the batch at 4 workers
+
+
 def test_unknown_algorithm_and_parameter(tmp_path, capsys):
     base = """\
         platform: {topology: star, hosts: 2, device: v100, link: eth10g}

@@ -36,6 +36,10 @@ def print_training(console: Console, scn: Any, result: Any) -> None:
     console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
                   f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
                   f"fidelity: {scn.run.fidelity}; seed {scn.run.seed}")
+    if scn.sweep is not None:
+        for w, sets in scn.sweep.at.items():
+            fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
+            console.print(f"at {w} workers (sweep.at): {fields}")
     any_async = any(p.staleness_mean is not None or p.server_utilization is not None
                     for pts in result.points.values() for p in pts)
     for title, pts in result.points.items():

@@ -13,12 +13,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from clustersim.catalog import Catalog, builtin_catalog
-from clustersim.errors import InputError
+from clustersim.errors import InputError, format_path
 from clustersim.network.params import NetworkParams
 from clustersim.scenario.fields import (
     Section,
@@ -88,6 +88,8 @@ class AlgorithmSpec:
 class SweepSpec:
     workers: tuple[int, ...]
     scaling: str = "weak"
+    #: per-point overrides ``{workers: {dotted.field: value}}`` (``sweep.at``), as written
+    at: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,21 @@ class Scenario:
     variants: tuple[tuple[str, Scenario], ...] = ()
     #: how the base case is called beside its variants
     label: str = "base"
+    #: sweep points with fields of their own (``sweep.at``): (workers, scenario at that point)
+    points: tuple[tuple[int, Scenario], ...] = ()
 
     @property
     def algorithms(self) -> tuple[AlgorithmSpec, ...]:
         """The main algorithm first, then the ones to compare with."""
         return ((self.algorithm,) if self.algorithm else ()) + self.compare
+
+    def at_workers(self, workers: int) -> Scenario:
+        """The scenario as the sweep point with ``workers`` sees it: this one, or the one
+        with that point's ``sweep.at`` overrides applied."""
+        for w, scn in self.points:
+            if w == workers:
+                return scn
+        return self
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,15 +324,40 @@ def _parse_algorithm(raw: Any, path: tuple) -> AlgorithmSpec:
     return AlgorithmSpec(name, defn.resolve_params(params, path), str(label))
 
 
+#: top-level sections a ``sweep.at`` point may not change: the cases and the axis stay one
+_AT_FORBIDDEN = ("sweep", "variants", "algorithm", "compare", "name", "label")
+
+
 def _parse_sweep(raw: Any) -> SweepSpec:
     path = ("sweep",)
-    s = Section(raw, path, ("workers", "scaling"))
+    s = Section(raw, path, ("workers", "scaling", "at"))
     workers = tuple(as_list(s.get("workers"), (*path, "workers"),
                             lambda v, p: as_int(v, p, minimum=1)))
     if list(workers) != sorted(set(workers)):
         raise InputError("must be increasing without repeats", path=(*path, "workers"))
+    at: dict[int, Mapping[str, Any]] = {}
+    raw_at = s.get("at", default=None)
+    if raw_at is not None:
+        if not isinstance(raw_at, Mapping):
+            raise InputError("must map a worker count to {dotted.field: value, ...}",
+                             path=(*path, "at"))
+        for key, sets in raw_at.items():
+            w = as_int(key, (*path, "at", key), minimum=1)
+            if w not in workers:
+                raise InputError(f"{w} is not a point of sweep.workers {list(workers)}",
+                                 path=(*path, "at", key))
+            if not isinstance(sets, Mapping) or not sets:
+                raise InputError("must be a mapping of dotted.field: value",
+                                 path=(*path, "at", key))
+            for dotted in sets:
+                top = str(dotted).split(".", 1)[0]
+                if top in _AT_FORBIDDEN:
+                    raise InputError(f"a sweep point cannot change {top!r}; allowed: any "
+                                     f"other field (workload.*, platform.*, network.*, run.*)",
+                                     path=(*path, "at", key, dotted))
+            at[w] = dict(sets)
     return SweepSpec(workers, s.get("scaling", as_choice, "weak", choices=("weak", "strong"),
-                                    kind="scaling"))
+                                    kind="scaling"), at)
 
 
 def _parse_run(raw: Any) -> RunSpec:
@@ -346,7 +383,7 @@ def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
     what-if comparison across platforms is one file and one table.
     """
     try:
-        base = _parse(raw, file)
+        base = _with_points(_parse(raw, file), raw, file)
         if isinstance(raw, Mapping) and raw.get("variants") is not None:
             base = replace(base, variants=_parse_variants(raw, file))
         return base
@@ -368,11 +405,34 @@ def _parse_variants(raw: Mapping[str, Any], file: str | None) -> tuple[tuple[str
             raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
         vraw = apply_overrides(plain, [f"{k}={json.dumps(val)}" for k, val in sets.items()])
         try:
-            out.append((label, _parse(vraw, file)))
+            out.append((label, _with_points(_parse(vraw, file), vraw, file)))
         except InputError as exc:
             raise InputError(f"in variant {label!r}: {exc.message}", path=(*path, "set"),
                              line=exc.line) from None
     return tuple(out)
+
+
+def _with_points(scn: Scenario, raw: Any, file: str | None) -> Scenario:
+    """Attach the scenarios of the sweep points that have ``sweep.at`` overrides.
+
+    Why per point: a measured setup can differ at one scale in a way the model does not
+    produce by itself (Theano-MPI's VGG16-16 row: compute per GPU 23% slower at 8 GPUs than
+    at 1-4); writing that point's measured efficiency beside the sweep keeps it visible
+    instead of folding it into every point.
+    """
+    if scn.sweep is None or not scn.sweep.at:
+        return scn
+    plain = {k: v for k, v in raw.items() if k != "variants"}
+    points = []
+    for w, sets in scn.sweep.at.items():
+        praw = apply_overrides(plain, [f"{k}={json.dumps(val)}" for k, val in sets.items()])
+        try:
+            points.append((w, _parse(praw, file)))
+        except InputError as exc:
+            where = f"{format_path(exc.path)}: " if exc.path else ""
+            raise InputError(f"at {w} workers: {where}{exc.message}", path=("sweep", "at", w),
+                             line=exc.line) from None
+    return replace(scn, points=tuple(sorted(points, key=lambda p: p[0])))
 
 
 def _parse(raw: Any, file: str | None) -> Scenario:
