@@ -228,3 +228,25 @@ def test_half_duplex_profile_merges_directions():
     assert any(c.name == "link.localhost_shm.duplex" and c.after == 0.0 for c in changes)
     again = parse_profile(yaml.safe_load(dump_profile(prof)))
     assert again.links["localhost_shm"]["duplex"] is False
+
+
+def test_validation_picks_the_median_or_the_fastest_run():
+    """The measured side of a validation case: the median repeat, or with ``pick="min"`` (a
+    profile fitted with ``--statistic min``) the fastest; the error is against that run."""
+    from types import SimpleNamespace
+
+    from clustersim.calibration.validate import Measured, build_report, predict_scenario
+
+    path = PROJECT_ROOT / "scenarios" / "real_bsp_mlp.yaml"
+    pred, _, _ = predict_scenario(path, None)
+    times = [3.0 * pred.iteration_time, pred.iteration_time, 2.0 * pred.iteration_time]
+    runs = [[Measured(SimpleNamespace(metrics=SimpleNamespace(iteration_time=t,
+                                                              comm_share=0.1),
+                                      out_dir=f"run{i}"), 0.0)
+             for i, t in enumerate(times)]]
+    med = build_report(None, [path], runs).cases[0]
+    fast = build_report(None, [path], runs, pick="min").cases[0]
+    assert med.measured.iteration_time == times[2] and med.error == pytest.approx(-0.5)
+    assert fast.measured.iteration_time == times[1] and fast.error == pytest.approx(0.0)
+    with pytest.raises(ValueError):
+        build_report(None, [path], runs, pick="mean")

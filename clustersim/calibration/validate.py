@@ -182,16 +182,21 @@ def run_cases(scenarios: Sequence[str | Path], *, out_dir: str | Path, timeout: 
 
 
 def build_report(profile: Profile, scenarios: Sequence[str | Path],
-                 runs: Sequence[Sequence[Measured]], sets: Sequence[str] = ()
-                 ) -> ValidationReport:
-    """Predict every scenario with ``profile`` and set it against its measured runs (the run
-    with the median iteration time stands for the case)."""
+                 runs: Sequence[Sequence[Measured]], sets: Sequence[str] = (),
+                 pick: str = "median") -> ValidationReport:
+    """Predict every scenario with ``profile`` and set it against its measured runs: the run
+    with the median iteration time stands for the case, or with ``pick="min"`` the fastest
+    (the statistic that matches a profile fitted with ``--statistic min``: both sides then
+    describe the least disturbed machine)."""
+    if pick not in ("median", "min"):
+        raise ValueError(f"pick must be 'median' or 'min', not {pick!r}")
     report = ValidationReport()
     for path, results in zip(scenarios, runs):
         pred, title, workers = predict_scenario(path, profile, sets=sets)
         times = [r.result.metrics.iteration_time for r in results]
         order = sorted(range(len(results)), key=lambda j: times[j])
-        mid = results[order[(len(order) - 1) // 2]].result
+        at = 0 if pick == "min" else (len(order) - 1) // 2
+        mid = results[order[at]].result
         report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
                                  str(mid.out_dir), times, [r.load for r in results]))
     return report
