@@ -28,15 +28,31 @@ float32, as the gradients a real backend puts on the wire.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["ProxyTask", "ProxyModel", "make_math", "dataset"]
+__all__ = ["ProxyTask", "ProxyModel", "ProxyShard", "make_math", "dataset", "part_slices",
+           "attach"]
 
 DTYPE = np.float32
+
+_Op = TypeVar("_Op")
+
+
+def attach(op: _Op, fn: Callable[[Any], Any] | None, data: Any) -> _Op:
+    """``op`` with the math ``fn(data)`` attached (``fn=None``: only ``data``, for a message).
+
+    Returns ``op`` itself when ``data`` is ``None`` - a message from a timing-only peer brings
+    nothing to apply - so the operation stays the one the timing-only path yields.  Equality
+    of operations ignores ``fn`` and ``data``: either way the op equals the timing-only one.
+    """
+    if data is None:
+        return op
+    return replace(op, data=data) if fn is None else replace(op, fn=fn, data=data)
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,9 @@ class ProxyTask:
     ``spread`` scales the class centres (standard normal per feature, times ``spread``);
     the samples add unit Gaussian noise.  With 32 features and spread 0.5 two centres are
     about 4 noise standard deviations apart: learnable, not trivial at the first step.
+    ``momentum`` is the heavy-ball coefficient of a parameter server's momentum step (Async
+    MSGD, :meth:`ProxyShard.momentum_step`); EAMSGD's workers take their Nesterov momentum
+    from the algorithm's own ``momentum`` parameter instead.
     """
 
     features: int = 32
@@ -56,11 +75,26 @@ class ProxyTask:
     lr: float = 0.1
     spread: float = 0.5
     seed: int = 0
+    momentum: float = 0.9
 
     @property
     def num_params(self) -> int:
         f, h, c = self.features, self.hidden, self.classes
         return f * h + h + h * c + c
+
+
+def part_slices(size: int, parts: int) -> list[slice]:
+    """The contiguous pieces :func:`numpy.array_split` cuts ``size`` elements into (the first
+    ``size % parts`` pieces one longer): a gradient split by :meth:`ProxyModel.split` and the
+    weights a parameter-server shard owns line up piece for piece."""
+    parts = max(int(parts), 1)
+    base, extra = divmod(int(size), parts)
+    out, lo = [], 0
+    for k in range(parts):
+        hi = lo + base + (1 if k < extra else 0)
+        out.append(slice(lo, hi))
+        lo = hi
+    return out
 
 
 @lru_cache(maxsize=4)
@@ -113,6 +147,7 @@ class ProxyModel:
         self._order = np.empty(0, dtype=np.int64)
         self._pos = 0
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._velocity: np.ndarray | None = None
         self.steps = 0
 
     # -- data ----------------------------------------------------------------------------------
@@ -196,6 +231,35 @@ class ProxyModel:
         """A copy of the weights (what goes on the wire)."""
         return self.weights.copy()
 
+    def velocity(self, grad: np.ndarray, mu: float = 0.9) -> np.ndarray:
+        """Momentum buffer update ``b <- mu b + grad`` (EAMSGD's extra pass; returns ``b``).
+
+        With :meth:`nesterov_step` after it this is Nesterov momentum in the form deep-learning
+        frameworks use (Sutskever et al., ICML 2013; PyTorch's ``nesterov=True``): the weights
+        kept are the look-ahead point ``y = x + mu v`` of Zhang et al.'s ``v <- mu v -
+        lr g(x + mu v)``, ``x <- x + v`` (with ``v = -lr b``), so the gradient of the current
+        weights *is* the look-ahead gradient and no second forward pass is needed.
+        """
+        g = np.asarray(grad, dtype=DTYPE).reshape(-1)
+        if self._velocity is None:
+            self._velocity = np.zeros_like(self.weights)
+        self._velocity *= DTYPE(mu)
+        self._velocity += g
+        return self._velocity
+
+    def nesterov_step(self, grad: np.ndarray, mu: float = 0.9) -> np.ndarray:
+        """The weight step after :meth:`velocity`: ``w -= lr (grad + mu b)``."""
+        g = np.asarray(grad, dtype=DTYPE).reshape(-1)
+        b = self._velocity if self._velocity is not None else np.zeros_like(self.weights)
+        self.weights -= DTYPE(self.task.lr) * (g + DTYPE(mu) * b)
+        self.steps += 1
+        return self.weights
+
+    def shard(self, index: int, parts: int) -> ProxyShard:
+        """Piece ``index`` of ``parts`` of these weights, as a parameter-server shard holds it
+        (a view: updating the shard updates this model)."""
+        return ProxyShard(self, index, parts)
+
     def split(self, flat: np.ndarray, parts: int) -> list[np.ndarray]:
         """``flat`` cut into ``parts`` contiguous pieces (one per gradient bucket)."""
         return [np.ascontiguousarray(a) for a in np.array_split(flat, max(parts, 1))]
@@ -214,6 +278,55 @@ class ProxyModel:
     def digest(self) -> str:
         """SHA-256 of the weights' bytes: equal digests = bit-identical replicas."""
         return hashlib.sha256(np.ascontiguousarray(self.weights).tobytes()).hexdigest()
+
+
+class ProxyShard:
+    """Piece ``index`` of ``parts`` of a :class:`ProxyModel`'s flat weights - what one
+    parameter-server shard owns and updates (Li et al., OSDI 2014 split the weights by key
+    range; the pieces are those of :func:`part_slices`, so piece ``k`` of a split gradient
+    belongs to shard ``k``).  With ``parts == 1`` the shard is the whole model.
+
+    ``weights`` is a view into the model's weights, so a server's model always holds what its
+    shard applied, and a worker loads a shard's reply into its own model through its shard.
+    Methods take one argument so that they can be a ``Compute``'s ``fn``.
+    """
+
+    def __init__(self, model: ProxyModel, index: int, parts: int) -> None:
+        if not 0 <= index < max(parts, 1):
+            raise ValueError(f"shard {index} of {parts}")
+        self.model = model
+        self.index = index
+        self.parts = max(int(parts), 1)
+        self.slice = part_slices(model.weights.size, self.parts)[index]
+        self.weights = model.weights[self.slice]
+        self._velocity: np.ndarray | None = None
+
+    def sgd(self, grad: np.ndarray) -> np.ndarray:
+        """``w -= lr * grad`` on this shard (a DOWNPOUR server applying a pushed gradient)."""
+        self.weights -= DTYPE(self.model.task.lr) * np.asarray(grad, dtype=DTYPE).reshape(-1)
+        self.model.steps += 1
+        return self.weights
+
+    def momentum_step(self, grad: np.ndarray) -> np.ndarray:
+        """Heavy-ball momentum on the server (MDOWNPOUR): ``v <- mu v + grad``,
+        ``w -= lr v`` with ``mu`` the task's ``momentum``."""
+        g = np.asarray(grad, dtype=DTYPE).reshape(-1)
+        if self._velocity is None:
+            self._velocity = np.zeros_like(self.weights)
+        self._velocity *= DTYPE(self.model.task.momentum)
+        self._velocity += g
+        self.weights -= DTYPE(self.model.task.lr) * self._velocity
+        self.model.steps += 1
+        return self.weights
+
+    def params(self, _: Any = None) -> np.ndarray:
+        """A copy of this shard's weights (a server's reply)."""
+        return self.weights.copy()
+
+    def load(self, weights: np.ndarray) -> np.ndarray:
+        """Take this shard's weights from a server's reply."""
+        self.weights[...] = np.asarray(weights, dtype=DTYPE).reshape(-1)
+        return self.weights
 
 
 def make_math(job: Any, rank: int, role: str, index: int, task: ProxyTask | None = None

@@ -41,15 +41,29 @@ Protocol (tags :data:`TAG_PUSH`, :data:`TAG_PULL`): a push is ``Send(shard, shar
 TAG_PUSH)``; the answer ``Send(worker, shard_bytes, TAG_PULL)``.  A shard knows how many
 pushes it will get (workers x pushes per worker), so it ends cleanly without a "done" message.
 Workers start from the same initial weights (the initial broadcast is not timed).
+
+Real math (``ctx.math``, :mod:`clustersim.algorithms.proxy`): when a backend passes the proxy
+model, the same operations carry it.  The worker's backward pass returns its gradient (summed
+over the ``tau`` local steps, which also step its own replica), each push carries the shard's
+piece of it, a shard applies it to the weights it owns (``ProxyShard.sgd``: ``w -= lr g``;
+``momentum_step`` for Async MSGD; the sync PS averages the round's pushes first) and answers
+with its weights, which the worker adopts - before the push is applied in Hogwild, after it
+otherwise.  The operations (kinds, labels, sizes, tags, peers, order) are those of the
+timing-only path; only ``fn``/``data`` are added.  Shards carry the math when
+:func:`async_server`/:func:`sync_server` are told how many there are (``shards=``).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
 from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, Send, Wait
+from clustersim.algorithms.proxy import attach
 
 __all__ = [
     "TAG_PUSH", "TAG_PULL", "FORWARD", "BACKWARD", "LOCAL_STEP", "VersionClock", "shard_bytes", "pushes_per_worker", "push_to_shards",
@@ -113,11 +127,14 @@ class VersionClock:
 
 
 def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
-                 lock_free: bool = False, lag: int = 0) -> Callable[[ActorContext], ActorGen]:
+                 lock_free: bool = False, lag: int = 0, *, shards: int | None = None
+                 ) -> Callable[[ActorContext], ActorGen]:
     """Body of an asynchronous shard serving ``clients`` (FIFO), ``pushes`` pushes each.
 
     ``step``: the compute phase of applying one push (``accumulate`` x += delta, or ``update``:
-    an optimizer step).  ``lock_free``: answer before applying (Hogwild).
+    an optimizer step).  ``lock_free``: answer before applying (Hogwild).  ``shards``: how many
+    shards split the weights; given, the shard (``ctx.index``) carries the proxy model's math
+    when the backend passes one (:func:`_async_server_math`).
     """
     clients = tuple(clients)
     apply = Compute(step, nbytes=nbytes, label="server " + step)
@@ -125,6 +142,10 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
     answer = {c: Send(c, nbytes, TAG_PULL, blocking=False, label="pull") for c in clients}
 
     def body(ctx: ActorContext) -> ActorGen:
+        if shards is not None and ctx.math is not None:
+            yield from _async_server_math(ctx, len(clients) * pushes, apply, take, answer,
+                                          lock_free, lag, shards)
+            return
         clock = VersionClock(lag)
         replies: dict[int, Handle] = {}
         for _ in range(len(clients) * pushes):
@@ -151,9 +172,11 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
     return body
 
 
-def sync_server(clients: Sequence[int], rounds: int, nbytes: float
-                ) -> Callable[[ActorContext], ActorGen]:
-    """Body of a synchronous shard: per round, sum one push from every client, step, answer all."""
+def sync_server(clients: Sequence[int], rounds: int, nbytes: float, *,
+                shards: int | None = None) -> Callable[[ActorContext], ActorGen]:
+    """Body of a synchronous shard: per round, sum one push from every client, step, answer all.
+
+    ``shards`` as in :func:`async_server` (the math: :func:`_sync_server_math`)."""
     clients = tuple(clients)
     add = Compute("accumulate", nbytes=nbytes, label="sum push")
     step = Compute("update", nbytes=nbytes, label="server update")
@@ -162,6 +185,10 @@ def sync_server(clients: Sequence[int], rounds: int, nbytes: float
     answers = [Send(c, nbytes, TAG_PULL, blocking=False, label="pull") for c in clients]
 
     def body(ctx: ActorContext) -> ActorGen:
+        if shards is not None and ctx.math is not None:
+            yield from _sync_server_math(ctx, len(clients), rounds, take, add, fresh, step,
+                                         answers, shards)
+            return
         for _ in range(rounds):
             for _ in clients:
                 yield take
@@ -212,6 +239,9 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
     servers = tuple(servers)
 
     def body(ctx: ActorContext) -> ActorGen:
+        if ctx.math is not None:
+            yield from _ps_worker_math(ctx, servers, nbytes, tau)
+            return
         sends, recvs = push_ops(servers, nbytes)
         for it in range(ctx.iterations):
             yield Record("iteration", it)
@@ -223,6 +253,95 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
                 yield from push_to_shards(sends, recvs)
 
     return body
+
+
+# -- the proxy model's math (ctx.math): the same operations, with fn/data ---------------------
+def _ps_worker_math(ctx: ActorContext, servers: tuple[int, ...], nbytes: float, tau: int
+                    ) -> ActorGen:
+    """:func:`ps_worker` with the proxy model's math: push the gradient (summed over ``tau``
+    local steps), adopt every shard's weights from its reply."""
+    m = ctx.math
+    parts = [m.shard(k, len(servers)) for k in range(len(servers))]
+    sends, recvs = push_ops(servers, nbytes)
+    forward, backward = replace(FORWARD, fn=m.forward), replace(BACKWARD, fn=m.backward)
+    acc = None  # the gradients since the last push (DOWNPOUR's accumulated update)
+    for it in range(ctx.iterations):
+        yield Record("iteration", it)
+        yield forward
+        grad = yield backward
+        if tau > 1:
+            yield replace(LOCAL_STEP, fn=m.step, data=grad)
+        acc = grad if acc is None else acc + grad
+        if (it + 1) % tau == 0:
+            pieces = m.split(acc, len(servers))
+            acc = None
+            if len(sends) == 1:
+                yield replace(sends[0], data=pieces[0])
+            else:
+                handles = []
+                for op, piece in zip(sends, pieces):
+                    handles.append((yield replace(op, data=piece)))
+                yield Wait(handles)
+            for part, op in zip(parts, recvs):
+                msg = yield op
+                if msg.data is not None:
+                    part.load(msg.data)
+
+
+def _async_server_math(ctx: ActorContext, total: int, apply: Compute, take: Recv,
+                       answer: dict[int, Send], lock_free: bool, lag: int, shards: int
+                       ) -> ActorGen:
+    """:func:`async_server` with the proxy model's math: apply each push to the shard's
+    weights (SGD, or momentum for an ``update`` step), answer with the weights - as they are
+    before the push in Hogwild, after it otherwise."""
+    part = ctx.math.shard(ctx.index, shards)
+    update = part.sgd if apply.phase == "accumulate" else part.momentum_step
+    clock = VersionClock(lag)
+    replies: dict[int, Handle] = {}
+    for _ in range(total):
+        msg = yield take
+        src = msg.src
+        yield Record("staleness", clock.staleness(src))
+        if not lock_free:
+            yield attach(apply, update, msg.data)
+            clock.applied()
+            yield UPDATED
+        prev = replies.pop(src, None)
+        if prev is not None:
+            yield Wait(prev)
+        clock.replied(src)
+        replies[src] = yield replace(answer[src], data=part.params())
+        if lock_free:
+            yield attach(apply, update, msg.data)
+            clock.applied()
+            yield UPDATED
+    if replies:
+        yield Wait(list(replies.values()))
+
+
+def _sync_server_math(ctx: ActorContext, clients: int, rounds: int, take: Recv, add: Compute,
+                      fresh: Record, step: Compute, answers: list[Send], shards: int
+                      ) -> ActorGen:
+    """:func:`sync_server` with the proxy model's math: sum the round's pushes, one SGD step
+    with their mean, everyone gets the new weights."""
+    part = ctx.math.shard(ctx.index, shards)
+    for _ in range(rounds):
+        total = np.zeros_like(part.weights)
+
+        def add_push(g: np.ndarray, total: np.ndarray = total) -> np.ndarray:
+            total += np.asarray(g, dtype=total.dtype).reshape(-1)
+            return total
+
+        for _ in range(clients):
+            msg = yield take
+            yield attach(add, add_push, msg.data)
+            yield fresh
+        yield replace(step, fn=lambda t: part.sgd(t / clients), data=total)
+        yield UPDATED
+        handles = []
+        for op in answers:
+            handles.append((yield replace(op, data=part.params())))
+        yield Wait(handles)
 
 
 def _server_ranks(job: JobInfo, shards: int) -> tuple[int, ...]:
@@ -238,7 +357,7 @@ def _async_actors(step: str, lock_free: bool) -> Callable[[JobInfo], list[ActorS
         workers = tuple(range(job.workers))
         wbody = ps_worker(servers, nbytes, tau)
         sbody = async_server(workers, pushes_per_worker(job.iterations, tau), nbytes, step,
-                             lock_free)
+                             lock_free, shards=shards)
         return ([ActorSpec(w, "worker", w, wbody) for w in workers]
                 + [ActorSpec(r, "server", s, sbody) for s, r in enumerate(servers)])
 
@@ -251,7 +370,7 @@ def _sync_actors(job: JobInfo) -> list[ActorSpec]:
     nbytes = shard_bytes(job.grad_bytes, shards)
     workers = tuple(range(job.workers))
     wbody = ps_worker(servers, nbytes, 1)
-    sbody = sync_server(workers, job.iterations, nbytes)
+    sbody = sync_server(workers, job.iterations, nbytes, shards=shards)
     return ([ActorSpec(w, "worker", w, wbody) for w in workers]
             + [ActorSpec(r, "server", s, sbody) for s, r in enumerate(servers)])
 

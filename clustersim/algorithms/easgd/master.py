@@ -48,9 +48,26 @@ Metrics the master records: ``Record("update", 1)`` per applied update and
 worker's last read of the centre and its write (``p - 1`` in every round-robin round after the
 first).  Each worker does ``iterations // tau`` exchanges; the master serves exactly
 ``p * (iterations // tau)`` and stops, so a real backend ends too.
+
+Real math (``ctx.math``, :mod:`clustersim.algorithms.proxy`): a worker's local steps train its
+replica (SGD; Nesterov momentum in Async MEASGD, ``ProxyModel.velocity``/``nesterov_step``),
+its push carries ``x_i``, the master moves the centre ``x~ += alpha (x_i - x~)`` in its update
+and answers with the centre *as that exchange read it* (before the move), and the worker's
+elastic pull applies ``x_i -= alpha (x_i - x~)`` - together Zhang et al.'s symmetric exchange
+(:func:`~clustersim.algorithms.easgd.common.elastic_exchange`: ``x_i + x~`` is conserved).  In
+Hogwild EASGD the centre goes out as it is while an earlier update may still be running beside
+the loop (on the real backend: a torn read, as in Hogwild).  The operations are those of the
+timing-only path; only ``fn``/``data`` are added.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo
 from clustersim.algorithms.easgd.common import (
@@ -62,11 +79,14 @@ from clustersim.algorithms.easgd.common import (
     TAG_REQUEST,
     YOU,
     ZHANG,
+    elastic_exchange,
     exchanges,
     local_step,
+    moving_rate,
     validate_rates,
 )
 from clustersim.algorithms.ops import ANY, ActorGen, Compute, Handle, Record, Recv, Send, Wait
+from clustersim.algorithms.proxy import attach
 
 __all__ = ["VARIANTS", "master_worker", "master_server", "ROUND_ROBIN", "ASYNC", "ASYNC_M",
            "HOGWILD"]
@@ -82,6 +102,9 @@ VARIANTS: dict[str, tuple[str, bool, bool, bool]] = {
 
 def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     """A worker: ``tau`` local steps, then one elastic exchange with the master."""
+    if ctx.math is not None:
+        yield from _master_worker_math(ctx, variant)
+        return
     job = ctx.job
     tau = ctx.params["tau"]
     master = job.workers
@@ -104,7 +127,11 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
 
 
 def master_server(ctx: ActorContext, variant: str) -> ActorGen:
-    """The master: serve ``p * exchanges`` requests in rank order or first come first served."""
+    """The master: serve ``p * exchanges`` requests in rank order or first come first served.
+
+    With ``ctx.math`` the push's weights move the centre (:func:`_centre_move`) and the
+    answer carries the centre the exchange read.
+    """
     job = ctx.job
     order, async_reply, lock_free, _ = VARIANTS[variant]
     prefetch = order == "fifo" and not lock_free
@@ -121,6 +148,8 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     update = Compute("accumulate", nbytes=nbytes, blocking=not lock_free,
                      label="centre update" + (" (no lock)" if lock_free else ""))
     applied = Record("update", 1)
+    m = ctx.math
+    move = None if m is None else _centre_move(m, moving_rate(ctx.params, p))
     for k in range(total):
         if order == "rank":
             w = k % p
@@ -135,7 +164,7 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
         prev = replies.pop(w, None)
         if prev is not None:
             yield Wait(prev)  # the worker asked again, so it has the last answer: no wait
-        yield Recv(src=w, tag=TAG_PUSH, label="weights")
+        pushed = yield Recv(src=w, tag=TAG_PUSH, label="weights")
         yield Record("staleness", k - last_read[w])  # k updates were applied before this one
         if prefetch and k + 1 < total:
             # double-buffered receive: a worker already waiting may push during the update
@@ -146,22 +175,79 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
                 next_go = yield Send(next_worker, 0.0, tag=TAG_GO, blocking=False, label="go")
         if lock_free:
             # the centre goes out as it is (no lock) while the update runs beside the loop
-            replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False, label="centre")
+            replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False, label="centre",
+                                    data=None if m is None else m.params())
             if updating is not None:
                 yield Wait(updating)
-            updating = yield update
+            updating = yield update if m is None else attach(update, move, pushed.data)
         else:
-            yield update
+            read = None if m is None else m.params()  # the centre this exchange reads
+            yield update if m is None else attach(update, move, pushed.data)
             if async_reply:
                 replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False,
-                                        label="centre")
+                                        label="centre", data=read)
             else:
-                yield Send(w, nbytes, tag=TAG_CENTRE, label="centre")
+                yield Send(w, nbytes, tag=TAG_CENTRE, label="centre", data=read)
         yield applied
         last_read[w] = k + 1
     pending = list(replies.values()) + ([updating] if updating is not None else [])
     if pending:
         yield Wait(pending)
+
+
+# -- the proxy model's math (ctx.math) -------------------------------------------------------
+def _centre_move(m: Any, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The master's update as a ``Compute`` fn: ``x~ += alpha (x_i - x~)`` for pushed ``x_i``
+    (counted in ``m.steps``)."""
+
+    def move(x: np.ndarray) -> np.ndarray:
+        _, centre = elastic_exchange(np.asarray(x, dtype=m.weights.dtype), m.weights, alpha)
+        m.load(centre)
+        m.steps += 1
+        return m.weights
+
+    return move
+
+
+def _master_worker_math(ctx: ActorContext, variant: str) -> ActorGen:
+    """:func:`master_worker` with the proxy model's math: local SGD (or Nesterov) steps on the
+    worker's replica, the push carries its weights, the pull moves them towards the centre the
+    master answered with."""
+    job = ctx.job
+    tau = ctx.params["tau"]
+    m = ctx.math
+    alpha = moving_rate(ctx.params, job.workers)
+    momentum = VARIANTS[variant][3]
+    delta = float(ctx.params["momentum"]) if momentum else 0.0
+    master = job.workers
+    ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
+    go = Recv(src=master, tag=TAG_GO, label="wait for master")
+    push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
+    centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
+    pull = Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")
+    forward, backward, *rest = local_step(momentum)
+    forward, backward = replace(forward, fn=m.forward), replace(backward, fn=m.backward)
+    if momentum:  # (momentum pass, update): b <- delta b + g, then w -= lr (g + delta b)
+        fns = (partial(m.velocity, mu=delta), partial(m.nesterov_step, mu=delta))
+    else:
+        fns = (m.step,)
+
+    def pull_fn(c: np.ndarray) -> np.ndarray:
+        return m.load(elastic_exchange(m.weights, np.asarray(c, dtype=m.weights.dtype),
+                                       alpha)[0])
+
+    for it in range(job.iterations):
+        yield Record("iteration", it)
+        yield forward
+        grad = yield backward
+        for op, fn in zip(rest, fns):
+            yield replace(op, fn=fn, data=grad)
+        if (it + 1) % tau == 0:
+            yield ready
+            yield go
+            yield replace(push, data=m.params())
+            msg = yield centre
+            yield attach(pull, pull_fn, msg.data)
 
 
 def _definition(name: str, summary: str, source: str) -> AlgorithmDef:

@@ -19,25 +19,43 @@ Two ways to run the collective (``collective``):
 Either way a worker moves ``n`` bytes (its weights) per exchange, as in the asynchronous
 variants; what changes is that the exchanges of all workers share a tree instead of queueing
 at one master.
+
+Real math (``ctx.math``, :mod:`clustersim.algorithms.proxy`): the local steps train each
+replica; the collective carries the weights (``data``); the centre moves by
+:func:`~clustersim.algorithms.easgd.common.sync_centre` with ``beta = p * alpha`` and every
+worker is pulled towards the *old* centre by ``alpha``.  In ``reduce_broadcast`` the root keeps
+the centre and broadcasts the old one, so both forms compute the same numbers (up to the
+order of the fp32 sum).  Same operations as the timing-only path, plus ``fn``/``data``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
 from clustersim.algorithms.easgd.common import (
     COMMON_PARAMS,
     YOU,
     ZHANG,
+    elastic_exchange,
     local_step,
+    moving_rate,
+    sync_centre,
     validate_rates,
 )
 from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Record, Reduce
+from clustersim.algorithms.proxy import attach
 from clustersim.errors import unknown_name
 
 __all__ = ["sync_worker", "SYNC"]
 
 
 def sync_worker(ctx: ActorContext) -> ActorGen:
+    if ctx.math is not None:
+        yield from _sync_worker_math(ctx)
+        return
     job = ctx.job
     p = ctx.params
     tau = p["tau"]
@@ -60,6 +78,59 @@ def sync_worker(ctx: ActorContext) -> ActorGen:
             yield op
         if (it + 1) % tau == 0:
             yield from exchange
+
+
+def _sync_worker_math(ctx: ActorContext) -> ActorGen:
+    """:func:`sync_worker` with the proxy model's math (see the module docstring)."""
+    job = ctx.job
+    p = ctx.params
+    m = ctx.math
+    tau, nbytes, workers = p["tau"], job.grad_bytes, job.workers
+    alpha = moving_rate(p, workers)
+    beta = workers * alpha
+    centre = m.params()  # every worker's copy (allreduce) or the root's (reduce_broadcast)
+    forward, backward, update = local_step(False)
+    forward, backward = replace(forward, fn=m.forward), replace(backward, fn=m.backward)
+    read: list[np.ndarray] = []  # the centre before the root moved it (reduce_broadcast)
+
+    def pull(old: np.ndarray) -> np.ndarray:
+        return m.load(elastic_exchange(m.weights, np.asarray(old, dtype=centre.dtype),
+                                       alpha)[0])
+
+    def move_and_pull(total: np.ndarray) -> np.ndarray:
+        old = centre.copy()
+        centre[...] = sync_centre(old, (np.asarray(total) / workers)[None, :], beta)
+        return pull(old)
+
+    def move(total: np.ndarray) -> np.ndarray:
+        read.append(centre.copy())
+        centre[...] = sync_centre(read[-1], (np.asarray(total) / workers)[None, :], beta)
+        return centre
+
+    for it in range(job.iterations):
+        yield Record("iteration", it)
+        yield forward
+        grad = yield backward
+        yield replace(update, fn=m.step, data=grad)
+        if (it + 1) % tau != 0:
+            continue
+        if p["collective"] == "allreduce":
+            total = yield AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights",
+                                    data=m.params())
+            yield attach(Compute("elastic", nbytes=nbytes, label="centre and elastic pull"),
+                         move_and_pull, total)
+        else:
+            total = yield Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights",
+                                 data=m.params())
+            if ctx.rank == 0:
+                yield attach(Compute("accumulate", nbytes=nbytes, label="centre update"), move,
+                             total)
+            # the root sends the centre it read; the others pass a buffer to receive into
+            send = (read.pop() if read else centre.copy()) if ctx.rank == 0 else \
+                np.zeros_like(centre)
+            old = yield Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre",
+                                  data=send)
+            yield attach(Compute("accumulate", nbytes=nbytes, label="elastic pull"), pull, old)
 
 
 def _validate(params: dict, path: tuple) -> None:
