@@ -61,8 +61,14 @@ class ActorContext:
     index: int = 0  # index within its role (worker w, server s)
     math: Any = None
 
-    def __post_init__(self) -> None:
-        self.rng = np.random.default_rng([self.job.seed, self.rank])
+    @property
+    def rng(self) -> np.random.Generator:
+        """Created on first use: most algorithms never draw, and a generator per actor costs
+        ~20 us - a second per sweep of 4,000-actor points."""
+        rng = self.__dict__.get("_rng")
+        if rng is None:
+            rng = self.__dict__["_rng"] = np.random.default_rng([self.job.seed, self.rank])
+        return rng
 
     @property
     def iterations(self) -> int:

@@ -32,6 +32,7 @@ plus one ``Record("loss")`` per iteration.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -59,33 +60,50 @@ def strategy_collective(strategy: str) -> tuple[str, bool, bool, bool]:
     return (strategy, False, False, False)
 
 
-def bsp_worker(ctx: ActorContext) -> ActorGen:
+def bsp_worker(ctx: ActorContext, ops: _WorkerOps | None = None) -> ActorGen:
+    """A BSP worker.  ``ops``: the timing-only operations, when the caller built them once
+    for all workers of the job (:func:`_actors` does; they are equal either way)."""
     if ctx.math is not None:
         return _bsp_math_worker(ctx)
-    return _bsp_worker(ctx)
+    return _bsp_worker(ctx, ops if ops is not None else _WorkerOps(ctx.job))
 
 
-def _bsp_worker(ctx: ActorContext) -> ActorGen:
-    job = ctx.job
-    p = ctx.params
-    alg, fp16, staged, barrier = strategy_collective(p["strategy"])
-    fp16 = fp16 or p["fp16"]
-    kw = {"algorithm": alg, "fp16": fp16, "staged": staged}
-    overlap = p["overlap"] and len(job.buckets) > 1
-    # operations are immutable: build them once, yield them every iteration
-    forward, update = Compute("forward"), Compute("update")
-    backward = Compute("backward")
-    bucket_ops = [(Compute("backward", layers=(lo, hi)),
-                   AllReduce(nbytes, blocking=not overlap, **kw))
-                  for lo, hi, nbytes in job.buckets]
-    average = (AllReduce(job.grad_bytes, **kw),
-               Compute("elastic", nbytes=job.grad_bytes, label="average"))
-    bar = Barrier() if barrier else None
-    for it in range(job.iterations):
-        yield Record("iteration", it)
+class _WorkerOps:
+    """The operations of a timing-only BSP worker, the same for every worker of a job.
+
+    Operations are immutable, so they are built once per job and yielded by every worker at
+    every iteration: a 1,024-worker point would otherwise build ~10 operations per worker
+    and one ``Record`` per worker and iteration, and the simulator costs an operation by
+    identity, once.
+    """
+
+    def __init__(self, job: JobInfo) -> None:
+        p = job.params
+        alg, fp16, staged, barrier = strategy_collective(p["strategy"])
+        fp16 = fp16 or p["fp16"]
+        kw = {"algorithm": alg, "fp16": fp16, "staged": staged}
+        self.gradients = p["exchange"] == "gradients"
+        self.every = p["every"]
+        self.overlap = p["overlap"] and len(job.buckets) > 1
+        self.forward, self.update = Compute("forward"), Compute("update")
+        self.backward = Compute("backward")
+        self.bucket_ops = tuple((Compute("backward", layers=(lo, hi)),
+                                 AllReduce(nbytes, blocking=not self.overlap, **kw))
+                                for lo, hi, nbytes in job.buckets)
+        self.average = (AllReduce(job.grad_bytes, **kw),
+                        Compute("elastic", nbytes=job.grad_bytes, label="average"))
+        self.bar = Barrier() if barrier else None
+        self.iteration = tuple(Record("iteration", it) for it in range(job.iterations))
+
+
+def _bsp_worker(ctx: ActorContext, ops: _WorkerOps) -> ActorGen:
+    forward, update, backward = ops.forward, ops.update, ops.backward
+    bucket_ops, average, bar, every = ops.bucket_ops, ops.average, ops.bar, ops.every
+    for it, record in enumerate(ops.iteration):
+        yield record
         yield forward
-        if p["exchange"] == "gradients":
-            if overlap:
+        if ops.gradients:
+            if ops.overlap:
                 handles = []
                 for back, allreduce in bucket_ops:
                     yield back
@@ -101,7 +119,7 @@ def _bsp_worker(ctx: ActorContext) -> ActorGen:
         else:
             yield backward
             yield update
-            if (it + 1) % p["every"] == 0:
+            if (it + 1) % every == 0:
                 if bar is not None:
                     yield bar
                 yield from average
@@ -167,7 +185,8 @@ def _validate(params: dict, path: tuple) -> None:
 
 
 def _actors(job: JobInfo) -> list[ActorSpec]:
-    return [ActorSpec(w, "worker", w, bsp_worker) for w in range(job.workers)]
+    body = partial(bsp_worker, ops=_WorkerOps(job))  # built once, shared by the workers
+    return [ActorSpec(w, "worker", w, body) for w in range(job.workers)]
 
 
 BSP = AlgorithmDef(

@@ -19,6 +19,7 @@ import numpy as np
 
 from clustersim.algorithms.base import ActorSpec
 from clustersim.algorithms.ops import Collective, Compute
+from clustersim.sim.streams import RankStreams
 from clustersim.workload.compute import ComputeProfile
 
 __all__ = ["CostModel"]
@@ -45,9 +46,12 @@ class CostModel:
         self._sigma = math.sqrt(math.log1p(cv * cv)) if cv > 0 else 0.0
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
+        self._streams: RankStreams | bool | None = None
         self._kinds: dict[int, str] = {}
         self._jbuf: dict[int, list[float]] = {}
-        self._by_id: dict[tuple[int, int], tuple[Compute, float]] = {}
+        self._jdrawn: dict[int, int] = {}
+        self._tables: dict[str, dict[int, tuple[Compute, float, bool]]] = {}
+        self._by_value: dict[tuple[str, Compute], tuple[float, bool]] = {}
 
     # -- profiles ---------------------------------------------------------------------------
     def profile(self, device: int) -> ComputeProfile:
@@ -90,20 +94,47 @@ class CostModel:
 
     # -- per-operation costs ------------------------------------------------------------------
     def _rng(self, rank: int) -> np.random.Generator:
+        """``np.random.default_rng([seed, 7, rank])``, made in bulk (:mod:`.streams`)."""
         g = self._rngs.get(rank)
         if g is None:
-            g = self._rngs[rank] = np.random.default_rng([self._seed, 7, rank])
+            if self._streams is None:
+                seed = self._seed
+                ok = isinstance(seed, (int, np.integer)) and seed >= 0
+                self._streams = RankStreams((seed, 7)) if ok else False
+            if self._streams:
+                g = self._streams.generator(rank)
+            else:  # a seed numpy's bulk path does not take: numpy decides (and complains)
+                g = np.random.default_rng([self._seed, 7, rank])
+            self._rngs[rank] = g
         return g
 
-    def _jitter(self, rank: int) -> float:
-        """The next jitter factor of ``rank``: drawn 256 at a time from its own generator
-        (one numpy call per 256 operations instead of one each; the sequence is the same
-        pure function of seed and rank)."""
+    def jitter_buffer(self, rank: int) -> list[float]:
+        """The jitter factors of ``rank`` drawn but not used yet, the next one *last* (take it
+        with ``pop()``); :meth:`draw_jitter` refills this same list in place, so a caller may
+        keep a reference to it (the engine's hot loop does)."""
         buf = self._jbuf.get(rank)
-        if buf is None or not buf:
+        if buf is None:
+            buf = self._jbuf[rank] = []
+        return buf
+
+    def draw_jitter(self, rank: int) -> float:
+        """The next jitter factor of ``rank``, from its own generator.
+
+        Drawn in growing batches (8, 16, ... 256 at a time): one numpy call per batch instead
+        of one per operation, and a run of a few iterations (4,253 workers x 6 draws) does not
+        pay for 256 draws per rank.  numpy draws a batch element by element from the same
+        bit stream, so the sequence does not depend on the batch sizes: it is the same pure
+        function of seed and rank.
+        """
+        buf = self.jitter_buffer(rank)
+        if not buf:
             s = self._sigma
-            buf = self._jbuf[rank] = self._rng(rank).lognormal(-0.5 * s * s, s, 256).tolist()
-            buf.reverse()
+            drawn = self._jdrawn.get(rank, 0)
+            n = min(256, max(8, drawn))
+            self._jdrawn[rank] = drawn + n
+            batch = self._rng(rank).lognormal(-0.5 * s * s, s, n).tolist()
+            batch.reverse()
+            buf.extend(batch)
         return buf.pop()
 
     def base_time(self, op: Compute, device: int) -> float:
@@ -145,17 +176,46 @@ class CostModel:
             name = self._kinds[device] = self.platform.spec(device).name
         return name
 
-    def compute(self, op: Compute, actor: ActorSpec, device: int, iteration: int) -> float:
-        # algorithms reuse their (immutable) operation objects: memoise by identity, keeping a
-        # reference so that an id is never recycled while cached
-        hit = self._by_id.get((id(op), device))
+    def op_table(self, device: int) -> dict[int, tuple[Compute, float, bool]]:
+        """The operation cache of ``device``'s kind: ``id(op) -> (op, base time, jittered)``.
+
+        Algorithms reuse their (immutable) operation objects, so a cost is looked up by
+        identity (the entry keeps a reference to ``op``, so its id is never recycled while
+        cached; check ``entry[0] is op``).  Devices of one kind share a table: the base time
+        depends on the kind only.  The engine reads this table directly in its hot loop and
+        falls back to :meth:`entry` on a miss.
+        """
+        kind = self._kind(device)
+        table = self._tables.get(kind)
+        if table is None:
+            table = self._tables[kind] = {}
+        return table
+
+    def entry(self, op: Compute, device: int) -> tuple[Compute, float, bool]:
+        """``(op, base time, whether jitter applies)`` of ``op`` on ``device``, cached."""
+        table = self.op_table(device)
+        hit = table.get(id(op))
         if hit is not None and hit[0] is op:
-            t = hit[1]
-        else:
+            return hit
+        # an equal operation built by another actor (each worker builds its own) costs the
+        # same: look it up by value (Compute's equality ignores fn and data, which do not
+        # change the time)
+        kind = self._kind(device)
+        same = self._by_value.get((kind, op))
+        if same is None:
             t = self.base_time(op, device)
-            self._by_id[(id(op), device)] = (op, t)
-        if self._sigma > 0 and op.phase in ("forward", "backward") and t > 0:
-            t *= self._jitter(actor.rank)
+            same = self._by_value[(kind, op)] = (t, self._sigma > 0 and t > 0
+                                                 and op.phase in ("forward", "backward"))
+        e = (op, same[0], same[1])
+        table[id(op)] = e
+        return e
+
+    def compute(self, op: Compute, actor: ActorSpec, device: int, iteration: int) -> float:
+        """Seconds ``op`` takes on ``device`` this time: base time x the actor's next jitter
+        factor (forward and backward passes only)."""
+        _, t, jittered = self.entry(op, device)
+        if jittered:
+            t *= self.draw_jitter(actor.rank)
         return t
 
     def staging_time(self, op: Collective, devices: tuple[int, ...]) -> float:

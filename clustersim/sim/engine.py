@@ -1,31 +1,45 @@
 """The simulated backend: interprets actor generators on SimPy, the platform and the network.
 
-Each actor (worker, server) is a SimPy process that pulls operations from its algorithm
-generator and turns each into events:
+Each actor (worker, server) pulls operations from its algorithm generator and turns each into
+SimPy events (driven by callbacks on those events rather than by a SimPy process - the
+same events, scheduled in the same order, with less Python per event; see :class:`_Actor`):
 
 * ``Compute``   -> a timeout whose length the :class:`~clustersim.sim.costs.CostModel` gives
   (roofline per layer, per device kind, times a seeded jitter factor);
 * ``Collective``-> a rendezvous of the group (matched by call order, as in MPI); when the last
   member arrives, the collective's schedule runs on the flow network (``flow``) or is costed
   analytically from its schedule and cached (``analytic``); every member resumes at its end;
-* ``Send``/``Recv`` -> a flow on the network and a mailbox per actor (point-to-point always
-  runs at flow level, so incast at a parameter server is contention, not a formula);
+* ``Send``/``Recv`` -> a flow on the network (or, above ``P2P_FLOW_MAX_ACTORS`` actors, a
+  FIFO reservation of every link on the route) and a mailbox per actor, so incast at a
+  parameter server is contention, not a formula;
 * ``Wait``      -> waits for the handles of earlier non-blocking operations;
 * ``Record``    -> a metric sample; ``Record("iteration", i)`` marks iteration boundaries.
 
 Accounting per actor: ``compute`` (busy), ``comm`` (blocked on communication that was already
 under way), ``wait`` (blocked because peers had not arrived yet: stragglers, or an empty
 mailbox), and ``comm_total`` (time any of its communication was in flight, overlapped or not).
+
+Speed (bench/bench_training.py, bench/bench_knl.py): a run is hundreds of thousands of events,
+so the hot paths avoid per-event allocation and calls - one reusable timer per actor,
+messages as timeouts that carry their own delivery data, costs looked up by operation
+identity, handles and messages built without their dataclass ``__init__``, SimPy's loop
+written out (:class:`_Environment`) and the cyclic garbage collector off during a run.
+None of it changes which events are scheduled, when or in which order: results, traces and
+``sim_events`` are those of the straightforward process-based interpreter.
 """
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
+from simpy.events import NORMAL as _NORMAL
+from simpy.events import URGENT as _URGENT
 
 from clustersim.algorithms.base import ActorSpec, JobInfo
 from clustersim.algorithms.ops import (
@@ -97,9 +111,11 @@ class RunResult:
 
 
 class _Group:
-    """A collective group resolved once: members, their devices and machines."""
+    """A collective group resolved once: members, their devices and machines, and the
+    matching state of its collectives (``seq[i]``: how many collectives actor ``i`` has
+    issued on the group; ``open[k]``: the rendezvous of the k-th, until complete)."""
 
-    __slots__ = ("gid", "members", "devices", "hosts", "shared")
+    __slots__ = ("gid", "members", "devices", "hosts", "shared", "n", "seq", "open")
 
     def __init__(self, gid: int, members: tuple[int, ...], devices: tuple[int, ...],
                  hosts: tuple[int, ...]) -> None:
@@ -108,6 +124,9 @@ class _Group:
         self.devices = devices
         self.hosts = hosts
         self.shared = len(set(devices)) < len(devices)
+        self.n = len(members)
+        self.seq: dict[int, int] = {}
+        self.open: dict[int, _Rendezvous] = {}
 
 
 class _Rendezvous:
@@ -120,6 +139,159 @@ class _Rendezvous:
         self.parts: list[tuple[int, float, bool]] = []
         self.done = env.event()
         self.last = 0.0
+
+
+# Operations' results are frozen dataclasses whose generated __init__ sets every field through
+# object.__setattr__ (~0.3 us a field).  The engine makes one Handle per non-blocking operation
+# and one Message per message, so it fills their slots directly (the same objects: equal,
+# hashable, frozen for everyone else).
+_new = object.__new__
+_set_handle_id = Handle.id.__set__  # type: ignore[attr-defined]
+_MSG_FIELDS = ("src", "tag", "nbytes", "data", "sent_at")
+_MSG_SET = tuple(getattr(Message, f).__set__ for f in _MSG_FIELDS)
+# a field added to either class must be filled here too
+assert tuple(f.name for f in fields(Message)) == _MSG_FIELDS
+assert tuple(f.name for f in fields(Handle)) == ("id",)
+
+
+def _message(src: int, tag: int, nbytes: float, data: Any, sent_at: float) -> Message:
+    m = _new(Message)
+    s_src, s_tag, s_nbytes, s_data, s_sent = _MSG_SET
+    s_src(m, src)
+    s_tag(m, tag)
+    s_nbytes(m, nbytes)
+    s_data(m, data)
+    s_sent(m, sent_at)
+    return m
+
+
+class _Environment(simpy.Environment):
+    """SimPy's environment with its event loop written out for runs without ``until``.
+
+    ``run()`` does what ``Environment.run()`` does - pop the earliest event, clear and call
+    its callbacks, crash on an undefused failure - without a ``step()`` call and a
+    ``try``/``except`` per event (a run processes hundreds of thousands of events; SimPy's
+    loop costs about a third of what a bare SimPy process costs per event).  Runs with
+    ``until`` use SimPy's own loop.
+    """
+
+    def run(self, until: Any = None) -> Any:
+        if until is not None:
+            return super().run(until)
+        queue = self._queue
+        pop = heappop
+        while queue:
+            self._now, _, _, event = pop(queue)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+        return None
+
+
+def _at(env: simpy.Environment, delay: float, priority: int, callback) -> simpy.Event:
+    """Schedule ``callback(event)`` after ``delay`` (an int 0 keeps the clock's type, as
+    SimPy's own zero delays do) at ``priority``: a bare, already
+    succeeded event - what :class:`simpy.Timeout` and SimPy's process start do, minus the
+    process."""
+    ev = simpy.Event(env)
+    ev._ok = True  # noqa: SLF001
+    ev._value = None  # noqa: SLF001
+    ev.callbacks.append(callback)
+    env.schedule(ev, priority, delay)
+    return ev
+
+
+class _Wake(simpy.Event):
+    """An actor's own timer, re-armed for every wait on its clock (compute run ahead, its
+    end): a succeeded event that is scheduled again once processed.  Nothing but the actor
+    waits for it, so one object per actor replaces a :class:`simpy.Timeout` per wait."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.callbacks = None  # armed by ``callbacks = [...]`` + ``env.schedule``
+        self._ok = True
+        self._value = None
+
+
+class _Post(simpy.Event):
+    """A point-to-point message in flight: a timeout (its delivery time) that carries the
+    message's sender, operation and start, so that delivery is one bound method of the engine
+    instead of a timeout plus a closure per message."""
+
+    def __init__(self, env: simpy.Environment, delay: float, callback, i: int, op: Send,
+                 t0: float) -> None:
+        self.env = env
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = None
+        self.src = i
+        self.op = op
+        self.t0 = t0
+        heappush(env._queue, (env._now + delay, _NORMAL, next(env._eid), self))  # schedule()
+
+
+class _AllOf:
+    """SimPy's ``AllOf`` reduced to what ``Wait`` needs: when the last of ``events`` has been
+    processed, one event succeeds (scheduled at the same point of the same callback chain as
+    the condition's, so the run's event order is the same) and calls ``callback``."""
+
+    __slots__ = ("left", "done")
+
+    def __init__(self, env: simpy.Environment, events: list[simpy.Event], callback) -> None:
+        self.left = len(events)
+        self.done = simpy.Event(env)
+        self.done.callbacks.append(callback)
+        check = self._check
+        for ev in events:
+            ev.callbacks.append(check)
+
+    def _check(self, _ev: simpy.Event) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self.done.succeed()
+
+
+#: how a point-to-point message travels (see ``Engine._plan``)
+_LOCAL, _QUEUED, _FLOW, _HEADER = 0, 1, 2, 3
+
+
+class _SideCompute:
+    """A non-blocking ``Compute`` in flight (see :meth:`Engine._compute`)."""
+
+    __slots__ = ("eng", "i", "spec", "op", "done", "t0", "dt")
+
+    def __init__(self, eng: Engine, i: int, spec: ActorSpec, op: Compute,
+                 done: simpy.Event) -> None:
+        self.eng = eng
+        self.i = i
+        self.spec = spec
+        self.op = op
+        self.done = done
+        self.t0 = 0.0
+        self.dt = 0.0
+
+    def start(self, _ev: simpy.Event) -> None:
+        eng = self.eng
+        env = eng.env
+        self.t0 = env.now
+        dt = self.dt = eng.costs.compute(self.op, self.spec, eng.placement[self.i],
+                                         eng._iter[self.i])
+        if dt > 0:
+            _at(env, dt, _NORMAL, self.finish)
+        else:
+            self.finish(None)
+
+    def finish(self, _ev: simpy.Event | None) -> None:
+        eng = self.eng
+        op = self.op
+        eng.stats[self.i].compute += self.dt
+        if eng.trace:
+            eng._ev(self.i, "compute", self.t0, eng.env.now, op.label or op.phase)
+        self.done.succeed(op.fn(op.data) if op.fn is not None else None)
 
 
 class Engine:
@@ -154,7 +326,7 @@ class Engine:
         self.trace = trace
         self.until = until
         self.warmup = warmup
-        self.env = simpy.Environment()
+        self.env = _Environment()
         self.net = FlowNetwork.for_platform(self.env, platform, params)
         queued = fidelity == "analytic" or (fidelity == "auto"
                                             and len(self.actors) > P2P_FLOW_MAX_ACTORS)
@@ -163,151 +335,68 @@ class Engine:
                       for i, a in enumerate(self.actors)]
         self.events: list[TraceEvent] = []
         self._workers = tuple(a.rank for a in self.actors if a.role == "worker")
-        self._rv: dict[tuple[int, int], _Rendezvous] = {}
-        self._seq: list[dict[int, int]] = [{} for _ in self.actors]
         self._groups: dict[int, tuple[Any, _Group]] = {}
         self._by_members: dict[tuple[int, ...], _Group] = {}
         self._tail: dict[int, simpy.Event] = {}
         self._mail: list[Mailbox] = [Mailbox() for _ in self.actors]
-        self._mail_wait: list[list[simpy.Event]] = [[] for _ in self.actors]
+        # who waits for mail, per actor: the actor itself (blocked in Recv) or the event of a
+        # non-blocking Recv's process
+        self._mail_wait: list[list[Any]] = [[] for _ in self.actors]
         self._handles: dict[int, tuple[simpy.Event, _Rendezvous | None]] = {}
         self._next_handle = 0
         self._sched_cache: dict[tuple, Any] = {}
         self._cost_cache: dict[tuple, float] = {}
         self._iter = [0] * len(self.actors)
         self._latency: dict[tuple[int, ...], float] = {}  # route -> header-only message time
+        self._plans: list[dict[tuple[int, float], tuple]] = [{} for _ in self.actors]
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> RunResult:
+        env = self.env
         for i, a in enumerate(self.actors):
-            self.env.process(self._actor(i, a))
-        self.env.run(until=self.until)
+            # what env.process() does: the actor starts at an URGENT event of time 0
+            _at(env, 0, _URGENT, _Actor(self, i, a).start)
+        # The cyclic garbage collector is off while the events run: a run allocates millions
+        # of short-lived objects (events, messages, tuples), each allocation burst triggers a
+        # collection, and the older generations hold the whole platform graph (4,352 devices
+        # for the KNL scenarios), which every full collection walks - 15-25% of a run's time.
+        # What a run allocates is freed by reference counting (callbacks are dropped once an
+        # event is processed); the collector resumes afterwards for anything else.
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            env.run(until=self.until)
+        finally:
+            if gc_was_on:
+                gc.enable()
         for st in self.stats:
             if not st.end:
-                st.end = self.env.now
+                st.end = env.now
         # SimPy numbers every scheduled event from an itertools.count: the next id is the total
-        scheduled = next(self.env._eid)  # noqa: SLF001
-        return RunResult(self.env.now, self.stats, self.events, self.net.flows_started,
+        scheduled = next(env._eid)  # noqa: SLF001
+        return RunResult(env.now, self.stats, self.events, self.net.flows_started,
                          scheduled)
 
-    def _actor(self, i: int, spec: ActorSpec):
-        """The interpreter loop: the hot path of every simulation, kept flat on purpose
-        (no sub-generators for blocking compute and collectives).
+    def _compute(self, i: int, spec: ActorSpec, op: Compute) -> Handle:
+        """Non-blocking compute: runs beside the actor; the handle's event succeeds with the
+        operation's result when it is done.
 
-        Consecutive blocking ``Compute`` and ``Record`` operations are run ahead of the clock
-        and waited for with *one* timeout (``ahead`` holds the compute time not yet waited
-        for): they touch nothing but the actor itself, so only the number of SimPy events
-        changes - a worker's forward, backward and update become one event instead of three.
-        Any other operation first waits out ``ahead``.
+        What a SimPy process running it would do, written as two callbacks with the same
+        events in the same order: its start (an URGENT event now), its timeout, and its end
+        (the process's own event, scheduled when it returns).  A lock-free server starts one
+        per update, and a process costs several times the Python of two callbacks.
         """
         env = self.env
-        gen = spec.start(self.job)
-        st = self.stats[i]
-        device = self.placement[i]
-        cost = self.costs.compute
-        timeout = env.timeout
-        trace = self.trace
-        value: Any = None
-        send = gen.send
-        ahead = 0.0
-        while True:
-            try:
-                op = send(value)
-            except StopIteration:
-                break
-            value = None
-            kind = type(op)
-            if kind is Compute and op.blocking:
-                dt = cost(op, spec, device, self._iter[i])
-                if trace:
-                    t = env.now + ahead
-                    self._ev(i, "compute", t, t + dt, op.label or op.phase)
-                ahead += dt
-                st.compute += dt
-                if op.fn is not None:
-                    value = op.fn(op.data)
-                continue
-            if kind is Record:
-                now = env.now + ahead
-                if op.key == "iteration":
-                    st.iterations.append(now)
-                    self._iter[i] = int(op.value)
-                    if op.value == self.warmup:
-                        st.mark = (st.compute, st.comm, st.wait, st.comm_total, st.bytes_sent,
-                                   now)
-                else:
-                    st.records[op.key].append(float(op.value))
-                    if trace:
-                        self._ev(i, "record", now, now, op.key, value=float(op.value))
-                continue
-            if ahead > 0:
-                yield timeout(ahead)
-                ahead = 0.0
-            t0 = env.now
-            if kind is Compute:  # non-blocking: runs beside the actor
-                value = self._spawn(self._compute(i, spec, op))
-            elif kind is Collective:
-                rv = self._arrive(i, op)
-                if op.blocking:
-                    yield rv.done
-                    value = rv.done.value
-                else:
-                    value = self._handle(rv.done, rv)
-            elif kind is Send:
-                ev = self._start_send(i, op)
-                if op.blocking:
-                    if ev is not None:
-                        yield ev
-                else:
-                    if ev is None:  # a local copy is delivered at once
-                        ev = env.event()
-                        ev.succeed()
-                    value = self._handle(ev)
-            elif kind is Recv:
-                if op.blocking:
-                    value = yield from self._recv(i, op)
-                else:
-                    value = self._spawn(self._recv(i, op))
-            elif kind is Wait:
-                entries = [self._handles.pop(h.id) for h in op.handles]
-                pending = [e for e, _ in entries if not e.processed]
-                if pending:
-                    yield pending[0] if len(pending) == 1 else env.all_of(pending)
-                blocked = env.now - t0
-                if blocked > 0:
-                    # the part before the last peer arrived is waiting for stragglers
-                    lasts = [rv.last for _, rv in entries if rv is not None]
-                    waited = min(max(max(lasts, default=t0) - t0, 0.0), blocked)
-                    st.wait += waited
-                    st.comm += blocked - waited
-                    if trace:
-                        self._ev(i, "wait", t0, env.now, "wait handles")
-                value = [e.value for e, _ in entries]
-            else:
-                raise TypeError(f"actor {spec.rank} yielded {op!r}, not an operation")
-        if ahead > 0:
-            yield timeout(ahead)
-        st.end = env.now
-        st.iterations.append(env.now)
-        if st.mark is None:  # servers (no iterations) or runs shorter than the warmup
-            st.mark = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-
-    def _compute(self, i: int, spec: ActorSpec, op: Compute):
-        """Non-blocking compute (runs beside the actor)."""
-        env = self.env
-        t0 = env.now
-        dt = self.costs.compute(op, spec, self.placement[i], self._iter[i])
-        if dt > 0:
-            yield env.timeout(dt)
-        self.stats[i].compute += dt
-        if self.trace:
-            self._ev(i, "compute", t0, env.now, op.label or op.phase)
-        return op.fn(op.data) if op.fn is not None else None
+        done = simpy.Event(env)  # plays the process's part: what Wait waits for
+        _at(env, 0, _URGENT, _SideCompute(self, i, spec, op, done).start)
+        return self._handle(done)
 
     def _handle(self, event: simpy.Event, rv: _Rendezvous | None = None) -> Handle:
-        h = Handle(self._next_handle)
-        self._next_handle += 1
-        self._handles[h.id] = (event, rv)
+        n = self._next_handle
+        self._next_handle = n + 1
+        h = _new(Handle)
+        _set_handle_id(h, n)
+        self._handles[n] = (event, rv)
         return h
 
     def _spawn(self, proc) -> Handle:
@@ -337,41 +426,49 @@ class Engine:
         self._groups[key] = (members, g)  # keeps `members` alive, so its id is not reused
         return g
 
-    def _arrive(self, i: int, op: Collective) -> _Rendezvous:
-        g = self._group(op.group)
-        seqs = self._seq[i]
-        seq = seqs.get(g.gid, 0)
-        seqs[g.gid] = seq + 1
-        key = (g.gid, seq)
-        rv = self._rv.get(key)
+    def _arrive(self, i: int, op: Collective, g: _Group) -> _Rendezvous:
+        """Actor ``i`` arrives at its next collective on group ``g`` (matched by call order,
+        as in MPI); the last member to arrive starts it."""
+        seqs = g.seq
+        seq = seqs.get(i, 0)
+        seqs[i] = seq + 1
+        opened = g.open
+        rv = opened.get(seq)
         if rv is None:
-            rv = self._rv[key] = _Rendezvous(self.env, len(g.members))
-        rv.parts.append((i, self.env.now, op.blocking))
-        if len(rv.parts) == rv.n:
-            del self._rv[key]
-            rv.last = self.env.now
+            rv = opened[seq] = _Rendezvous(self.env, g.n)
+        now = self.env._now
+        parts = rv.parts
+        parts.append((i, now, op.blocking))
+        if len(parts) == rv.n:
+            del opened[seq]
+            rv.last = now
             # collectives of one group run in order, as on one NCCL stream / MPI communicator:
             # a bucket's all-reduce starts when the previous one has finished
-            prev = self._tail.get(g.gid)
-            self._tail[g.gid] = rv.done
+            gid = g.gid
+            prev = self._tail.get(gid)
+            self._tail[gid] = rv.done
             self.env.process(self._run_collective(op, g, rv, prev))
         return rv
 
     def _settle(self, op: Collective, rv: _Rendezvous) -> None:
         """Account a finished collective for every member at once."""
-        now = self.env.now
-        busy = now - rv.last
+        now = self.env._now
+        last = rv.last
+        busy = now - last
+        nbytes = op.nbytes
+        stats = self.stats
+        trace = self.trace
         for i, t_arr, blocking in rv.parts:
-            st = self.stats[i]
+            st = stats[i]
             st.comm_total += busy
-            st.bytes_sent += op.nbytes
+            st.bytes_sent += nbytes
             if blocking:
-                st.wait += rv.last - t_arr
+                st.wait += last - t_arr
                 st.comm += busy
-            if self.trace:
-                if blocking and rv.last > t_arr:
-                    self._ev(i, "wait", t_arr, rv.last, f"wait for {op.op}")
-                self._ev(i, op.op, rv.last, now, op.label or op.op, nbytes=op.nbytes)
+            if trace:
+                if blocking and last > t_arr:
+                    self._ev(i, "wait", t_arr, last, f"wait for {op.op}")
+                self._ev(i, op.op, last, now, op.label or op.op, nbytes=nbytes)
 
     def _schedule(self, op: Collective, g: _Group):
         alg = op.algorithm or self.defaults.get(op.op, "ring")
@@ -419,6 +516,25 @@ class Engine:
         return rank
 
     # -- point to point ----------------------------------------------------------------------
+    def _plan(self, i: int, dst: int, nbytes: float) -> tuple[int, tuple[int, ...], float, float]:
+        """How a message of ``nbytes`` from actor ``i`` to ``dst`` travels: ``(mode, route,
+        latency, bytes to drain)``.  Pure in its arguments (routes are deterministic, protocol
+        costs depend on the route and size only), so it is computed once per actor, peer and
+        size (:meth:`_start_send` caches it)."""
+        j = self._index(dst)
+        route = self.platform.route(self.placement[i], self.placement[j])
+        if not route:
+            return _LOCAL, route, 0.0, 0.0
+        if nbytes > 0 and self._queues is not None:
+            lat, drain = self.net.message_plan(route, nbytes)
+            return _QUEUED, route, lat, drain
+        if nbytes > 0:
+            return _FLOW, route, 0.0, nbytes
+        lat = self._latency.get(route)
+        if lat is None:
+            lat = self._latency[route] = self.net.message_latency(route, 0.0)
+        return _HEADER, route, lat, 0.0
+
     def _start_send(self, i: int, op: Send) -> simpy.Event | None:
         """Start a point-to-point message; the returned event fires when it has arrived
         (``None``: delivered already, sender and receiver share a device).
@@ -429,45 +545,57 @@ class Engine:
         overhead), exactly what a zero-byte flow takes, without the flow bookkeeping - and is
         therefore not counted in ``RunResult.flows``.
         """
-        j = self._index(op.dst)
-        route = self.platform.route(self.placement[i], self.placement[j])
-        t0 = self.env.now
-        if not route:
+        plans = self._plans[i]
+        key = (op.dst, op.nbytes)
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = self._plan(i, op.dst, op.nbytes)
+        mode, route, lat, drain = plan
+        env = self.env
+        t0 = env._now
+        if mode == _QUEUED:
+            return _Post(env, self._queues.reserve(route, drain, t0, lat) - t0, self._arrived,
+                         i, op, t0)
+        if mode == _HEADER:
+            return _Post(env, lat, self._arrived, i, op, t0)
+        if mode == _LOCAL:
             self._sent(i, op, t0)
             return None
-        if op.nbytes > 0 and self._queues is not None:
-            lat, drain = self.net.message_plan(route, op.nbytes)
-            ev = self.env.timeout(self._queues.reserve(route, drain, t0, lat) - t0)
-        elif op.nbytes > 0:
-            ev = self.net.transfer(route, op.nbytes)
-        else:
-            lat = self._latency.get(route)
-            if lat is None:
-                lat = self._latency[route] = self.net.message_latency(route, 0.0)
-            ev = self.env.timeout(lat)
+        ev = self.net.transfer(route, op.nbytes)
         ev.callbacks.append(lambda _ev: self._sent(i, op, t0))
         return ev
+
+    def _arrived(self, post: _Post) -> None:
+        """A message in flight has arrived (the callback of its :class:`_Post`)."""
+        self._sent(post.src, post.op, post.t0)
 
     def _sent(self, i: int, op: Send, t0: float) -> None:
         """The message has arrived: deliver it and account the sender's time."""
         env = self.env
+        now = env._now
+        j = op.dst  # actor ranks are actor indices (see _index)
+        self._mail[j].put(_message(self.actors[i].rank, op.tag, op.nbytes, op.data, t0))
+        waiters = self._mail_wait[j]
+        if waiters:
+            self._mail_wait[j] = []
+            for w in waiters:
+                if type(w) is _Actor:  # the actor itself, blocked in Recv: its own timer
+                    wake = w.wake
+                    wake.callbacks = [w._mailed]
+                    heappush(env._queue, (now, _NORMAL, next(env._eid), wake))  # at once
+                else:  # a non-blocking Recv's process
+                    w.succeed()
         st = self.stats[i]
-        self._deliver(self._index(op.dst), Message(self.actors[i].rank, op.tag, op.nbytes,
-                                                   op.data, t0))
         st.bytes_sent += op.nbytes
-        st.comm_total += env.now - t0
+        st.comm_total += now - t0
         if op.blocking:
-            st.comm += env.now - t0
+            st.comm += now - t0
         if self.trace:
-            self._ev(i, "send", t0, env.now, op.label or "send", nbytes=op.nbytes, peer=op.dst)
-
-    def _deliver(self, j: int, msg: Message) -> None:
-        self._mail[j].put(msg)
-        waiters, self._mail_wait[j] = self._mail_wait[j], []
-        for ev in waiters:
-            ev.succeed()
+            self._ev(i, "send", t0, now, op.label or "send", nbytes=op.nbytes, peer=op.dst)
 
     def _recv(self, i: int, op: Recv):
+        """A non-blocking ``Recv``: a process beside the actor (the blocking one is inlined
+        in :class:`_Actor`)."""
         env = self.env
         st = self.stats[i]
         t0 = env.now
@@ -486,3 +614,242 @@ class Engine:
             ev = env.event()
             self._mail_wait[i].append(ev)
             yield ev
+
+
+class _Actor:
+    """The interpreter of one actor: pulls operations from its generator, turns them into
+    events - the hot path of every simulation.
+
+    It is driven by callbacks rather than by a SimPy process: every wait registers one bound
+    method on the event it waits for (``_flushed``, ``_resumed``, ``_mailed``, ``_waited``,
+    ``_ended``), and :meth:`run` goes on from there until the actor blocks again.  That is
+    what a process does (its ``_resume`` callback sends the event's value into a generator),
+    without the generator frame in between; the events themselves - which are scheduled,
+    when, in which order - are the ones the process-based interpreter scheduled, so a run is
+    the same run.
+
+    Consecutive blocking ``Compute`` and ``Record`` operations are run ahead of the clock and
+    waited for with *one* timer (``ahead`` holds the compute time not yet waited for): they
+    touch nothing but the actor itself, so only the number of SimPy events changes - a
+    worker's forward, backward and update become one event instead of three.  Any other
+    operation first waits out ``ahead``.
+    """
+
+    __slots__ = ("eng", "i", "spec", "st", "device", "send", "wake", "pending", "t0",
+                 "entries", "recv_op", "table", "jbuf", "jdraw", "box", "gkey", "group")
+
+    def __init__(self, eng: Engine, i: int, spec: ActorSpec) -> None:
+        self.eng = eng
+        self.i = i
+        self.spec = spec
+        self.st = eng.stats[i]
+        self.device = eng.placement[i]
+        self.send = None
+        self.wake = _Wake(eng.env)
+        self.pending: Any = None  # the operation that waits for the compute run ahead
+        self.t0 = 0.0  # when the current blocking Recv or Wait started
+        self.entries: list | None = None  # the handles' (event, rendezvous) of a Wait
+        self.recv_op: Recv | None = None
+        costs = eng.costs
+        # the cost model's per-kind operation table and this rank's jitter buffer, read
+        # inline below; a cost model without them is asked through compute() every time
+        self.table: dict = costs.op_table(self.device) if hasattr(costs, "op_table") else {}
+        self.jbuf: list[float] = (costs.jitter_buffer(spec.rank)
+                                  if hasattr(costs, "jitter_buffer") else [])
+        self.jdraw = getattr(costs, "draw_jitter", None)
+        self.box = eng._mail[i]
+        # the group of this actor's last collective (``op.group`` -> resolved group): an
+        # algorithm issues its collectives on the same few group tuples
+        self.gkey: Any = None
+        self.group: _Group | None = None
+
+    # -- callbacks ---------------------------------------------------------------------------
+    def start(self, _ev: simpy.Event) -> None:
+        self.send = self.spec.start(self.eng.job).send
+        self.run(None, None)
+
+    def _flushed(self, _ev: simpy.Event) -> None:
+        """The compute run ahead is over: the operation that waited for it starts now."""
+        op, self.pending = self.pending, None
+        self.run(None, op)
+
+    def _resumed(self, ev: simpy.Event) -> None:
+        """A blocking collective or send is done (its value goes back to the generator)."""
+        self.run(ev._value, None)  # noqa: SLF001
+
+    def _mailed(self, _ev: simpy.Event) -> None:
+        """Mail arrived while blocked in ``Recv``: take it, or wait again."""
+        op = self.recv_op
+        m = self.box.take(op.src, op.tag)
+        if m is None:
+            self._wait_mail()
+            return
+        eng = self.eng
+        now = eng.env._now
+        t0 = self.t0
+        self.recv_op = None
+        self.st.wait += now - t0
+        if eng.trace and now > t0:
+            eng._ev(self.i, "recv", t0, now, op.label or "recv", nbytes=m.nbytes, peer=m.src)
+        self.run(m, None)
+
+    def _wait_mail(self) -> None:
+        # the next delivery to this actor schedules its timer for ``_mailed`` (at once, as
+        # ``Event.succeed()`` would schedule an event of its own)
+        self.eng._mail_wait[self.i].append(self)
+
+    def _waited(self, _ev: simpy.Event) -> None:
+        """The handles of a ``Wait`` are complete: account the blocked time, resume."""
+        eng = self.eng
+        now = eng.env._now
+        t0 = self.t0
+        entries, self.entries = self.entries, None
+        blocked = now - t0
+        last = t0  # the last peer's arrival at any of the collectives waited for
+        for _, rv in entries:
+            if rv is not None and rv.last > last:
+                last = rv.last
+        if blocked > 0:
+            st = self.st
+            # the part before the last peer arrived is waiting for stragglers
+            waited = min(last - t0, blocked)
+            st.wait += waited
+            st.comm += blocked - waited
+            if eng.trace:
+                eng._ev(self.i, "wait", t0, now, "wait handles")
+        self.run([e._value for e, _ in entries], None)  # noqa: SLF001
+
+    def _ended(self, _ev: simpy.Event | None) -> None:
+        env = self.eng.env
+        st = self.st
+        st.end = env.now
+        st.iterations.append(env.now)
+        if st.mark is None:  # servers (no iterations) or runs shorter than the warmup
+            st.mark = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        # the event a finished SimPy process schedules (nobody waits for it)
+        wake = self.wake
+        wake.callbacks = []
+        env.schedule(wake, _NORMAL, 0)  # 0, not 0.0: the clock keeps SimPy's number type
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self, value: Any, op: Any) -> None:
+        """Send ``value`` into the generator and interpret what it yields until the actor
+        blocks (``op``: an operation already taken from it, to start first)."""
+        eng = self.eng
+        env = eng.env
+        send = self.send
+        st = self.st
+        table = self.table
+        trace = eng.trace
+        i = self.i
+        ahead = 0.0
+        while True:
+            if op is None:
+                try:
+                    op = send(value)
+                except StopIteration:
+                    if ahead > 0:
+                        wake = self.wake
+                        wake.callbacks = [self._ended]
+                        env.schedule(wake, _NORMAL, ahead)
+                    else:
+                        self._ended(None)
+                    return
+                value = None
+                kind = type(op)
+                if kind is Compute and op.blocking:
+                    hit = table.get(id(op))
+                    if hit is not None and hit[0] is op:
+                        dt = hit[1]
+                        if hit[2]:
+                            jbuf = self.jbuf
+                            dt *= jbuf.pop() if jbuf else self.jdraw(self.spec.rank)
+                    else:
+                        dt = eng.costs.compute(op, self.spec, self.device, eng._iter[i])
+                    if trace:
+                        t = env._now + ahead
+                        eng._ev(i, "compute", t, t + dt, op.label or op.phase)
+                    ahead += dt
+                    st.compute += dt
+                    if op.fn is not None:
+                        value = op.fn(op.data)
+                    op = None
+                    continue
+                if kind is Record:
+                    now = env._now + ahead
+                    if op.key == "iteration":
+                        st.iterations.append(now)
+                        eng._iter[i] = int(op.value)
+                        if op.value == eng.warmup:
+                            st.mark = (st.compute, st.comm, st.wait, st.comm_total,
+                                       st.bytes_sent, now)
+                    else:
+                        st.records[op.key].append(float(op.value))
+                        if trace:
+                            eng._ev(i, "record", now, now, op.key, value=float(op.value))
+                    op = None
+                    continue
+                if ahead > 0:
+                    self.pending = op
+                    wake = self.wake
+                    wake.callbacks = [self._flushed]
+                    heappush(env._queue, (env._now + ahead, _NORMAL, next(env._eid), wake))
+                    return
+            else:
+                kind = type(op)
+            # ``op`` starts now
+            if kind is Collective:
+                members = op.group
+                if members is not self.gkey or self.group is None:
+                    self.group = eng._group(members)
+                    self.gkey = members
+                rv = eng._arrive(i, op, self.group)
+                if op.blocking:
+                    rv.done.callbacks.append(self._resumed)
+                    return
+                n = eng._next_handle  # eng._handle(rv.done, rv), inline
+                eng._next_handle = n + 1
+                value = _new(Handle)
+                _set_handle_id(value, n)
+                eng._handles[n] = (rv.done, rv)
+            elif kind is Send:
+                ev = eng._start_send(i, op)
+                if op.blocking:
+                    if ev is not None:
+                        ev.callbacks.append(self._resumed)
+                        return
+                else:
+                    if ev is None:  # a local copy is delivered at once
+                        ev = env.event()
+                        ev.succeed()
+                    value = eng._handle(ev)
+            elif kind is Recv:
+                if op.blocking:
+                    m = self.box.take(op.src, op.tag)
+                    if m is not None:
+                        value = m
+                    elif not op.poll:
+                        self.recv_op = op
+                        self.t0 = env._now
+                        self._wait_mail()
+                        return
+                else:
+                    value = eng._spawn(eng._recv(i, op))
+            elif kind is Wait:
+                handles = eng._handles
+                entries = [handles.pop(h.id) for h in op.handles]
+                pending = [e for e, _ in entries if e.callbacks is not None]
+                if pending:
+                    self.entries = entries
+                    self.t0 = env._now
+                    if len(pending) == 1:
+                        pending[0].callbacks.append(self._waited)
+                    else:
+                        _AllOf(env, pending, self._waited)
+                    return
+                value = [e._value for e, _ in entries]  # noqa: SLF001
+            elif kind is Compute:  # non-blocking: runs beside the actor
+                value = eng._compute(i, self.spec, op)
+            else:
+                raise TypeError(f"actor {self.spec.rank} yielded {op!r}, not an operation")
+            op = None

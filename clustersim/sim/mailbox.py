@@ -4,15 +4,16 @@ Why not a list scanned front to back: a master or parameter server with thousand
 holds thousands of pending messages (one "ready" request per worker), and every ``Recv`` for a
 particular worker scanned all of them - quadratic in the worker count, and the hot spot of
 any 4,000-worker asynchronous simulation.  Here every message is filed under queues in arrival
-order - its (source, tag), its tag, and, once some ``Recv`` has asked by source only or for
-anything, its source and "all" - so the earliest message that matches any ``Recv(src, tag)``
-pattern, wildcards included, is the head of one queue.  A message taken through one queue
-stays in the others until it reaches their head and is skipped there (lazy deletion), so each
-message is handled a constant number of times.  The source-only and match-all queues are built
-on first use (from the pending messages, in arrival order) because most algorithms never ask
-those questions and every message would pay for them.  Matching semantics are MPI's and the
-engine's: the earliest arrived message that matches; messages of one sender arrive in the
-order sent.
+order - its (source, tag), its tag, its source, and "all" - so the earliest message that
+matches any ``Recv(src, tag)`` pattern, wildcards included, is the head of one queue.  A
+message taken through one queue stays in the others until it reaches their head and is
+skipped there (lazy deletion), so each message is handled a constant number of times.
+
+Each kind of queue is built on first use (from the pending messages, in arrival order) and
+kept up to date from then on: most mailboxes are only ever asked one kind of question (a
+worker's ``Recv(src=master, tag=...)``, a server's ``Recv(tag=PUSH)``), and every message would
+otherwise pay for all four.  Matching semantics are MPI's and the engine's: the earliest
+arrived message that matches; messages of one sender arrive in the order sent.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ class Mailbox:
     def __init__(self) -> None:
         self._live: dict[int, Message] = {}
         self._next = 0
-        self._by_key: dict[tuple[int, int], deque[int]] = {}
-        self._by_tag: dict[int, deque[int]] = {}
-        self._by_src: dict[int, deque[int]] | None = None  # built on first use
-        self._all: deque[int] | None = None  # built on first use
+        # each built on first use
+        self._by_key: dict[tuple[int, int], deque[int]] | None = None
+        self._by_tag: dict[int, deque[int]] | None = None
+        self._by_src: dict[int, deque[int]] | None = None
+        self._all: deque[int] | None = None
 
     def __len__(self) -> int:
         return len(self._live)
@@ -46,8 +48,18 @@ class Mailbox:
         self._next = seq + 1
         live = self._live
         live[seq] = msg
-        _file(self._by_key, (msg.src, msg.tag), seq, live)
-        _file(self._by_tag, msg.tag, seq, live)
+        index = self._by_key
+        if index is not None:  # _file(index, (msg.src, msg.tag), seq, live), inline: hot
+            key = (msg.src, msg.tag)
+            q = index.get(key)
+            if q is None:
+                index[key] = deque((seq,))
+            else:
+                while q and q[0] not in live:
+                    q.popleft()
+                q.append(seq)
+        if self._by_tag is not None:
+            _file(self._by_tag, msg.tag, seq, live)
         if self._by_src is not None:
             _file(self._by_src, msg.src, seq, live)
         if self._all is not None:
@@ -60,15 +72,20 @@ class Mailbox:
         """Remove and return the earliest message matching ``src``/``tag``, or ``None``."""
         if src != ANY:
             if tag != ANY:
-                q = self._by_key.get((src, tag))
+                index = self._by_key
+                if index is None:
+                    index = self._by_key = _index(self._live, lambda m: (m.src, m.tag))
+                q = index.get((src, tag))
             else:
-                if self._by_src is None:
-                    self._by_src = {}
-                    for seq, m in self._live.items():
-                        _file(self._by_src, m.src, seq, self._live)
-                q = self._by_src.get(src)
+                index = self._by_src
+                if index is None:
+                    index = self._by_src = _index(self._live, lambda m: m.src)
+                q = index.get(src)
         elif tag != ANY:
-            q = self._by_tag.get(tag)
+            index = self._by_tag
+            if index is None:
+                index = self._by_tag = _index(self._live, lambda m: m.tag)
+            q = index.get(tag)
         else:
             if self._all is None:
                 self._all = deque(self._live)
@@ -81,6 +98,14 @@ class Mailbox:
             if msg is not None:
                 return msg
         return None
+
+
+def _index(live: dict[int, Message], key) -> dict:
+    """A new index of the pending messages by ``key(message)``, in arrival order."""
+    index: dict = {}
+    for seq, m in live.items():
+        _file(index, key(m), seq, live)
+    return index
 
 
 def _file(index: dict, key, seq: int, live: dict[int, Message]) -> None:

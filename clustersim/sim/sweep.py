@@ -8,6 +8,7 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -94,6 +95,21 @@ def build_job(scn: Scenario, alg: AlgorithmSpec, defn: AlgorithmDef, workers: in
 
 def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                    trace: bool = False) -> tuple[PointMetrics, RunResult]:
+    # the cyclic garbage collector waits until the point is done (set-up included: its
+    # thousands of actors, stats and mailboxes would trigger full collections of the whole
+    # platform graph; see Engine.run)
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _simulate_point(scn, alg, workers, seed, trace)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                    trace: bool) -> tuple[PointMetrics, RunResult]:
+    scn = scn.at_workers(workers)  # the point's own fields (sweep.at), if it has any
     defn = get_algorithm(alg.name)
     batch = batch_per_worker(scn, workers)
     costs = CostModel(scn, batch, seed)
