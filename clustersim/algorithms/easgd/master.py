@@ -100,6 +100,17 @@ VARIANTS: dict[str, tuple[str, bool, bool, bool]] = {
 }
 
 
+def _exchange_ops(job: JobInfo) -> tuple[Send, Recv, Send, Recv, Compute]:
+    """A worker's side of one elastic exchange with the master (rank ``p``): ready, go, push,
+    centre, pull - one set per worker, shared by the timing-only and the math paths."""
+    master = job.workers
+    return (Send(master, 0.0, tag=TAG_REQUEST, label="ready"),
+            Recv(src=master, tag=TAG_GO, label="wait for master"),
+            Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights"),
+            Recv(src=master, tag=TAG_CENTRE, label="centre"),
+            Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull"))
+
+
 def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     """A worker: ``tau`` local steps, then one elastic exchange with the master."""
     if ctx.math is not None:
@@ -107,12 +118,7 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
         return
     job = ctx.job
     tau = ctx.params["tau"]
-    master = job.workers
-    ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
-    go = Recv(src=master, tag=TAG_GO, label="wait for master")
-    push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
-    centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
-    pull = Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")
+    ready, go, push, centre, pull = _exchange_ops(job)
     step = local_step(VARIANTS[variant][3])
     for it in range(job.iterations):
         yield Record("iteration", it)
@@ -219,12 +225,7 @@ def _master_worker_math(ctx: ActorContext, variant: str) -> ActorGen:
     alpha = moving_rate(ctx.params, job.workers)
     momentum = VARIANTS[variant][3]
     delta = float(ctx.params["momentum"]) if momentum else 0.0
-    master = job.workers
-    ready = Send(master, 0.0, tag=TAG_REQUEST, label="ready")
-    go = Recv(src=master, tag=TAG_GO, label="wait for master")
-    push = Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights")
-    centre = Recv(src=master, tag=TAG_CENTRE, label="centre")
-    pull = Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")
+    ready, go, push, centre, pull = _exchange_ops(job)
     forward, backward, *rest = local_step(momentum)
     forward, backward = replace(forward, fn=m.forward), replace(backward, fn=m.backward)
     if momentum:  # (momentum pass, update): b <- delta b + g, then w -= lr (g + delta b)
