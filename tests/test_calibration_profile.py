@@ -186,6 +186,28 @@ def test_calibrate_from_recorded_traces_cli(tmp_path):
     assert prof.validation is None
 
 
+def test_traces_of_two_runs_pool_their_batches(tmp_path):
+    """Two directories (two rounds of microbenchmarks) are different repeats of the same
+    points: every row counts the batches of both, none overwrites the other's."""
+    from test_calibration_roundtrip import traces
+
+    from clustersim.commands.calibrate import _load_traces
+    from clustersim.trace import TraceWriter
+
+    _, events = traces()
+    for run in ("round0", "round1"):
+        (tmp_path / run).mkdir()
+        for rank in range(4):
+            with TraceWriter(tmp_path / run / f"trace.rank{rank}.jsonl", {"rank": rank}) as w:
+                for ev in events:
+                    if ev.actor == rank:
+                        w.write(ev)
+    one, _ = _load_traces([str(tmp_path / "round0")], "mean")
+    both, _ = _load_traces([str(tmp_path / "round0"), str(tmp_path / "round1")], "mean")
+    assert len(both) == len(one)
+    assert [r["repeats"] for r in both] == [2 * r["repeats"] for r in one]
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["calibrate"], "nothing to fit"),
     (["calibrate", "--real", "x"], "not both"),

@@ -25,10 +25,60 @@ A row measured with the MPI library (``algorithm: mpi``) is modelled with the sc
 simulator uses for a collective that names no algorithm (:data:`clustersim.sim.engine.
 DEFAULT_ALGORITHMS`): that is how predictions of library runs are made, so that is what the
 corrections must correct.  The table of a fit is recomputed with the full model.
+
+**Breakpoints of their own** (:func:`fit_collective_splits`).  The ping-pong segments are
+where *lone messages* change behaviour; a collective can change where they do not.  On a
+2-core VM the MPI all-reduce's cost per byte grows between 4 and 16 MiB - its reduction's
+operands leave the core's L2 - while the ping-pong has no breakpoint between 45 KiB and
+11 MiB messages, so one efficiency had to cover them all (measured: 8 MiB all-reduce -18 %,
+16 MiB -36 %).  A slower constant reduction rate cannot help: for a 2-rank ring the
+reduction and the transfers both scale with ``n/2``, so inside one segment the efficiency
+absorbs any constant rate; what is missing is a change *with size*.  The collective fit may
+therefore split a protocol segment: the inserted segment starts at the split size and keeps
+the split segment's overhead and efficiency (point-to-point predictions do not change at
+all) but gets a ``collective_efficiency`` of its own.  Candidate split sizes lie between
+consecutive distinct message sizes of the rows' schedules (a 2-rank ring all-reduce of ``n``
+bytes sends ``n/2``-byte messages); a split is reported, like a ping-pong breakpoint, as the
+first message size of its new segment, since nothing between two measured sizes says where
+exactly the behaviour changed.  Both pieces of a split must be *determined* by at least
+``min_rows`` rows (the piece's rate part at least 10 % of the row's time - the share that
+frees a segment's efficiency in the fit).  The default is 2, not 3: benchmark sizes are
+powers of two, and a change between 4 and 8 MiB messages leaves two rows (8 and 16 MiB
+all-reduce) above it inside the ping-pong segment; with 3 the recorded rows get no split at
+all (or, on one round of them, one a size too low, where 4 MiB goes to +17 %).
+
+Splits are chosen greedily by the Bayesian information criterion on the relative residuals,
+as :mod:`.alphabeta` segments ping-pong: ``BIC = m ln(RSS/m) + p ln m`` with ``m`` rows,
+``RSS`` the squared relative residuals of the robust fit, ``p`` = fitted parameters + one
+position per split.  BIC rather than AIC because its ``ln m`` penalty per parameter is the
+stricter one on the dozen-odd rows of a calibration (AIC's is 2, BIC's 2.8 at 17 rows) and it
+is consistent: with more data it stops adding segments the truth does not have.  The plain
+squares, not the robust cost: the robust loss counts residuals beyond ``f_scale`` linearly,
+which damps exactly the large errors a missing breakpoint leaves (on the recorded rows the
+decisive split lowers the squares' BIC by 13, the robust cost's by 4.6).  What protects
+against noise instead:
+
+* a split is kept only when it lowers the criterion by more than :data:`SPLIT_EVIDENCE`
+  (6, "strong" evidence on Kass & Raftery's 1995 scale): the greedy step picks the best of
+  a dozen candidate positions, a multiple comparison that one ``ln m`` per position does not
+  pay for;
+* the two pieces' collective efficiencies must differ by at least :data:`SPLIT_MIN_CHANGE`
+  (10 %): with per-row noise of 1-2 % a run of same-signed residuals can make a split worth
+  more than 6 in BIC terms while the efficiencies differ by 5-6 % - a wiggle, not a change
+  in how the runtime moves data (which is what a split is for);
+* both pieces need ``min_rows`` rows.
+
+Measured on synthetic rows of a machine *without* such a change (40 seeds each, library and
+schedule rows): no split at 3 % noise (0 of 80), 1 of 80 at 5 % (efficiencies 10.1 %
+apart); with 10 % of batches slowed by 50-200 % (mean and median rows) 1 of 160, plus 10
+where the ping-pong segmentation had missed or misplaced a true breakpoint and the split
+stands in for it.  With ``min_rows=1`` the noisy case gets 11 false splits of 160.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,12 +88,14 @@ import numpy as np
 from clustersim.calibration.fit import FitResult, robust_fit
 from clustersim.collectives import build_schedule
 from clustersim.network.fidelity import cost_collective
-from clustersim.network.params import NetworkParams
+from clustersim.network.params import NetworkParams, Segment, bottleneck_class
 from clustersim.platform.model import Platform
 from clustersim.sim.engine import DEFAULT_ALGORITHMS
 
 __all__ = ["CollectiveFit", "model_algorithm", "collective_times", "fit_step_overhead",
-           "fit_collectives", "with_collective", "DUPLEX_MODES", "EFFICIENCY_BOUNDS"]
+           "fit_collective_splits", "fit_collectives", "with_collective", "with_splits",
+           "split_table", "message_sizes", "DUPLEX_MODES", "EFFICIENCY_BOUNDS",
+           "SPLIT_EVIDENCE", "SPLIT_MIN_CHANGE"]
 
 
 #: a collective efficiency outside this range means the point-to-point model does not describe
@@ -53,6 +105,18 @@ EFFICIENCY_BOUNDS = (0.01, 100.0)
 
 #: how the duplex mode of the measured link class is set (see :func:`fit_collectives`)
 DUPLEX_MODES = ("keep", "auto", "full", "half")
+
+#: how much a split must lower the BIC to be kept (module docs)
+SPLIT_EVIDENCE = 6.0
+#: how much the collective efficiencies of a split's two pieces must differ (relative)
+SPLIT_MIN_CHANGE = 0.1
+
+#: a segment's efficiency is fitted (and a row determines it) when its rate-dependent part
+#: is at least this share of the row's measured time
+_SHARE = 0.1
+#: floor of the mean squared relative residual in the BIC (exact synthetic data has R ~ 0);
+#: the same floor as the ping-pong segmentation's
+_R_FLOOR = 1e-12
 
 
 def model_algorithm(op: str, algorithm: str) -> str:
@@ -65,8 +129,9 @@ def model_algorithm(op: str, algorithm: str) -> str:
 @dataclass
 class CollectiveFit:
     step_overhead: float
-    #: fitted collective efficiency per protocol segment of the link class (index), or for
-    #: every message (key ``None``) when the class has no protocol table
+    #: fitted collective efficiency per protocol segment of the link class (index into the
+    #: table *with* :attr:`splits` inserted), or for every message (key ``None``) when the
+    #: class has no protocol table
     collective_efficiency: dict[int | None, float]
     fit: FitResult | None
     #: per row: (op, algorithm, ranks, size, measured, predicted with the fitted values)
@@ -75,11 +140,23 @@ class CollectiveFit:
     duplex: bool | None = None
     #: robust cost of each duplex mode tried
     costs: dict[bool, float] = field(default_factory=dict)
+    #: starts (message bytes) of the segments the collective fit inserted into the link
+    #: class's protocol table (:func:`fit_collective_splits`), ascending
+    splits: tuple[float, ...] = ()
+    #: BIC of the best fit with 0, 1, ... splits, in the order they were tried (the last
+    #: one tried is not kept when it did not lower the criterion)
+    criterion: list[float] = field(default_factory=list)
+
+    @property
+    def bic(self) -> float:
+        """BIC of the kept fit (NaN when nothing was fitted)."""
+        return self.criterion[len(self.splits)] if self.criterion else math.nan
 
     def apply(self, params: NetworkParams, link_class: str | None) -> NetworkParams:
-        """``params`` with the fitted step overhead and collective efficiencies."""
-        return with_collective(params, link_class, self.collective_efficiency,
-                               self.step_overhead)
+        """``params`` with the splits inserted, the fitted step overhead and collective
+        efficiencies."""
+        return with_collective(with_splits(params, link_class, self.splits), link_class,
+                               self.collective_efficiency, self.step_overhead)
 
 
 def with_collective(params: NetworkParams, link_class: str | None,
@@ -96,6 +173,35 @@ def with_collective(params: NetworkParams, link_class: str | None,
                    collective_efficiency=efficiencies.get(None, params.collective_efficiency),
                    step_overhead=(params.step_overhead if step_overhead is None
                                   else step_overhead))
+
+
+def split_table(table: Sequence[Segment], splits: Sequence[float]) -> tuple[Segment, ...]:
+    """``table`` with a segment inserted at each size of ``splits``: a copy of the segment
+    that contained that size (same overhead, efficiency and collective efficiency), so that
+    every message costs what it cost before.  A split at an existing start, at 0 or below
+    is an error."""
+    out = sorted(table, key=lambda s: s.start)
+    for c in sorted(float(x) for x in splits):
+        starts = [s.start for s in out]
+        if not (c > 0 and math.isfinite(c)) or c in starts:
+            raise ValueError(f"cannot split a protocol table at {c:g} B (segment starts "
+                             f"{', '.join(f'{s:g}' for s in starts)})")
+        k = bisect.bisect_right(starts, c) - 1
+        out.insert(k + 1, replace(out[k], start=c))
+    return tuple(out)
+
+
+def with_splits(params: NetworkParams, link_class: str | None,
+                splits: Sequence[float]) -> NetworkParams:
+    """``params`` with ``link_class``'s protocol table split at ``splits``
+    (:func:`split_table`); unchanged without splits."""
+    if not splits:
+        return params
+    protos = dict(params.protocols)
+    if link_class is None or link_class not in protos:
+        raise ValueError(f"link class {link_class!r} has no protocol table to split")
+    protos[link_class] = split_table(protos[link_class], splits)
+    return replace(params, protocols=tuple(protos.items()))
 
 
 def _schedule(r: Mapping[str, Any], platform: Platform, placement: Sequence[int]):
@@ -118,47 +224,105 @@ def collective_times(rows: Sequence[Mapping[str, Any]], platform: Platform,
     return np.array(out, dtype=float)
 
 
-def _slots(params: NetworkParams, link_class: str | None) -> list[int | None]:
-    table = params.table(link_class) if link_class is not None else None
-    if table is None or link_class not in dict(params.protocols):
-        return [None]
-    return list(range(len(table)))
-
-
-def fit_step_overhead(rows: Sequence[Mapping[str, Any]], platform: Platform,
-                      placement: Sequence[int], params: NetworkParams,
-                      link_class: str | None = None, *, loss: str = "soft_l1",
-                      f_scale: float = 0.05) -> CollectiveFit:
-    """Fit ``step_overhead`` and the collective efficiency of every protocol segment of
-    ``link_class`` that the rows' transfers fall in (module docs).  A segment whose
-    rate-dependent part is under 10 % of every row's time keeps its value; without rows the
-    current values come back unfitted."""
-    rows = [r for r in rows if r.get("op") != "barrier"]
-    slots = _slots(params, link_class)
-    current = {k: (params.collective_efficiency if k is None
-                   else params.table(link_class)[k].collective_efficiency) for k in slots}
-    if not rows:
-        return CollectiveFit(params.step_overhead, current, None)
-    base = with_collective(params, link_class, {k: 1.0 for k in slots}, 0.0)
-    t1 = collective_times(rows, platform, placement, base)
-    rates = []
-    for k in slots:
-        half = with_collective(base, link_class, {k: 0.5})
-        rates.append(np.maximum(collective_times(rows, platform, placement, half) - t1, 0.0))
-    rate = np.array(rates)  # (slots, rows)
-    fixed = t1 - rate.sum(axis=0)
-    steps = []
+def message_sizes(rows: Sequence[Mapping[str, Any]], platform: Platform,
+                  placement: Sequence[int], link_class: str) -> list[tuple[float, ...]]:
+    """Per row, the distinct sizes (bytes, ascending) of its schedule's transfers whose
+    route's narrowest link is of ``link_class`` - the sizes that class's protocol table
+    prices."""
+    out = []
     for r in rows:
         sched, devs = _schedule(r, platform, placement)
-        steps.append(sum(st.repeat for st in sched.steps
-                         if any(platform.route(devs[t.src], devs[t.dst])
-                                for t in st.transfers)))
-    steps_a = np.array(steps, dtype=float)
-    measured = np.array([float(r["time"]) for r in rows])
-    free = [i for i, _ in enumerate(slots) if np.any(rate[i] >= 0.1 * measured)]
-    fixed = fixed + sum(rate[i] for i in range(len(slots)) if i not in free)
+        sizes = set()
+        for st in sched.steps:
+            for t in st.transfers:
+                route = platform.route(devs[t.src], devs[t.dst])
+                if route and bottleneck_class(route, platform.capacity,
+                                              platform.link_kind) == link_class:
+                    sizes.add(float(t.nbytes))
+        out.append(tuple(sorted(sizes)))
+    return out
+
+
+class _Parts:
+    """The rows' model times split into a rate-independent part, one rate part per range of
+    message sizes of the link class's table, and the data-moving step counts (module docs).
+
+    The time with every collective efficiency at 1 and no step overhead does not depend on
+    where the table is split (a split copies its segment), so rate parts of any size range
+    are computed against one baseline and cached: a split search costs two schedule
+    costings per candidate."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], platform: Platform,
+                 placement: Sequence[int], params: NetworkParams,
+                 link_class: str | None) -> None:
+        self.rows, self.platform, self.placement = rows, platform, placement
+        self.link_class = link_class
+        table = params.table(link_class) if link_class is not None else None
+        self.has_table = table is not None and link_class in dict(params.protocols)
+        keys: list[int | None] = [None]
+        if self.has_table and table is not None:
+            keys = list(range(len(table)))
+        self.base = with_collective(params, link_class, {k: 1.0 for k in keys}, 0.0)
+        self.t1 = collective_times(rows, platform, placement, self.base)
+        self.measured = np.array([float(r["time"]) for r in rows])
+        steps = []
+        for r in rows:
+            sched, devs = _schedule(r, platform, placement)
+            steps.append(sum(st.repeat for st in sched.steps
+                             if any(platform.route(devs[t.src], devs[t.dst])
+                                    for t in st.transfers)))
+        self.steps = np.array(steps, dtype=float)
+        self._cache: dict[tuple[float, float] | None, np.ndarray] = {}
+
+    def rate(self, lo: float | None, hi: float = math.inf) -> np.ndarray:
+        """Rate part of messages of ``lo <= size < hi`` bytes (``lo`` None: the global
+        collective efficiency, for a class without a table)."""
+        key = None if lo is None else (float(lo), float(hi))
+        if key not in self._cache:
+            if key is None:
+                half = with_collective(self.base, None, {None: 0.5})
+            else:
+                table = self.base.table(self.link_class)
+                assert table is not None
+                starts = {s.start for s in table}
+                cuts = [c for c in key if 0 < c < math.inf and c not in starts]
+                params = with_splits(self.base, self.link_class, cuts)
+                new = params.table(self.link_class)
+                assert new is not None
+                half = with_collective(params, self.link_class, {
+                    k: 0.5 for k, s in enumerate(new) if key[0] <= s.start < key[1]})
+            t = collective_times(self.rows, self.platform, self.placement, half)
+            self._cache[key] = np.maximum(t - self.t1, 0.0)
+        return self._cache[key]
+
+    def ranges(self, splits: Sequence[float]) -> list[tuple[float, float] | None]:
+        """The size range of each segment of the table split at ``splits`` (``[None]``
+        without a table)."""
+        if not self.has_table:
+            return [None]
+        table = self.base.table(self.link_class)
+        assert table is not None
+        starts = sorted([s.start for s in table] + [float(c) for c in splits])
+        return list(zip(starts, [*starts[1:], math.inf]))
+
+    def determined(self, lo: float, hi: float) -> int:
+        """How many rows the rate part of sizes ``[lo, hi)`` visibly shapes."""
+        return int(np.count_nonzero(self.rate(lo, hi) >= _SHARE * self.measured))
+
+
+def _fit_parts(parts: _Parts, splits: Sequence[float], *, loss: str,
+               f_scale: float) -> tuple[FitResult, float, dict[int | None, float]]:
+    """Robust fit of step overhead and the free efficiencies of the table split at
+    ``splits``: (fit, step overhead, efficiency per segment index)."""
+    ranges = parts.ranges(splits)
+    keys: list[int | None] = [None] if ranges == [None] else list(range(len(ranges)))
+    rate = np.array([parts.rate(None) if rg is None else parts.rate(*rg) for rg in ranges])
+    measured = parts.measured
+    free = [i for i in range(len(keys)) if np.any(rate[i] >= _SHARE * measured)]
+    fixed = parts.t1 - rate[free].sum(axis=0) if free else parts.t1.copy()
+    steps_a = parts.steps
     scale_o = max(float(measured.min()) * 0.1, 1e-9)
-    names = ["step_overhead", *[f"collective_efficiency[{slots[i]}]" for i in free]]
+    names = ["step_overhead", *[f"collective_efficiency[{keys[i]}]" for i in free]]
 
     def model(x: np.ndarray) -> np.ndarray:
         out = fixed + steps_a * x[0]
@@ -171,47 +335,161 @@ def fit_step_overhead(rows: Sequence[Mapping[str, Any]], platform: Platform,
                      lower=[0.0] + [EFFICIENCY_BOUNDS[0]] * len(free),
                      upper=[np.inf] + [EFFICIENCY_BOUNDS[1]] * len(free),
                      loss=loss, f_scale=f_scale)
-    effs = {k: 1.0 for k in slots}
+    effs: dict[int | None, float] = {k: 1.0 for k in keys}
     for j, i in enumerate(free):
-        effs[slots[i]] = float(fit.values[1 + j])
-    cf = CollectiveFit(float(fit.values[0]), effs, fit)
+        effs[keys[i]] = float(fit.values[1 + j])
+    return fit, float(fit.values[0]), effs
+
+
+def _finish(rows: Sequence[Mapping[str, Any]], platform: Platform, placement: Sequence[int],
+            params: NetworkParams, link_class: str | None, cf: CollectiveFit,
+            measured: np.ndarray) -> CollectiveFit:
     pred = collective_times(rows, platform, placement, cf.apply(params, link_class))
     cf.table = [(str(r["op"]), str(r["algorithm"]), int(r["ranks"]), float(r["size"]),
                  float(m), float(p)) for r, m, p in zip(rows, measured, pred)]
     return cf
 
 
+def _current(params: NetworkParams, link_class: str | None) -> dict[int | None, float]:
+    table = params.table(link_class) if link_class is not None else None
+    if table is None or link_class not in dict(params.protocols):
+        return {None: params.collective_efficiency}
+    return {k: s.collective_efficiency for k, s in enumerate(table)}
+
+
+def fit_step_overhead(rows: Sequence[Mapping[str, Any]], platform: Platform,
+                      placement: Sequence[int], params: NetworkParams,
+                      link_class: str | None = None, *, loss: str = "soft_l1",
+                      f_scale: float = 0.05) -> CollectiveFit:
+    """Fit ``step_overhead`` and the collective efficiency of every protocol segment of
+    ``link_class`` that the rows' transfers fall in (module docs), without splitting any
+    segment.  A segment whose rate-dependent part is under 10 % of every row's time is not
+    fitted (efficiency 1); without rows the current values come back unfitted."""
+    rows = [r for r in rows if r.get("op") != "barrier"]
+    if not rows:
+        return CollectiveFit(params.step_overhead, _current(params, link_class), None)
+    parts = _Parts(rows, platform, placement, params, link_class)
+    fit, step, effs = _fit_parts(parts, (), loss=loss, f_scale=f_scale)
+    cf = CollectiveFit(step, effs, fit, criterion=[_bic(fit, 0)])
+    return _finish(rows, platform, placement, params, link_class, cf, parts.measured)
+
+
+def _bic(fit: FitResult, splits: int) -> float:
+    """Schwarz criterion of a collective fit with ``splits`` inserted breakpoints (module
+    docs): ``m ln(RSS/m) + p ln m`` on the relative residuals, ``p`` the fitted parameters
+    plus one position per split."""
+    m = fit.points
+    r = max(float(np.sum(fit.residuals ** 2)) / m, _R_FLOOR)
+    return m * math.log(r) + (len(fit.names) + splits) * math.log(m)
+
+
+def _candidates(parts: _Parts, sizes: Sequence[tuple[float, ...]], splits: Sequence[float],
+                min_rows: int) -> list[float]:
+    """Split sizes to try: each distinct message size whose predecessor lies in the same
+    segment of the table split at ``splits``, where both pieces are determined by at least
+    ``min_rows`` rows."""
+    uniq = sorted({s for row in sizes for s in row})
+    ranges = parts.ranges(splits)
+    starts = [rg[0] for rg in ranges if rg is not None]
+    out = []
+    for prev, c in zip(uniq, uniq[1:]):
+        k = bisect.bisect_right(starts, c) - 1
+        lo, hi = ranges[k]  # type: ignore[misc]
+        if c == lo or prev < lo:
+            continue  # a segment boundary already separates prev and c
+        if parts.determined(lo, c) >= min_rows and parts.determined(c, hi) >= min_rows:
+            out.append(c)
+    return out
+
+
+def fit_collective_splits(rows: Sequence[Mapping[str, Any]], platform: Platform,
+                          placement: Sequence[int], params: NetworkParams,
+                          link_class: str | None, *, max_splits: int = 2, min_rows: int = 2,
+                          loss: str = "soft_l1", f_scale: float = 0.05) -> CollectiveFit:
+    """:func:`fit_step_overhead`, letting the fit insert up to ``max_splits`` breakpoints of
+    its own into ``link_class``'s protocol table, each piece determined by at least
+    ``min_rows`` rows, chosen greedily by BIC, each lowering it by more than
+    :data:`SPLIT_EVIDENCE` (module docs).  The fit's
+    :attr:`~CollectiveFit.splits` say where; :meth:`CollectiveFit.apply` inserts them.
+    Without a protocol table for ``link_class`` nothing is split."""
+    if max_splits < 0 or min_rows < 1:
+        raise ValueError("max_splits must be >= 0 and min_rows >= 1")
+    rows = [r for r in rows if r.get("op") != "barrier"]
+    if not rows:
+        return CollectiveFit(params.step_overhead, _current(params, link_class), None)
+    parts = _Parts(rows, platform, placement, params, link_class)
+    fit, step, effs = _fit_parts(parts, (), loss=loss, f_scale=f_scale)
+    crit = [_bic(fit, 0)]
+    splits: list[float] = []
+    if parts.has_table and max_splits > 0:
+        assert link_class is not None
+        sizes = message_sizes(rows, platform, placement, link_class)
+        while len(splits) < max_splits:
+            best: tuple[float, float, tuple[FitResult, float, dict[int | None, float]]] | None
+            best = None
+            for c in _candidates(parts, sizes, splits, min_rows):
+                trial = sorted([*splits, c])
+                got = _fit_parts(parts, trial, loss=loss, f_scale=f_scale)
+                k = [rg[0] for rg in parts.ranges(trial)].index(c)  # type: ignore[index]
+                if abs(got[2][k] / got[2][k - 1] - 1.0) < SPLIT_MIN_CHANGE:
+                    continue  # the pieces move data alike: no breakpoint there
+                b = _bic(got[0], len(trial))
+                if best is None or b < best[0]:
+                    best = (b, c, got)
+            if best is None:
+                break
+            crit.append(best[0])
+            if not best[0] < crit[-2] - SPLIT_EVIDENCE:
+                break
+            splits = sorted([*splits, best[1]])
+            fit, step, effs = best[2]
+    cf = CollectiveFit(step, effs, fit, splits=tuple(splits), criterion=crit)
+    return _finish(rows, platform, placement, params, link_class, cf, parts.measured)
+
+
 def fit_collectives(rows: Sequence[Mapping[str, Any]], platform: Platform,
                     placement: Sequence[int], params: NetworkParams, link_class: str | None,
-                    *, duplex: str = "keep", loss: str = "soft_l1",
-                    f_scale: float = 0.05) -> tuple[CollectiveFit, Platform]:
-    """:func:`fit_step_overhead` on the platform with the link class's duplex mode
+                    *, duplex: str = "keep", max_splits: int = 2, min_rows: int = 2,
+                    loss: str = "soft_l1", f_scale: float = 0.05
+                    ) -> tuple[CollectiveFit, Platform]:
+    """:func:`fit_collective_splits` on the platform with the link class's duplex mode
     ``duplex``: ``keep`` (as the platform says), ``full``, ``half``, or ``auto``.
 
-    ``auto`` fits both modes and keeps the one with the lower robust cost.  Ping-pong
+    ``auto`` fits both modes and keeps the one with the lower robust cost (when the two
+    kept different numbers of splits: the lower BIC).  Ping-pong
     cannot tell them apart (one message in flight at a time); a collective's steps send both
     ways at once, and a memory-copy transport shares one memory system between the two
     directions where a NIC does not.  On two ranks the choice is largely confounded with
     ``collective_efficiency`` (both scale the rate of a two-way step), which is why ``keep``
-    is the default.  The platform returned carries the mode used.
+    is the default.  The platform returned carries the mode used.  ``max_splits=0`` fits
+    the ping-pong segments as they are (:func:`fit_step_overhead`).
     """
     from clustersim.calibration.retune import retune_platform
 
     if duplex not in DUPLEX_MODES:
         raise ValueError(f"duplex must be one of {', '.join(DUPLEX_MODES)}, not {duplex!r}")
+
+    def one(plat: Platform) -> CollectiveFit:
+        return fit_collective_splits(rows, plat, placement, params, link_class,
+                                     max_splits=max_splits, min_rows=min_rows, loss=loss,
+                                     f_scale=f_scale)
+
     if link_class is None or not rows or duplex == "keep":
-        return fit_step_overhead(rows, platform, placement, params, link_class, loss=loss,
-                                 f_scale=f_scale), platform
+        return one(platform), platform
     modes = {"auto": (True, False), "full": (True,), "half": (False,)}[duplex]
     best: tuple[CollectiveFit, Platform] | None = None
     costs: dict[bool, float] = {}
     for mode in modes:
         plat = retune_platform(platform, links={link_class: {"duplex": mode}})
-        cf = fit_step_overhead(rows, plat, placement, params, link_class, loss=loss,
-                               f_scale=f_scale)
+        cf = one(plat)
         costs[mode] = cf.fit.cost if cf.fit is not None else 0.0
         cf.duplex = mode
-        if best is None or costs[mode] < costs[bool(best[0].duplex)]:
+        if best is None:
+            best = (cf, plat)
+        elif len(cf.splits) != len(best[0].splits):
+            if cf.bic < best[0].bic:
+                best = (cf, plat)
+        elif costs[mode] < costs[bool(best[0].duplex)]:
             best = (cf, plat)
     assert best is not None
     best[0].costs = costs

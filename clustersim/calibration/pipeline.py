@@ -6,7 +6,10 @@
    per kernel class, sustained memory bandwidth, per-kernel overhead, reduction rate.
 3. **Collectives** -> per-step overhead (:mod:`.collfit`), against the simulator's costing
    of the same schedules on the platform and network *already calibrated by 1 and 2* - so
-   the step overhead absorbs only what messages and reductions do not explain.
+   the step overhead absorbs only what messages and reductions do not explain - and a
+   collective efficiency per protocol segment, where the collective fit may split a
+   ping-pong segment at breakpoints of its own (the inserted segments get their own lines
+   in the fit report, and the ping-pong segments' lines are renumbered to the final table).
 
 Which device and link class the measurements describe comes from a :class:`Target`: the
 platform the ranks ran on (``topologies/localhost.yaml`` for this machine) and where each
@@ -21,11 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
-from clustersim.calibration.collfit import EFFICIENCY_BOUNDS, CollectiveFit, fit_collectives
+from clustersim.calibration.collfit import (
+    EFFICIENCY_BOUNDS,
+    CollectiveFit,
+    fit_collectives,
+    split_table,
+)
 from clustersim.calibration.computefit import ComputeFit, fit_compute
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
@@ -212,10 +220,68 @@ def _compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
     return lines
 
 
+def _split_lines(lines: list[FitLine], cls: str, segments: Sequence[Any],
+                 cfit: CollectiveFit) -> list[FitLine]:
+    """The ping-pong segments' ``network.protocol.{cls}.{k}.*`` lines renumbered to the table
+    with the collective fit's splits inserted, each inserted segment's lines (start from the
+    collective fit; overhead and efficiency those of the segment it splits) after its
+    parent's."""
+    new = split_table(segments, cfit.splits)
+    index = {s.start: i for i, s in enumerate(new)}
+    old_to_new = [index[s.start] for s in segments]
+    children: dict[int, list[int]] = {}
+    for j, seg in enumerate(new):
+        if seg.start in cfit.splits:
+            parent = max(k for k, s in enumerate(segments) if s.start < seg.start)
+            children.setdefault(parent, []).append(j)
+    pre = f"network.protocol.{cls}."
+    by_old: dict[tuple[int, str], FitLine] = {}
+    for ln in lines:
+        if ln.parameter.startswith(pre):
+            k, fld = ln.parameter[len(pre):].split(".", 1)
+            by_old[(int(k), fld)] = ln
+    f = cfit.fit
+    out = []
+    for ln in lines:
+        if not ln.parameter.startswith(pre):
+            out.append(ln)
+            continue
+        k, fld = ln.parameter[len(pre):].split(".", 1)
+        kk = int(k)
+        out.append(replace(ln, parameter=f"{pre}{old_to_new[kk]}.{fld}"))
+        if fld != "efficiency":
+            continue
+        for j in children.get(kk, []):
+            start = new[j].start
+            out.append(FitLine(f"{pre}{j}.start", start, start, start, "B",
+                               f.points if f else 0, f.rms_rel if f else math.nan,
+                               "collective"))
+            for fld2 in ("overhead", "efficiency"):
+                if (kk, fld2) in by_old:
+                    out.append(replace(by_old[(kk, fld2)], parameter=f"{pre}{j}.{fld2}"))
+    return out
+
+
+def _split_note(cfit: CollectiveFit, segments: Sequence[Any]) -> str:
+    """What the collective fit split, for the notes."""
+    from clustersim.units import format_size
+
+    parts = []
+    for c in cfit.splits:
+        k = max(i for i, s in enumerate(segments) if s.start < c)
+        end = format_size(segments[k + 1].start) if k + 1 < len(segments) else "up"
+        parts.append(f"{c:.0f} B = {format_size(c)} (inside ping-pong segment {k}, "
+                     f"{format_size(segments[k].start)} .. {end})")
+    crit = " -> ".join(f"{b:.1f}" for b in cfit.criterion[:len(cfit.splits) + 1])
+    return (f"collectives: {len(cfit.splits)} breakpoint(s) of their own, at messages of "
+            f"{', '.join(parts)}; BIC {crit}")
+
+
 def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                    breakpoints: Sequence[float] | None = None, max_segments: int = 4,
                    min_points: int = 3, loss: str = "soft_l1", f_scale: float = 0.05,
                    collectives: str = "library", duplex: str = "keep",
+                   collective_splits: int = 2, collective_min_rows: int = 2,
                    about: str = "", source: Mapping[str, Any] | None = None) -> Calibration:
     """Fit every parameter the rows can tell (module docs) and build the profile.
 
@@ -223,7 +289,10 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
     MPI library, ``algorithm: mpi``: what ``run --real`` uses by default) or ``schedules``
     (our schedules executed with point-to-point messages).  ``duplex``: the measured link
     class's duplex mode - ``keep``, ``full``, ``half`` or ``auto`` (chosen by the collective
-    fit, :func:`.collfit.fit_collectives`).
+    fit, :func:`.collfit.fit_collectives`).  ``collective_splits``: how many breakpoints of
+    its own the collective fit may insert into the ping-pong segments (0: none), each piece
+    determined by at least ``collective_min_rows`` rows (:func:`.collfit.
+    fit_collective_splits`).
     """
     if collectives not in COLLECTIVE_MODES:
         from clustersim.errors import unknown_name
@@ -295,7 +364,12 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
             raise InputError(f"collective rows have {nranks} ranks but the target places "
                              f"{len(target.placement)}")
         cfit, tuned = fit_collectives(coll, tuned, target.placement, params, target.link,
-                                      duplex=duplex, loss=loss, f_scale=f_scale)
+                                      duplex=duplex, max_splits=collective_splits,
+                                      min_rows=collective_min_rows, loss=loss,
+                                      f_scale=f_scale)
+        if cfit.splits and target.link is not None and lm is not None:
+            lines = _split_lines(lines, target.link, lm.segments, cfit)
+            notes.append(_split_note(cfit, lm.segments))
         if cfit.duplex is not None and target.link is not None:
             prof.links.setdefault(target.link, {})["duplex"] = cfit.duplex
             if len(cfit.costs) > 1:

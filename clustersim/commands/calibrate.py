@@ -76,6 +76,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="ping-pong segment starts, e.g. 64KiB,1MiB (default: detected)")
     p.add_argument("--max-segments", type=int, default=4, metavar="K",
                    help="at most this many ping-pong segments (default %(default)s)")
+    p.add_argument("--collective-splits", type=int, default=2, metavar="K",
+                   help="at most this many breakpoints the collective fit may add inside "
+                        "ping-pong segments, chosen by BIC; 0 = one collective efficiency "
+                        "per ping-pong segment (default %(default)s)")
     p.add_argument("--statistic", choices=["mean", "median", "min"], default="mean",
                    help="per-point statistic over benchmark batches: mean (predicts mean "
                         "times on a busy machine), median (undisturbed), min (best case; the "
@@ -137,6 +141,8 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
     if args.max_segments < 1:
         raise InputError(f"--max-segments must be >= 1, not {args.max_segments}")
+    if args.collective_splits < 0:
+        raise InputError(f"--collective-splits must be >= 0, not {args.collective_splits}")
     if not args.f_scale > 0:
         raise InputError(f"--f-scale must be > 0, not {args.f_scale!r}")
     if args.repeats is not None and args.repeats < 1:
@@ -174,6 +180,7 @@ def _load_traces(items: list[str], statistic: str
 
     headers: dict[int, dict[str, Any]] = {}
     events = []
+    runs: dict[Path, int] = {}  # one run per directory: its ranks share batch numbers
     for f in _trace_files(items):
         try:
             head, evs = read_jsonl(f)
@@ -181,6 +188,11 @@ def _load_traces(items: list[str], statistic: str
             raise InputError(f"cannot read trace: {exc}", file=str(f)) from None
         rank = head.get("rank", len(headers))
         headers.setdefault(int(rank), head)
+        run = runs.setdefault(Path(f).resolve().parent, len(runs))
+        if run:  # batches of different runs are different repeats of the same points
+            for ev in evs:
+                if ev.meta and "repeat" in ev.meta:
+                    ev.meta = {**ev.meta, "repeat": run * 100000 + int(ev.meta["repeat"])}
         events += evs
     rows = rows_from_events(events, statistic)
     if not rows:
@@ -270,7 +282,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     cal = calibrate_rows(rows, target, breakpoints=breakpoints,
                          max_segments=args.max_segments, loss=args.loss, f_scale=args.f_scale,
                          collectives=args.collectives, duplex=args.duplex, about=about,
-                         source=source)
+                         source=source, collective_splits=args.collective_splits)
     if not args.quiet:
         _print_fit(console, cal)
     report = None
