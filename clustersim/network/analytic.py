@@ -29,6 +29,7 @@ tables: docs/fidelity.md (``bench/bench_network.py --fidelity``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -60,6 +61,50 @@ def convert_time(platform: Platform, device: int, nbytes: float) -> float:
     return nbytes * 1.5 / (spec.mem_bw * spec.mem_efficiency)
 
 
+#: per platform: (transfer endpoints, capacity factor, protocol table in use) -> what a step's
+#: routes decide - rates, latencies, remote mask, bottleneck link classes.  None of it depends
+#: on the bytes moved (rates are max-min shares at the step's start), so the steps of one
+#: pattern - a ring's reduce-scatter and all-gather, every bucket of a job - share one solve.
+_ROUTED: weakref.WeakKeyDictionary[Platform, dict[tuple, _Routed]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class _Routed:
+    rates: np.ndarray
+    lat: np.ndarray
+    remote: np.ndarray
+    classes: tuple[str | None, ...] | None
+    empty: bool
+
+
+def _routed(step: Step, platform: Platform, placement: Sequence[int],
+            params: NetworkParams) -> _Routed:
+    pairs = tuple((placement[t.src], placement[t.dst]) for t in step.transfers)
+    kinds = platform.link_kind if params.protocols else None
+    key = (pairs, params.efficiency, kinds is not None, params.plain)
+    cache = _ROUTED.setdefault(platform, {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    routes = [platform.route(a, b) for a, b in pairs]
+    links, owner = flat_incidence(routes)
+    n = len(routes)
+    if not links.size:
+        got = _Routed(np.empty(0), np.empty(0), np.empty(0, dtype=bool), None, True)
+    else:
+        used, local = np.unique(links, return_inverse=True)
+        cap = platform.capacity[used] * params.efficiency
+        rates = progressive_fill(local, owner, cap, n)
+        lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
+        classes = (tuple(bottleneck_class(r, platform.capacity, kinds) for r in routes)
+                   if not params.plain else None)
+        got = _Routed(rates, lat, np.isfinite(rates), classes, False)
+    if len(cache) > 4096:  # a long-lived process costing many placements: start over
+        cache.clear()
+    cache[key] = got
+    return got
+
+
 def cost_step(
     step: Step,
     platform: Platform,
@@ -73,26 +118,20 @@ def cost_step(
     """
     comm = 0.0
     if step.transfers:
-        routes = [platform.route(placement[t.src], placement[t.dst]) for t in step.transfers]
-        links, owner = flat_incidence(routes)
-        if links.size:
-            n = len(routes)
-            used, local = np.unique(links, return_inverse=True)
-            cap = platform.capacity[used] * params.efficiency
-            rates = progressive_fill(local, owner, cap, n)
-            lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
+        r = _routed(step, platform, placement, params)
+        if not r.empty:
+            n = len(step.transfers)
+            remote = r.remote
             sizes = np.fromiter((t.nbytes for t in step.transfers), dtype=float, count=n)
-            remote = np.isfinite(rates)
             if not params.plain:
-                kinds = platform.link_kind if params.protocols else None
-                cost = [params.message_cost(t.nbytes, bottleneck_class(r, platform.capacity,
-                                                                        kinds), True)
-                        for t, r in zip(step.transfers, routes)]
+                assert r.classes is not None
+                cost = [params.message_cost(t.nbytes, c, True)
+                        for t, c in zip(step.transfers, r.classes)]
                 ovh = np.fromiter((c[0] for c in cost), dtype=float, count=n)
                 sizes = sizes * np.fromiter((c[1] for c in cost), dtype=float, count=n)
-                dt = ovh[remote] + lat[remote] + sizes[remote] / rates[remote]
+                dt = ovh[remote] + r.lat[remote] + sizes[remote] / r.rates[remote]
             else:
-                dt = params.overhead + lat[remote] + sizes[remote] / rates[remote]
+                dt = params.overhead + r.lat[remote] + sizes[remote] / r.rates[remote]
             if dt.size:
                 comm = float(dt.max()) + params.step_overhead
     red = 0.0
