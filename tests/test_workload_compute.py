@@ -233,3 +233,98 @@ def _resnet_profile() -> ComputeProfile:
     if "r" not in _CACHE:
         _CACHE["r"] = ComputeProfile.build(get_model("resnet50"), DEV, 32)
     return _CACHE["r"]
+
+
+# -- fc weight-gradient efficiency (fc_wgrad) -------------------------------------------------
+def _square_fc(width: int = 1024, input_grad: bool = True):
+    from clustersim.workload.layer import Layer
+
+    return Layer("fc", "fc", params=width * width, macs=width * width,
+                 fwd_flops=2.0 * width * width, out_bytes=4.0 * width, input_grad=input_grad)
+
+
+def test_fc_backward_splits_into_wgrad_and_igrad_kernels_closed_form() -> None:
+    fc = _square_fc()
+    batch = 4096
+    ov = {"efficiency": {"fc": 0.4, "fc_wgrad": 0.8}}
+    kt = layer_time(fc, DEV, batch, "backward", ov)
+    w_flops = batch * fc.fwd_flops
+    i_flops = batch * fc.bwd_flops - w_flops
+    assert i_flops == w_flops  # default backward = 2x forward with an input gradient
+    # both kernels compute-bound: half the activations + the weights each, well below compute
+    half_bytes = 0.5 * batch * fc.bwd_mem_bytes + 4 * fc.params
+    assert half_bytes / (1e11 * 0.8) < w_flops / (1e12 * 0.8)
+    want = w_flops / (1e12 * 0.8) + i_flops / (1e12 * 0.4) + 2 * 1e-5
+    assert kt.time == pytest.approx(want, rel=1e-12)
+    assert kt.bound == "compute"
+    single = layer_time(fc, DEV, batch, "backward", {"efficiency": {"fc": 0.4}})
+    assert (kt.flops, kt.nbytes) == (single.flops, single.nbytes)  # same totals, two kernels
+
+
+def test_fc_backward_split_memory_bound_halves_the_activations() -> None:
+    fc = _square_fc()
+    slow = DeviceSpec(name="slowmem", peak=1e18, mem_bw=1e9, memory=1e9, overhead=2e-6,
+                      mem_efficiency=1.0)
+    batch = 8
+    kt = layer_time(fc, slow, batch, "backward", {"efficiency": {"fc_wgrad": 0.9}})
+    act = batch * fc.bwd_mem_bytes
+    # each kernel: half the activation bytes and the weights once (dW written / W read)
+    each = 0.5 * act + 4 * fc.params
+    assert kt.bound == "memory"
+    assert kt.time == pytest.approx(2 * each / 1e9 + 2 * 2e-6, rel=1e-12)
+
+
+def test_fc_backward_without_input_grad_is_one_wgrad_kernel() -> None:
+    fc = _square_fc(input_grad=False)
+    batch = 4096
+    kt = layer_time(fc, DEV, batch, "backward", {"efficiency": {"fc": 0.4, "fc_wgrad": 0.8}})
+    assert fc.bwd_flops == fc.fwd_flops
+    assert kt.time == pytest.approx(batch * fc.fwd_flops / (1e12 * 0.8) + 1e-5, rel=1e-12)
+    assert kt.nbytes == batch * fc.bwd_mem_bytes + 4 * fc.params
+
+
+def test_without_fc_wgrad_the_backward_pass_is_one_kernel_as_before() -> None:
+    """Bit-identical to the single roofline when ``fc_wgrad`` is absent (also with a scalar
+    efficiency, which does not set it); forward passes and other classes never split."""
+    fc = _square_fc()
+    batch = 256
+    flops = batch * fc.bwd_flops
+    nbytes = batch * fc.bwd_mem_bytes + 8 * fc.params
+    t_single = max(flops / (1e12 * 0.4), nbytes / (1e11 * 0.8)) + 1e-5
+    for ov in ({"efficiency": {"fc": 0.4}}, {"efficiency": 0.4}):
+        assert layer_time(fc, DEV, batch, "backward", ov).time == t_single
+    assert "fc_wgrad" not in ComputeOverrides.from_dict({"efficiency": 0.4}).efficiency
+    with_w = {"efficiency": {"fc": 0.4, "conv": 0.3, "fc_wgrad": 0.9}}
+    without = {"efficiency": {"fc": 0.4, "conv": 0.3}}
+    model = get_model("alexnet")
+    a = ComputeProfile.build(model, DEV, 32, overrides=with_w)
+    b = ComputeProfile.build(model, DEV, 32, overrides=without)
+    assert a.forward == b.forward and a.update_time == b.update_time
+    split = {s.name for s in a.backward if s.kind == "fc"}
+    assert split == {"fc6", "fc7", "fc8"}
+    for sa, sb in zip(a.backward, b.backward):
+        if sa.name in split:
+            assert sa.time != sb.time
+        else:
+            assert sa.time == sb.time
+
+
+def test_same_efficiency_and_no_overhead_split_equals_one_kernel() -> None:
+    """Invariant: with fc_wgrad == fc, no overhead and compute-bound kernels, splitting the
+    FLOPs over two kernels costs what one kernel does."""
+    fc = _square_fc()
+    one = layer_time(fc, DEV, 4096, "backward", {"efficiency": {"fc": 0.6}, "overhead": 0})
+    two = layer_time(fc, DEV, 4096, "backward",
+                     {"efficiency": {"fc": 0.6, "fc_wgrad": 0.6}, "overhead": 0})
+    assert two.time == pytest.approx(one.time, rel=1e-12)
+
+
+def test_bad_efficiency_key_names_the_allowed_keys() -> None:
+    with pytest.raises(InputError) as info:
+        ComputeOverrides.from_dict({"efficiency": {"fc_wgrd": 0.5}}, ("compute",))
+    msg = str(info.value)
+    assert msg.startswith("compute.efficiency.fc_wgrd")
+    assert "did you mean 'fc_wgrad'" in msg
+    assert "allowed: conv, fc, fc_wgrad, other" in msg
+    with pytest.raises(InputError, match="compute.efficiency.fc_wgrad"):
+        ComputeOverrides.from_dict({"efficiency": {"fc_wgrad": 1.5}}, ("compute",))

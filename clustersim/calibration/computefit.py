@@ -9,9 +9,16 @@ fit over the GEMM and memory-copy benchmarks gives
   peak``).  A GEMM row carries its class when the measurement plan labelled it (the shapes
   of ``calibrate --real`` come from fully connected and convolution layers); otherwise it
   is classed ``conv`` when it is tall and skinny the way an early im2col convolution is
-  (``m >= 4 * max(n, k)``: batch x output pixels rows) and ``fc`` otherwise.  A class without GEMMs inherits the other's rate; ``other``
-  (elementwise layers) gets the ``fc`` rate - those kernels are memory-bound, so their FLOP
-  rate never binds;
+  (``m >= 4 * max(n, k)``: batch x output pixels rows) and ``fc`` otherwise.  An ``fc`` GEMM
+  whose inner dimension is the smallest (``k < min(m, n)``: the plan's weight-gradient shape
+  ``(in, out, batch)``) is classed ``fc_wgrad``: a BLAS runs that orientation at a rate of its
+  own (measured here: 2048x2048x64 at 67 GFLOP/s, the forward 64x2048x2048 at 45), and one
+  ``fc`` rate over both would predict a forward pass too fast.  ``conv`` and ``fc`` without
+  GEMMs inherit the other's rate (``fc`` falls back on ``fc_wgrad`` when it is all there
+  is); ``fc_wgrad`` is reported only when it had rows of its own - without it the workload
+  costs the whole backward pass at the ``fc`` rate, as before.  ``other`` (elementwise
+  layers) gets the ``fc`` rate - those kernels are memory-bound, so their FLOP rate never
+  binds;
 * the sustained memory bandwidth (``mem_efficiency = rate / mem_bw``) from the copies
   (STREAM counting: 2 array sizes per copy; NumPy's two-pass triad is not used) whose
   arrays do not fit a core's private cache - STREAM's rule that arrays must exceed the
@@ -40,10 +47,14 @@ import numpy as np
 from clustersim.calibration.fit import FitResult, robust_fit
 from clustersim.catalog import DeviceSpec
 
-__all__ = ["gemm_class", "row_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction",
+__all__ = ["GEMM_CLASSES", "gemm_class", "is_wgrad_shape", "row_class", "gemm_bytes", "ComputeFit", "fit_compute", "fit_reduction",
            "STREAM_MIN"]
 
 _FP32 = 4
+
+
+#: the GEMM classes a fit can have a rate for
+GEMM_CLASSES = ("conv", "fc", "fc_wgrad")
 
 
 def gemm_class(m: int, n: int, k: int) -> str:
@@ -51,13 +62,21 @@ def gemm_class(m: int, n: int, k: int) -> str:
     return "conv" if m >= 4 * max(n, k) else "fc"
 
 
+def is_wgrad_shape(m: int, n: int, k: int) -> bool:
+    """The inner dimension is the smallest: an fc weight gradient ``(in, out, batch)``."""
+    return k < min(m, n)
+
+
 def row_class(row: Mapping[str, Any]) -> str:
-    """A GEMM row's kernel class: its ``class`` label if the plan gave one, else the shape
-    rule of :func:`gemm_class`."""
+    """A GEMM row's efficiency class: its ``class`` label if the plan gave one, else the shape
+    rule of :func:`gemm_class`; an ``fc`` row of weight-gradient shape is ``fc_wgrad``."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     cls = row.get("class")
-    if cls in ("conv", "fc"):
-        return str(cls)
-    return gemm_class(int(row["m"]), int(row["n"]), int(row["k"]))
+    if cls not in GEMM_CLASSES:
+        cls = gemm_class(m, n, k)
+    if cls == "fc" and is_wgrad_shape(m, n, k):
+        return "fc_wgrad"
+    return str(cls)
 
 
 def gemm_bytes(m: int, n: int, k: int) -> float:
@@ -70,7 +89,7 @@ class ComputeFit:
 
     peak: float
     mem_bw: float
-    efficiency: dict[str, float]  # per kernel class: conv, fc, other
+    efficiency: dict[str, float]  # per class: conv, fc, other (+ fc_wgrad if it had rows)
     mem_efficiency: float
     overhead: float
     reduce_rate: float | None
@@ -149,6 +168,9 @@ def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str,
     if "fc" not in rates and "conv" in rates:
         rates["fc"] = rates["conv"]
         inherited["fc"] = "conv"
+    if "fc" not in rates and "fc_wgrad" in rates:
+        rates["fc"] = rates["fc_wgrad"]
+        inherited["fc"] = "fc_wgrad"
     if "conv" not in rates and "fc" in rates:
         rates["conv"] = rates["fc"]
         inherited["conv"] = "fc"

@@ -62,6 +62,10 @@ _DEFS = [
     ParamDef("compute.efficiency.{cls}", "1", "device efficiency", "ComputeOverrides",
              "gemm (conv-shaped / fc-shaped GEMMs)",
              "fraction of peak per kernel class (conv, fc, other)"),
+    ParamDef("compute.efficiency.fc_wgrad", "1", "(none: fc backward is one kernel)",
+             "ComputeOverrides", "gemm (fc GEMMs with k < min(m, n): batch inner)",
+             "fraction of peak of an fc layer's weight-gradient GEMM; when set, an fc "
+             "backward pass is two kernels (weight gradient at this, input gradient at fc)"),
     ParamDef("compute.mem_efficiency", "1", "device mem_efficiency", "ComputeOverrides",
              "memory", "fraction of mem_bw, overriding the device's"),
     ParamDef("compute.overhead", "s", "device overhead", "ComputeOverrides", "gemm + memory",
@@ -108,6 +112,8 @@ def _pattern(name: str) -> str:
         return f"device.{{device}}.{parts[2]}"
     if parts[0] == "link" and len(parts) == 3:
         return f"link.{{link}}.{parts[2]}"
+    if name in REGISTRY:
+        return name
     if parts[:2] == ["compute", "efficiency"] and len(parts) == 3:
         return "compute.efficiency.{cls}"
     if parts[:2] == ["network", "protocol"] and len(parts) == 5:

@@ -8,7 +8,7 @@ A profile says what was measured on one machine, in the model's own terms::
       localhost_core:
         peak: 50 GFLOP/s
         efficiency: 0.61          # dense kernels; per class below
-        efficiency_by_class: {conv: 0.58, fc: 0.61, other: 0.61}
+        efficiency_by_class: {conv: 0.58, fc: 0.61, other: 0.61, fc_wgrad: 0.8}
         mem_bw: 10 GB/s
         mem_efficiency: 0.52
         overhead: 4.2 us          # per kernel
@@ -57,7 +57,9 @@ __all__ = ["FORMAT", "Profile", "Change", "load_profile", "dump_profile", "write
            "apply_profile", "apply_profile_data", "format_changes"]
 
 FORMAT = "clustersim-calibration/1"
-KERNEL_CLASSES = ("conv", "fc", "other")
+#: keys of ``efficiency_by_class``: the workload's EFFICIENCY_CLASSES (``fc_wgrad`` only
+#: when the calibration measured weight-gradient GEMMs on their own)
+KERNEL_CLASSES = ("conv", "fc", "other", "fc_wgrad")
 _TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation")
 _DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class")
 _LINK_KEYS = ("bandwidth", "latency", "duplex")

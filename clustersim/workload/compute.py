@@ -23,6 +23,15 @@ Bytes per batch of ``b`` samples (weights read once per pass, fp32):
 * update:   ``params * bytes_per_param(optimizer)`` - SGD reads w and g and writes w (12 B);
   momentum/Nesterov also read and write v (20 B); Adam reads w, g, m, v and writes w, m, v
   (28 B); one kernel per layer with parameters, as unfused framework optimizers launch.
+
+Why an optional ``fc_wgrad`` efficiency: a BLAS's rate depends on which GEMM dimension the
+batch is.  A fully connected layer's forward and input-gradient GEMMs have the batch as rows
+(``m``); its weight-gradient GEMM has it as the inner dimension (``k``), and OpenBLAS runs
+that orientation markedly faster on small batches (measured in docs/calibration.md: 64x2048x2048
+at 45 GFLOP/s, its weight gradient 2048x2048x64 at 67).  One ``fc`` rate fitted over both
+lands between them.  When the overrides carry ``fc_wgrad`` (a calibration that measured that
+orientation on its own), an fc layer's backward pass is costed as two kernels, see
+:func:`layer_time`; without it every prediction is unchanged.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from clustersim.workload.layer import BYTES_PER_ELEMENT, KERNEL_CLASSES, Layer
 from clustersim.workload.model import Model
 
 __all__ = [
-    "OPTIMIZERS", "ComputeOverrides", "InputPipeline", "KernelTime", "BackwardStep", "Bucket",
+    "OPTIMIZERS", "EFFICIENCY_CLASSES", "FC_WGRAD", "ComputeOverrides", "InputPipeline", "KernelTime", "BackwardStep", "Bucket",
     "ComputeProfile", "roofline", "layer_time", "update_time",
 ]
 
@@ -50,6 +59,14 @@ OPTIMIZERS: dict[str, tuple[int, int]] = {
     "nesterov": (20, 6),   # plus the look-ahead term
     "adam": (28, 12),      # m, v moments, bias correction, sqrt and divide
 }
+
+
+#: The weight-gradient GEMM of fully connected layers (batch as the inner dimension).
+FC_WGRAD = "fc_wgrad"
+
+#: Keys of :attr:`ComputeOverrides.efficiency`: the layer kernel classes plus ``fc_wgrad``,
+#: which is not a layer's class but one kernel of an fc layer's backward pass.
+EFFICIENCY_CLASSES: tuple[str, ...] = (*KERNEL_CLASSES, FC_WGRAD)
 
 
 def _fraction(value: Any, path: Sequence[str | int]) -> float:
@@ -63,7 +80,10 @@ class ComputeOverrides:
     """Calibrated replacements for the device defaults.
 
     ``efficiency`` maps kernel classes (``conv``, ``fc``, ``other``) to fractions of peak; a
-    missing class uses ``DeviceSpec.efficiency``.  ``None`` fields use the device's value.
+    missing class uses ``DeviceSpec.efficiency``.  It may also carry ``fc_wgrad``, the rate of
+    fc weight-gradient GEMMs: only then is an fc layer's backward pass split into two kernels
+    (:func:`layer_time`).  A single number for ``efficiency`` sets the three kernel classes,
+    not ``fc_wgrad``.  ``None`` fields use the device's value.
     """
 
     efficiency: Mapping[str, float] = field(default_factory=dict)
@@ -72,8 +92,9 @@ class ComputeOverrides:
 
     def __post_init__(self) -> None:
         for cls, value in self.efficiency.items():
-            if cls not in KERNEL_CLASSES:
-                raise unknown_name("kernel class", cls, KERNEL_CLASSES, path=("efficiency", cls))
+            if cls not in EFFICIENCY_CLASSES:
+                raise unknown_name("efficiency class", str(cls), EFFICIENCY_CLASSES,
+                                   path=("efficiency", cls))
             _fraction(value, ("efficiency", cls))
         if self.mem_efficiency is not None:
             _fraction(self.mem_efficiency, ("mem_efficiency",))
@@ -84,8 +105,8 @@ class ComputeOverrides:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None,
                   path: Sequence[str | int] = ()) -> ComputeOverrides:
-        """From ``{efficiency: 0.6 | {conv: 0.6, fc: 0.4, other: 0.3}, mem_efficiency: 0.8,
-        overhead: "8 us"}``; errors name the field path."""
+        """From ``{efficiency: 0.6 | {conv: 0.6, fc: 0.4, other: 0.3, fc_wgrad: 0.5},
+        mem_efficiency: 0.8, overhead: "8 us"}``; errors name the field path."""
         if raw is None:
             return cls()
         if not isinstance(raw, Mapping):
@@ -153,10 +174,52 @@ def roofline(flops: float, nbytes: float, device: DeviceSpec, efficiency: float,
     return t_memory + overhead, "memory"
 
 
+def _fc_backward(layer: Layer, device: DeviceSpec, batch: int,
+                 ov: ComputeOverrides) -> KernelTime:
+    """An fc layer's backward pass as its two GEMMs, each with its own roofline and overhead.
+
+    * weight gradient ``dW = x^T dy``: ``batch * fwd_flops`` FLOPs (one forward's worth, at
+      most the whole backward) at the ``fc_wgrad`` efficiency; writes dW once (``4 * params``);
+    * input gradient ``dx = dy W^T`` (only with ``input_grad``): the remaining backward FLOPs
+      at the ``fc`` efficiency; reads W once (``4 * params``).
+
+    The activation traffic ``batch * bwd_mem_bytes`` is split half and half when both run (by
+    :class:`Layer`'s default the weight gradient reads dy and x, the input gradient reads dy
+    and writes dx: equal sizes for a square layer) and goes wholly to the weight gradient
+    otherwise.  The totals (FLOPs, bytes) equal the single-kernel accounting; the layer's
+    ``bound`` is that of the longer kernel.
+    """
+    total_flops = batch * (layer.bwd_flops or 0.0)
+    act_bytes = batch * (layer.bwd_mem_bytes or 0.0)
+    weight_bytes = float(BYTES_PER_ELEMENT * layer.params)
+    mem_eff, overhead = ov.mem_efficiency_for(device), ov.overhead_for(device)
+    if layer.input_grad:
+        w_flops = min(batch * layer.fwd_flops, total_flops)
+        w_act = 0.5 * act_bytes
+    else:
+        w_flops, w_act = total_flops, act_bytes
+    t_w, b_w = roofline(w_flops, w_act + weight_bytes, device, ov.efficiency_for(device, FC_WGRAD),
+                        mem_eff, overhead)
+    t_i, b_i = 0.0, "none"
+    if layer.input_grad:
+        t_i, b_i = roofline(total_flops - w_flops, act_bytes - w_act + weight_bytes, device,
+                            ov.efficiency_for(device, "fc"), mem_eff, overhead)
+    nbytes = act_bytes + weight_bytes * (2.0 if layer.input_grad else 1.0)
+    return KernelTime(layer.name, layer.kind, t_w + t_i, total_flops, nbytes,
+                      b_w if t_w >= t_i else b_i)
+
+
 def layer_time(layer: Layer, device: DeviceSpec, batch: int, phase: str = "forward",
                overrides: ComputeOverrides | Mapping[str, Any] | None = None) -> KernelTime:
-    """Roofline time of one layer's forward or backward pass for ``batch`` samples."""
+    """Roofline time of one layer's forward or backward pass for ``batch`` samples.
+
+    One kernel per pass, except the backward pass of an fc layer with weights when the
+    overrides carry an ``fc_wgrad`` efficiency: then two (:func:`_fc_backward`).
+    """
     ov = _as_overrides(overrides)
+    if (phase == "backward" and FC_WGRAD in ov.efficiency and layer.kernel_class == "fc"
+            and layer.weighted):
+        return _fc_backward(layer, device, batch, ov)
     weight_bytes = float(BYTES_PER_ELEMENT * layer.params)
     if phase == "forward":
         flops = batch * layer.fwd_flops
