@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_calibration_roundtrip import platform as roundtrip_platform
 
 from clustersim.calibration.collfit import (
     SPLIT_EVIDENCE,
@@ -36,12 +37,11 @@ from clustersim.calibration.pipeline import calibrate_rows, make_target
 from clustersim.calibration.profile import apply_profile_data, dump_profile, parse_profile
 from clustersim.calibration.rows import rows_from_events
 from clustersim.calibration.synthetic import one_way_time, simulated_microbench
-from clustersim.catalog import DeviceSpec, LinkSpec
+from clustersim.catalog import DeviceSpec
 from clustersim.collectives import build_schedule
 from clustersim.network.fidelity import cost_collective
 from clustersim.network.params import NetworkParams, Segment
 from clustersim.platform.describe import load_platform
-from clustersim.platform.model import PlatformBuilder
 from clustersim.scenario.schema import PROJECT_ROOT, load_scenario
 
 BW, LAT = 5e9, 1e-6
@@ -59,12 +59,7 @@ MIB = float(1 << 20)
 
 
 def platform():
-    b = PlatformBuilder("collbreaks")
-    b.add_node("bus", "bus")
-    for i in range(4):
-        b.add_device(f"d{i}", DEV, host=0)
-        b.add_link(f"d{i}", "bus", LinkSpec("testshm", BW, LAT))
-    return b.build()
+    return roundtrip_platform(DEV, "collbreaks")
 
 
 def machine(change: bool) -> NetworkParams:

@@ -38,11 +38,12 @@ PINGPONG = sorted({int(round(2 ** (k / 2))) for k in range(0, 51)})
 COLLECTIVE = [1 << k for k in range(10, 27)]
 
 
-def platform():
-    b = PlatformBuilder("roundtrip")
+def platform(dev: DeviceSpec = DEV, name: str = "roundtrip"):
+    """Four devices of ``dev`` on one bus through ``testshm`` links (the synthetic machine)."""
+    b = PlatformBuilder(name)
     b.add_node("bus", "bus")
     for i in range(4):
-        b.add_device(f"d{i}", DEV, host=0)
+        b.add_device(f"d{i}", dev, host=0)
         b.add_link(f"d{i}", "bus", LinkSpec("testshm", BW, LAT))
     return b.build()
 
