@@ -5,8 +5,9 @@ Choice (issue 5 asks for one and a reason): **kernels sized to each layer's FLOP
 (option a).  Why:
 
 * It makes the calibrated roofline *predictive*.  The simulator charges a layer
-  ``max(flops / (peak * eff[class]), bytes / (mem_bw * mem_eff)) + overhead``
-  (:mod:`clustersim.workload.compute`).  The kernels here are the very things the calibration
+  ``max(flops / (peak * eff[class]), bytes / (mem_bw * mem_eff)) + overhead`` (plus, when
+  calibrated, ``4 (mk + kn) / pack_rate`` per GEMM for operand packing), with the GEMM shapes
+  of :func:`clustersim.workload.compute.gemm_shape` (:mod:`clustersim.workload.compute`).  The kernels here are the very things the calibration
   microbenchmarks measure - ``C = A @ B`` (``gemm`` bench: FLOP rate, hence ``eff[class]``) and
   a STREAM copy (``memory`` bench: bandwidth, hence ``mem_eff``), one NumPy call each (the
   per-kernel ``overhead``) - issued with exactly the FLOPs and bytes the model charges.  What
@@ -52,7 +53,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clustersim.workload.compute import OPTIMIZERS, layer_time
+from clustersim.workload.compute import OPTIMIZERS, gemm_shape, layer_time
 from clustersim.workload.layer import Layer
 
 __all__ = ["Kernel", "KernelPlan", "TILE_BYTES", "gemm_shape"]
@@ -102,22 +103,6 @@ def _copy(nbytes: float) -> Kernel | None:
         return None
     tiles = max(1, math.ceil(n * ITEM / TILE_BYTES))
     return Kernel("copy", n=math.ceil(n / tiles), repeat=tiles)
-
-
-def gemm_shape(layer: Layer, batch: int) -> tuple[int, int, int] | None:
-    """``(m, n, k)`` of a layer's forward GEMM, or ``None`` for a weight-free layer."""
-    macs = float(layer.macs or (layer.fwd_flops / 2.0 if layer.params else 0.0))
-    if macs <= 0:
-        return None
-    shape = tuple(int(s) for s in layer.out_shape) if layer.out_shape else ()
-    if shape:
-        n = max(shape[0], 1)
-        spatial = math.prod(shape[1:]) if len(shape) > 1 else 1
-    else:  # only totals known: a square-ish GEMM of the right size
-        n = max(1, int(round(math.sqrt(macs))))
-        spatial = 1
-    k = max(1, int(round(macs / (n * spatial))))
-    return batch * spatial, n, k
 
 
 def _pass_copy(layer: Layer, batch: int, phase: str) -> list[Kernel]:

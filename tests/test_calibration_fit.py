@@ -151,8 +151,9 @@ def test_roofline_parameters_are_recovered():
     red = [{"bench": "reduce", "size": s, "time": s / 3e9} for s in (1 << 16, 1 << 22)]
     nominal = DeviceSpec("cpu", peak=80e9, mem_bw=20e9, memory=1e9)
     cf = fit_compute(_gemm_rows(dev, eff), _copy_rows(dev), red, nominal)
-    assert cf.efficiency["fc"] == pytest.approx(0.55, rel=1e-5)
-    assert cf.efficiency["conv"] == pytest.approx(0.35, rel=1e-5)
+    assert cf.pack_rate is None  # the truth has no packing term: none is reported
+    assert cf.efficiency["fc"] == pytest.approx(0.55, rel=1e-4)
+    assert cf.efficiency["conv"] == pytest.approx(0.35, rel=1e-4)
     assert cf.efficiency["other"] == cf.efficiency["fc"]
     assert cf.mem_efficiency == pytest.approx(0.4, rel=1e-5)
     assert cf.overhead == pytest.approx(4e-6, rel=1e-4)

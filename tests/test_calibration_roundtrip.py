@@ -3,7 +3,7 @@ same parameters back (within 2 %).
 
 The simulator plays the machine (:mod:`clustersim.calibration.synthetic`): ping-pong on the
 flow network with a three-segment protocol table, 2- and 4-rank all-reduce executed flow by
-flow with a step overhead and per-segment collective efficiencies, GEMMs, copies and
+flow with a step overhead and per-segment collective efficiencies, GEMMs (with operand packing), copies and
 reductions on the roofline.  Its events go through the same parsing as real traces
 (``realrun.microbench.results_from_events`` and :func:`rows_from_events`), then the whole
 pipeline fits them.  The true parameters are in the canonical form of the conversion
@@ -25,7 +25,7 @@ from clustersim.platform.model import PlatformBuilder
 
 BW, LAT = 5e9, 1e-6
 DEV = DeviceSpec("testcpu", peak=100e9, mem_bw=20e9, memory=8e9, efficiency=0.5,
-                 mem_efficiency=0.5, overhead=3e-6, reduce_rate=4e9)
+                 mem_efficiency=0.5, overhead=3e-6, reduce_rate=4e9, pack_rate=8e9)
 SEGS = (Segment(0, 0.0, 0.5, 0.9), Segment(65536, 4e-6, 1.0, 0.5),
         Segment(4194304, 10e-6, 0.7, 0.4))
 STEP = 20e-6
@@ -94,6 +94,7 @@ def test_round_trip_recovers_every_parameter_within_2_percent(clean):
     assert close(dev["mem_efficiency"], DEV.mem_efficiency)
     assert close(dev["overhead"], DEV.overhead)
     assert close(dev["reduce_rate"], DEV.reduce_rate)
+    assert close(dev["pack_rate"], DEV.pack_rate)
     assert close(dev["peak"], DEV.peak) and close(dev["mem_bw"], DEV.mem_bw)
 
 

@@ -58,6 +58,11 @@ _DEFS = [
     ParamDef("device.{device}.reduce_bw", "B/s", "mem_bw * mem_efficiency / 3",
              "a += b reads two buffers, writes one", "reduce",
              "bytes/s at which a received buffer is summed into the local one"),
+    ParamDef("device.{device}.pack_rate", "B/s", "(none: packing not modelled)",
+             "GotoBLAS-style GEMMs pack A and B into panels before multiplying",
+             "gemm (shapes whose operands are large next to their FLOPs)",
+             "bytes/s of a GEMM's input operands (A and B) added to its roofline time; "
+             "what makes small-batch GEMMs slow per FLOP"),
     # -- workload compute overrides ----------------------------------------------------------
     ParamDef("compute.efficiency.{cls}", "1", "device efficiency", "ComputeOverrides",
              "gemm (conv-shaped / fc-shaped GEMMs)",
@@ -173,6 +178,8 @@ def scenario_values(scn: Any) -> dict[str, float]:
         out[f"{pre}.mem_efficiency"] = spec.mem_efficiency
         out[f"{pre}.overhead"] = spec.overhead
         out[f"{pre}.reduce_bw"] = spec.reduce_bw
+        if spec.pack_rate is not None:
+            out[f"{pre}.pack_rate"] = spec.pack_rate
     edges_per_resource: dict[int, int] = {}
     for _, _, data in plat.graph.edges(data=True):
         edges_per_resource[data["link"]] = edges_per_resource.get(data["link"], 0) + 1

@@ -232,6 +232,12 @@ def _compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
             lo, hi = f.interval("mem")
             lines.append(FitLine(f"{pre}.mem_efficiency", cf.mem_efficiency, lo / cf.mem_bw,
                                  hi / cf.mem_bw, "1", f.points, f.rms_rel, "memory"))
+        if "pack" in f.names and cf.pack_rate is not None:
+            lo, hi = f.interval("pack")  # seconds per byte: the rate's interval is inverted
+            lines.append(FitLine(f"{pre}.pack_rate", cf.pack_rate,
+                                 1.0 / hi if hi > 0 else math.nan,
+                                 1.0 / lo if lo > 0 else math.inf, "B/s", f.points, f.rms_rel,
+                                 "gemm"))
         lo, hi = f.interval("overhead")
         lines.append(FitLine(f"{pre}.overhead", cf.overhead, max(lo, 0.0), hi, "s", f.points,
                              f.rms_rel, "gemm+memory"))
@@ -363,6 +369,8 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 dev["efficiency_by_class"] = {c: min(e, 1.0) for c, e in cf.efficiency.items()}
             if cf.reduce_rate is not None:
                 dev["reduce_rate"] = cf.reduce_rate
+            if cf.pack_rate is not None:
+                dev["pack_rate"] = cf.pack_rate
             prof.devices[target.device] = dev
             lines += _compute_lines(cf, target.device)
             notes += cf.notes

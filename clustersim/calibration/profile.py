@@ -13,6 +13,7 @@ A profile says what was measured on one machine, in the model's own terms::
         mem_efficiency: 0.52
         overhead: 4.2 us          # per kernel
         reduce_rate: 3.9 GB/s     # a += b, operand bytes per second
+        pack_rate: 3.4 GB/s       # GEMM operand packing (A and B), bytes per second
     links:                        # link classes, by name
       localhost_shm: {bandwidth: 6.6 GB/s, latency: 4.8 us}
     network:
@@ -131,7 +132,7 @@ def _device_yaml(fields: Mapping[str, Any]) -> dict[str, Any]:
         v = fields[key]
         if key == "peak":
             out[key] = _q_rate(v, "FLOP/s")
-        elif key in ("mem_bw", "reduce_rate"):
+        elif key in ("mem_bw", "reduce_rate", "pack_rate"):
             out[key] = _q_rate(v, "B/s")
         elif key == "overhead":
             out[key] = _q_time(v)
@@ -229,7 +230,7 @@ def _parse_device(raw: Any, path: tuple) -> dict[str, Any]:
         where = (*path, key)
         if key == "peak":
             out[key] = _parse(parse_flops, value, where)
-        elif key in ("mem_bw", "reduce_rate"):
+        elif key in ("mem_bw", "reduce_rate", "pack_rate"):
             out[key] = _parse(parse_bandwidth, value, where)
         elif key == "overhead":
             out[key] = _parse(parse_time, value, where)

@@ -19,7 +19,8 @@ from clustersim.platform.model import Platform
 
 __all__ = ["retune_platform", "DEVICE_FIELDS", "LINK_FIELDS"]
 
-DEVICE_FIELDS = ("peak", "efficiency", "mem_bw", "mem_efficiency", "overhead", "reduce_rate")
+DEVICE_FIELDS = ("peak", "efficiency", "mem_bw", "mem_efficiency", "overhead", "reduce_rate",
+                 "pack_rate")
 LINK_FIELDS = ("bandwidth", "latency", "duplex")
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import simpy
 
-from clustersim.calibration.computefit import gemm_bytes
+from clustersim.calibration.computefit import gemm_bytes, pack_bytes
 from clustersim.collectives import build_schedule
 from clustersim.network.fidelity import cost_collective
 from clustersim.network.flow import FlowNetwork
@@ -123,6 +123,8 @@ def simulated_microbench(
             flops = 2.0 * m * n * k
             t, _ = roofline(flops, gemm_bytes(m, n, k), spec, eff.get(cls, spec.efficiency),
                             spec.mem_efficiency, spec.overhead)
+            if spec.pack_rate:  # operand packing, as the workload charges it
+                t += pack_bytes(m, n, k) / spec.pack_rate
             emit("compute", f"gemm {m}x{n}x{k}", t,
                  {"bench": "gemm", "m": m, "n": n, "k": k, "dtype": "float32", "flops": flops},
                  [0], rep)

@@ -35,6 +35,7 @@ class DeviceSpec:
     overhead: float = 10e-6
     source: str = ""
     reduce_rate: float | None = None
+    pack_rate: float | None = None
 
     @property
     def reduce_bw(self) -> float:
@@ -49,6 +50,11 @@ class DeviceSpec:
             return self.reduce_rate
         return self.mem_bw * self.mem_efficiency / 3.0
 
+    # ``pack_rate``: bytes/s at which a GEMM's two input operands are packed (read and laid
+    # out in cache-sized panels, as GotoBLAS-style libraries do before multiplying).  ``None``
+    # (the default) leaves packing out of the roofline; a calibration that measured GEMMs of
+    # several shapes fits it (see :func:`clustersim.workload.compute.gemm_pack_time`).
+
 
 @dataclass(frozen=True)
 class LinkSpec:
@@ -62,7 +68,7 @@ class LinkSpec:
 
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "efficiency", "mem_efficiency",
-                  "overhead", "source", "reduce_rate"}
+                  "overhead", "source", "reduce_rate", "pack_rate"}
 _LINK_FIELDS = {"bandwidth", "latency", "duplex", "source"}
 
 
@@ -87,7 +93,7 @@ def device_from_dict(name: str, raw: dict[str, Any], base: DeviceSpec | None = N
         try:
             if key in ("peak", "peak_fp16"):
                 kwargs[key] = parse_flops(value)
-            elif key in ("mem_bw", "reduce_rate"):
+            elif key in ("mem_bw", "reduce_rate", "pack_rate"):
                 kwargs[key] = parse_bandwidth(value)
             elif key == "memory":
                 kwargs[key] = parse_size(value, allow_zero=False)

@@ -32,6 +32,19 @@ at 45 GFLOP/s, its weight gradient 2048x2048x64 at 67).  One ``fc`` rate fitted 
 lands between them.  When the overrides carry ``fc_wgrad`` (a calibration that measured that
 orientation on its own), an fc layer's backward pass is costed as two kernels, see
 :func:`layer_time`; without it every prediction is unchanged.
+
+Why an optional packing term (``DeviceSpec.pack_rate``): GotoBLAS-style libraries (OpenBLAS,
+BLIS, MKL) copy both input operands of a GEMM into cache-sized panels before the inner kernel
+runs, a pass over ``A`` (``m x k``) and ``B`` (``k x n``) that costs time proportional to
+their size, not to the FLOPs.  A GEMM whose operands are large next to its work - the batch
+as the row count ``m`` of a fully connected layer (``k x n`` weights, ``2 m k n`` FLOPs) or a
+convolution with few output channels - runs visibly below the rate of a square one: measured
+here, 32x1024x2048 at 22-35 GFLOP/s against 64-93 for 256x1024x2048 (docs/calibration.md).
+With ``pack_rate`` set, each GEMM of a layer with multiply-adds is charged
+``4 (|A| + |B|) / pack_rate`` on top of its roofline time (:func:`gemm_pack_time`), with the
+shapes ``realrun.compute`` runs (:func:`gemm_shape`: im2col for convolutions, the weight and
+input gradients as the transposed products).  One parameter, fitted beside the FLOP rates,
+replaces a rate per batch size; without it every prediction is unchanged.
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from clustersim.workload.model import Model
 
 __all__ = [
     "OPTIMIZERS", "EFFICIENCY_CLASSES", "FC_WGRAD", "ComputeOverrides", "InputPipeline", "KernelTime", "BackwardStep", "Bucket",
-    "ComputeProfile", "roofline", "layer_time", "update_time",
+    "ComputeProfile", "roofline", "layer_time", "update_time", "gemm_shape", "gemm_pack_time",
 ]
 
 #: Optimizer -> (bytes moved per parameter, FLOPs per parameter) of the update kernel.
@@ -174,6 +187,54 @@ def roofline(flops: float, nbytes: float, device: DeviceSpec, efficiency: float,
     return t_memory + overhead, "memory"
 
 
+def gemm_shape(layer: Layer, batch: int) -> tuple[int, int, int] | None:
+    """``(m, n, k)`` of a layer's forward GEMM, or ``None`` for a layer without multiply-adds.
+
+    ``n`` is the output channels (features), ``m = batch * prod(spatial)`` the output
+    positions, ``k = macs / (n * prod(spatial))`` the reduction length: the im2col shape of
+    a convolution, the natural shape of a fully connected layer (``2 m n k = 2 batch macs``).
+    With only totals known, a square-ish GEMM of the right size.  ``realrun.compute`` runs
+    exactly these shapes, so the packing term describes the kernels a real run executes.
+    """
+    macs = float(layer.macs or (layer.fwd_flops / 2.0 if layer.params else 0.0))
+    if macs <= 0:
+        return None
+    shape = tuple(int(s) for s in layer.out_shape) if layer.out_shape else ()
+    if shape:
+        n = max(shape[0], 1)
+        spatial = math.prod(shape[1:]) if len(shape) > 1 else 1
+    else:
+        n = max(1, int(round(math.sqrt(macs))))
+        spatial = 1
+    k = max(1, int(round(macs / (n * spatial))))
+    return max(int(batch), 1) * spatial, n, k
+
+
+def _pack_bytes(m: int, n: int, k: int) -> float:
+    """Bytes of a ``(m x k) @ (k x n)`` GEMM's two input operands (fp32)."""
+    return float(BYTES_PER_ELEMENT * (m * k + k * n))
+
+
+def gemm_pack_time(layer: Layer, device: DeviceSpec, batch: int,
+                   phase: str) -> tuple[float, float]:
+    """Packing time of a layer's GEMMs in one pass: ``(weight gradient, input gradient or
+    forward)`` seconds; zeros without ``device.pack_rate`` or multiply-adds.
+
+    Forward ``(m, n, k)`` packs ``mk + kn`` elements; the weight gradient ``(k, n, m)``
+    packs ``km + mn``; the input gradient ``(m, k, n)`` (when ``input_grad``) ``mn + nk``.
+    """
+    rate = getattr(device, "pack_rate", None)
+    shape = gemm_shape(layer, batch) if rate else None
+    if not rate or shape is None:
+        return 0.0, 0.0
+    m, n, k = shape
+    if phase == "forward":
+        return 0.0, _pack_bytes(m, n, k) / rate
+    wgrad = _pack_bytes(k, n, m) / rate if layer.params else 0.0
+    dgrad = _pack_bytes(m, k, n) / rate if layer.input_grad else 0.0
+    return wgrad, dgrad
+
+
 def _fc_backward(layer: Layer, device: DeviceSpec, batch: int,
                  ov: ComputeOverrides) -> KernelTime:
     """An fc layer's backward pass as its two GEMMs, each with its own roofline and overhead.
@@ -198,12 +259,15 @@ def _fc_backward(layer: Layer, device: DeviceSpec, batch: int,
         w_act = 0.5 * act_bytes
     else:
         w_flops, w_act = total_flops, act_bytes
+    pack_w, pack_i = gemm_pack_time(layer, device, batch, "backward")
     t_w, b_w = roofline(w_flops, w_act + weight_bytes, device, ov.efficiency_for(device, FC_WGRAD),
                         mem_eff, overhead)
+    t_w += pack_w
     t_i, b_i = 0.0, "none"
     if layer.input_grad:
         t_i, b_i = roofline(total_flops - w_flops, act_bytes - w_act + weight_bytes, device,
                             ov.efficiency_for(device, "fc"), mem_eff, overhead)
+        t_i += pack_i
     nbytes = act_bytes + weight_bytes * (2.0 if layer.input_grad else 1.0)
     return KernelTime(layer.name, layer.kind, t_w + t_i, total_flops, nbytes,
                       b_w if t_w >= t_i else b_i)
@@ -233,6 +297,8 @@ def layer_time(layer: Layer, device: DeviceSpec, batch: int, phase: str = "forwa
         raise ValueError(f"phase must be 'forward' or 'backward', not {phase!r}")
     t, bound = roofline(flops, nbytes, device, ov.efficiency_for(device, layer.kernel_class),
                         ov.mem_efficiency_for(device), ov.overhead_for(device))
+    if t > 0:
+        t += sum(gemm_pack_time(layer, device, batch, phase))
     return KernelTime(layer.name, layer.kind, t, flops, nbytes, bound)
 
 
