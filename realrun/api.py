@@ -64,6 +64,8 @@ def run_microbenchmarks(
     algorithms: Sequence[str] = ("mpi",),
     gemm_shapes: Sequence[tuple[int, int, int]] = ((256, 256, 256), (512, 512, 512)),
     mem_sizes: Sequence[int] = (1 << 16, 1 << 20, 16 << 20),
+    noise_shape: tuple[int, int, int] | None = None,
+    noise_calls: int | None = None,
     target: float = 0.02,
     repeats: int = 5,
     dtype: str = "float32",
@@ -77,7 +79,8 @@ def run_microbenchmarks(
     """Run the microbenchmarks on ``np`` ranks; returns result rows (see ``microbench``).
 
     ``sizes`` are the message sizes of ping-pong and (unless ``collective_sizes`` is given)
-    of the collectives.  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
+    of the collectives; ``noise_shape``/``noise_calls`` the noise bench's GEMM and call count
+    (default ``microbench.NOISE_GEMM``/``NOISE_CALLS``).  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
     ``logs/`` and (with ``chrome``) ``trace.chrome.json`` for Perfetto / chrome://tracing.
     """
     out = Path(out_dir)
@@ -86,6 +89,9 @@ def run_microbenchmarks(
             "--gemm", _csv(f"{m}x{n}x{k}" for m, n, k in gemm_shapes),
             "--mem-sizes", _csv(mem_sizes), "--target", repr(float(target)),
             *(["--coll-sizes", _csv(collective_sizes)] if collective_sizes else []),
+            *(["--noise-gemm", "x".join(str(int(d)) for d in noise_shape)]
+              if noise_shape else []),
+            *(["--noise-calls", str(int(noise_calls))] if noise_calls else []),
             "--repeats", str(int(repeats)), "--dtype", dtype, "--backend", backend]
     _launch(argv, np, timeout, out, mpiexec, hostfile, env)
     _, events = load_traces(out)

@@ -62,7 +62,7 @@ def _shapes(text: str) -> list[tuple[int, int, int]]:
 
 def build_parser() -> argparse.ArgumentParser:
     from realrun.arrays import BACKEND_CHOICES
-    from realrun.microbench import BENCHES
+    from realrun.microbench import BENCHES, NOISE_CALLS, NOISE_GEMM
 
     ap = argparse.ArgumentParser(prog="python -m realrun",
                                  description="realrun rank programs (run under mpiexec)")
@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="array sizes for memory/reduce benches")
     mb.add_argument("--ranks-per-host", type=int, default=None,
                     help="pretend hosts of this many ranks (hierarchical schedules)")
+    mb.add_argument("--noise-gemm", type=_shapes, default=[NOISE_GEMM],
+                    help="GEMM shape MxNxK the noise bench times call by call "
+                         "(default %(default)s)")
+    mb.add_argument("--noise-calls", type=int, default=NOISE_CALLS,
+                    help="calls the noise bench times (default %(default)s)")
     mb.add_argument("--target", type=float, default=0.02, help="seconds per timed batch")
     mb.add_argument("--repeats", type=int, default=5, help="timed batches per point")
 
@@ -124,6 +129,9 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"unknown bench {unknown[0]!r} (allowed: {', '.join(mb.BENCHES)})",
                          path=("benches",))
+    if a.noise_calls < 2:
+        raise InputError(f"--noise-calls must be at least 2, not {a.noise_calls}",
+                         path=("noise_calls",))
     cfg = mb.BenchConfig(target=a.target, repeats=a.repeats)
     sizes = a.sizes or list(mb.DEFAULT_SIZES)
     if "pingpong" in a.benches:
@@ -140,6 +148,8 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
         mb.memory(ctx, a.mem_sizes, cfg, dtype=a.dtype)
     if "reduce" in a.benches:
         mb.reduction(ctx, a.mem_sizes, cfg, dtype=a.dtype)
+    if "noise" in a.benches:
+        mb.noise(ctx, a.noise_gemm[0], a.noise_calls, dtype=a.dtype)
     everyone = ctx.comm.gather(ctx.events, root=0)
     if ctx.rank == 0:
         rows = mb.results_from_events(ev for evs in everyone for ev in evs)

@@ -13,6 +13,7 @@ collective   one collective by size, ranks, algorithm      per-message overhead,
 gemm         C = A @ B throughput                          compute efficiency (GEMM class)
 memory       STREAM-like copy and triad                    memory bandwidth
 reduce       ``a += b`` throughput                         reduction bandwidth
+noise        one GEMM timed call by call, every rank      compute noise (jitter CV)
 ============ ============================================ =================================
 
 Method, the same for all: a warm-up, then an iteration count chosen so that one batch lasts
@@ -38,10 +39,13 @@ from clustersim.trace import TraceEvent
 from realrun.arrays import as_dtype, get_backend
 from realrun.collectives import busbw_factor, library_call, make_buffers
 
-__all__ = ["BenchConfig", "pingpong", "collective", "gemm", "memory", "reduction",
+__all__ = ["BenchConfig", "pingpong", "collective", "gemm", "memory", "reduction", "noise",
            "results_from_events", "BENCHES", "DEFAULT_SIZES"]
 
-BENCHES = ("pingpong", "collective", "gemm", "memory", "reduce")
+BENCHES = ("pingpong", "collective", "gemm", "memory", "reduce", "noise")
+#: the noise bench's GEMM (about a layer pass: 0.54 GFLOP) and how many calls it times
+NOISE_GEMM = (128, 1024, 2048)
+NOISE_CALLS = 150
 DEFAULT_SIZES = tuple(4 ** k for k in range(0, 12))  # 1 B .. 4 MiB, OSU-like spacing
 
 
@@ -293,6 +297,32 @@ def reduction(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
         meta = {"bench": "reduce", "size": n * dt.itemsize, "dtype": dt.name}
         _batches(ctx, cfg, "compute", f"reduce {n * dt.itemsize}B", iters, loop, meta,
                  nbytes=float(n * dt.itemsize), state="compute", barrier=True)
+
+
+def noise(ctx: Any, shape: tuple[int, int, int] = NOISE_GEMM, calls: int = NOISE_CALLS,
+          dtype: str = "float32") -> None:
+    """One GEMM on every rank at once, each call timed on its own (one event per call).
+
+    Why: a kernel's time varies from call to call on a real machine (OS noise, a shared
+    host's neighbours, frequency changes), and in synchronous training every step waits for
+    the slowest rank - a cost the batch means of the ``gemm`` bench average away.  The
+    spread of these calls is what the simulator's compute jitter stands for; the calibration
+    takes its coefficient of variation (``clustersim.calibration.rows.noise_rows``).
+    """
+    m, n, k = shape
+    kern = ctx.backend.gemm(m, n, k, dtype)
+    for _ in range(3):
+        kern()
+    ctx.backend.synchronize()
+    meta = {"bench": "noise", "m": m, "n": n, "k": k, "dtype": as_dtype(dtype).name,
+            "flops": 2.0 * m * n * k, "iters": 1, "repeat": 0}
+    ctx.comm.Barrier()
+    for i in range(int(calls)):
+        with ctx.op("compute", f"noise gemm {m}x{n}x{k}", state="compute", nbytes=0.0,
+                    meta={**meta, "call": i}):
+            kern()
+            ctx.backend.synchronize()
+    ctx.comm.Barrier()
 
 
 # --- results -----------------------------------------------------------------------------------

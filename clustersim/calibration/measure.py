@@ -13,7 +13,9 @@ validated on:
   orientation, labelled with its kernel class;
 * STREAM copy and ``a += b`` at 64 KiB - 64 MiB (caches to main memory);
 * the same GEMMs and copies once more on rank 0 while the other ranks wait in MPI
-  (:mod:`.contention`): training computes in both contexts.
+  (:mod:`.contention`): training computes in both contexts;
+* one GEMM of about a layer pass (128x1024x2048) timed call by call on every rank at once,
+  150 calls: the machine's compute noise (``realrun.microbench.noise``).
 
 ``quick`` thins every list (about a third of the time) for a first look.
 """
@@ -53,6 +55,7 @@ class BenchPlan:
     mem_sizes: tuple[int, ...] = ()
     target: float = 0.02
     repeats: int = 7
+    noise_calls: int = 150
 
     def describe(self) -> dict[str, Any]:
         """For the profile's ``source`` section."""
@@ -60,6 +63,7 @@ class BenchPlan:
                 "collective_sizes": len(self.collective_sizes),
                 "collective_algorithms": list(self.algorithms),
                 "gemm_shapes": len(self.gemm_shapes), "mem_sizes": len(self.mem_sizes),
+                "noise_calls": self.noise_calls,
                 "batch_seconds": self.target, "repeats": self.repeats}
 
 
@@ -71,7 +75,7 @@ def bench_plan(quick: bool = False) -> BenchPlan:
         fc = [*_fc(64, 512, 512), *_fc(128, 1024, 1024), *_fc(32, 2048, 1024)]
         conv = [*_conv(4, 28, 128, 128)]
         mem = (1 << 16, 1 << 20, 1 << 24, 1 << 26)
-        target, repeats = 0.01, 5
+        target, repeats, calls = 0.01, 5, 60
     else:
         pp = tuple(sorted({int(round(2 ** (k / 2))) for k in range(0, 51)}))
         coll = tuple(1 << k for k in range(10, 27))
@@ -79,7 +83,7 @@ def bench_plan(quick: bool = False) -> BenchPlan:
               *_fc(256, 1024, 2048), *_fc(64, 2048, 2048)]
         conv = [*_conv(4, 56, 64, 64), *_conv(4, 28, 128, 128), *_conv(4, 14, 256, 256)]
         mem = tuple(1 << k for k in range(16, 27, 2))
-        target, repeats = 0.02, 7
+        target, repeats, calls = 0.02, 7, 150
     classes: dict[tuple[int, int, int], str] = {}
     shapes: list[tuple[int, int, int]] = []
     for cls, group in (("fc", fc), ("conv", conv)):
@@ -87,7 +91,8 @@ def bench_plan(quick: bool = False) -> BenchPlan:
             if s not in classes:
                 classes[s] = cls
                 shapes.append(s)
-    return BenchPlan(pp, coll, ("mpi", "ring"), tuple(shapes), classes, mem, target, repeats)
+    return BenchPlan(pp, coll, ("mpi", "ring"), tuple(shapes), classes, mem, target, repeats,
+                     calls)
 
 
 def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[str],
@@ -106,7 +111,8 @@ def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[s
         np, out_dir=out_dir, sizes=list(plan.pingpong_sizes),
         collective_sizes=list(plan.collective_sizes), ops=("allreduce",),
         algorithms=plan.algorithms, gemm_shapes=list(plan.gemm_shapes),
-        mem_sizes=list(plan.mem_sizes), target=plan.target, repeats=plan.repeats,
+        mem_sizes=list(plan.mem_sizes), noise_calls=plan.noise_calls,
+        target=plan.target, repeats=plan.repeats,
         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile, env=env)
     headers, events = load_traces(Path(out_dir))
     events += run_contention(plan.gemm_shapes, plan.mem_sizes, np=np,

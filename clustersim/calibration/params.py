@@ -63,6 +63,10 @@ _DEFS = [
              "gemm (shapes whose operands are large next to their FLOPs)",
              "bytes/s of a GEMM's input operands (A and B) added to its roofline time; "
              "what makes small-batch GEMMs slow per FLOP"),
+    ParamDef("workload.jitter", "1", "0 (scenario)", "per-pass compute noise, lognormal",
+             "noise (one GEMM timed call by call on every rank)",
+             "coefficient of variation of a forward or backward pass's time; a profile's "
+             "device jitter replaces the scenario's when every device is calibrated"),
     # -- workload compute overrides ----------------------------------------------------------
     ParamDef("compute.efficiency.{cls}", "1", "device efficiency", "ComputeOverrides",
              "gemm (conv-shaped / fc-shaped GEMMs)",
@@ -202,6 +206,8 @@ def scenario_values(scn: Any) -> dict[str, float]:
             out[f"{pre}.efficiency"] = seg.efficiency
             out[f"{pre}.collective_efficiency"] = seg.collective_efficiency
     wl = getattr(scn, "workload", None)
+    if wl is not None:
+        out["workload.jitter"] = float(wl.jitter)
     comp = getattr(wl, "compute", None) if wl is not None else None
     if comp is not None:
         for cls, eff in sorted(comp.efficiency.items()):

@@ -4,7 +4,9 @@
    two ranks (its bandwidth and hop latency) and its protocol table.
 2. **GEMM + memory + reduce** -> the device's roofline (:mod:`.computefit`): efficiency
    per kernel class, sustained memory bandwidth, per-kernel overhead, reduction rate.
-3. **Collectives** -> per-step overhead (:mod:`.collfit`), against the simulator's costing
+3. **Noise** (one GEMM timed call by call) -> the device's compute jitter (the coefficient
+   of variation of a call), applied as the workload's ``jitter``.
+4. **Collectives** -> per-step overhead (:mod:`.collfit`), against the simulator's costing
    of the same schedules on the platform and network *already calibrated by 1 and 2* - so
    the step overhead absorbs only what messages and reductions do not explain - and a
    collective efficiency per protocol segment, where the collective fit may split a
@@ -385,8 +387,21 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
             lo, hi = rf.interval("rate")
             lines.append(FitLine(f"device.{target.device}.reduce_bw", rf["rate"], lo, hi,
                                  "B/s", rf.points, rf.rms_rel, "reduce"))
+    noise = _rows(rows, "noise")
+    if noise:
+        # the machine's compute noise: the CV of one GEMM's calls, every rank computing; the
+        # range of the per-rank, per-round samples stands in for an interval
+        row = max(noise, key=lambda r: int(r.get("calls", 0)))
+        prof.devices.setdefault(target.device, {})["jitter"] = float(row["cv"])
+        lines.append(FitLine(f"device.{target.device}.jitter", float(row["cv"]),
+                             float(row["cv_low"]), float(row["cv_high"]), "1",
+                             int(row["samples"]), math.nan, "noise"))
+        notes.append(f"compute noise: {int(row['calls'])} calls of a {row['m']}x{row['n']}x"
+                     f"{row['k']} GEMM, CV {row['cv']:.3g} (median of {row['samples']} "
+                     f"rank/round samples, {row['cv_low']:.3g} .. {row['cv_high']:.3g}); "
+                     f"applied as workload.jitter")
     dev_fields = {k: v for k, v in prof.devices.get(target.device, {}).items()
-                  if k != "efficiency_by_class"}
+                  if k not in ("efficiency_by_class", "jitter")}
     tuned = retune_platform(plat, {target.device: dev_fields} if dev_fields else {},
                             prof.links)
     cfit = None

@@ -13,6 +13,7 @@ A profile says what was measured on one machine, in the model's own terms::
         mem_efficiency: 0.52
         overhead: 4.2 us          # per kernel
         reduce_rate: 3.9 GB/s     # a += b, operand bytes per second
+        jitter: 0.08              # CV of a kernel call (noise bench) -> workload.jitter
         pack_rate: 3.4 GB/s       # GEMM operand packing (A and B), bytes per second
     links:                        # link classes, by name
       localhost_shm: {bandwidth: 6.6 GB/s, latency: 4.8 us}
@@ -30,7 +31,8 @@ and the parameters of the link classes it names *on the built platform* (so it w
 every topology), merges its protocol tables into the scenario's network parameters, and -
 when every device of the platform is calibrated with the same per-class efficiencies -
 replaces the workload's compute overrides with them (a profile measured on the device is
-better evidence than a scenario's guess).  Entries that match nothing in the scenario are
+better evidence than a scenario's guess) - and, when the devices carry a measured ``jitter``,
+the workload's jitter with the largest of them.  Entries that match nothing in the scenario are
 reported, not applied; machine-wide numbers (``network.step_overhead``, ``overhead``,
 ``efficiency``) are applied only when at least one device or link class matched - a
 profile of this laptop says nothing about a KNL partition's MPI.  What moved is printed
@@ -62,7 +64,7 @@ FORMAT = "clustersim-calibration/1"
 #: when the calibration measured weight-gradient GEMMs on their own)
 KERNEL_CLASSES = ("conv", "fc", "other", "fc_wgrad")
 _TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation")
-_DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class")
+_DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class", "jitter")
 _LINK_KEYS = ("bandwidth", "latency", "duplex")
 _NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "collective_efficiency",
                  "protocols")
@@ -238,6 +240,12 @@ def _parse_device(raw: Any, path: tuple) -> dict[str, Any]:
             cls = _mapping(value, where)
             _check_keys(cls, KERNEL_CLASSES, "kernel class", where)
             out[key] = {c: _fraction(v, (*where, c)) for c, v in cls.items()}
+        elif key == "jitter":
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not 0 <= value <= 1):
+                raise InputError(f"must be a coefficient of variation in [0, 1], not "
+                                 f"{value!r}", path=where)
+            out[key] = float(value)
         else:
             out[key] = _fraction(value, where)
     return out
@@ -392,6 +400,11 @@ def _apply_one(scn: Any, prof: Profile) -> _Applied:
                 notes.append("devices carry different per-class efficiencies: each uses its "
                              "own overall efficiency")
             wl = replace(wl, compute=comp)
+            jitters = [prof.devices[n].get("jitter") for n in sorted(dev_names)]
+            if all(j is not None for j in jitters):
+                # the machine's measured noise replaces the scenario's guess (one value per
+                # run: the noisiest device's, as a straggler sets a synchronous step)
+                wl = replace(wl, jitter=min(max(jitters), 1.0))
         elif wl.compute is not None and (wl.compute.efficiency or wl.compute.overhead
                                          is not None or wl.compute.mem_efficiency is not None):
             notes.append("the platform also has uncalibrated devices: the scenario's "

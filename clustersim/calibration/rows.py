@@ -7,6 +7,12 @@ per-call time is ``duration / iters`` (ping-pong: half of it, a round trip being
 messages); a collective batch counts its slowest rank.  Kernels measured in another context
 (``meta.context``, e.g. ``peer_polling`` from :mod:`.contention`) are separate points.
 
+``noise`` events (one per timed call of one GEMM, every rank at once) become one row per
+shape with ``cv``, the coefficient of variation of a call's time: per rank and per batch of
+calls (``meta.repeat``: one per ``calibrate --rounds`` round) ``stdev / mean``, then the
+median over those samples (``cv_low``/``cv_high``: their range).  It is the compute jitter
+the simulator draws per forward and backward pass (``workload.jitter``).
+
 Why a statistic to choose: the simulator predicts *mean* times - an iteration time is a
 span divided by a count - so on a machine where other jobs take the core now and then, the
 parameters that predict means are fitted to means (``mean``: every batch weighs the same,
@@ -23,7 +29,7 @@ from typing import Any
 
 from clustersim.trace import TraceEvent
 
-__all__ = ["STATISTICS", "rows_from_events"]
+__all__ = ["STATISTICS", "rows_from_events", "noise_rows"]
 
 STATISTICS = ("mean", "median", "min")
 
@@ -38,12 +44,44 @@ _KEYS = {
 _EXTRA = {"gemm": ("flops", "class"), "memory": ("bytes_moved",), "collective": ("count",)}
 
 
+def noise_rows(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
+    """One row per noise-bench shape: the coefficient of variation of a call (module docs)."""
+    calls: dict[tuple, dict[tuple[int, int], list[tuple[int, float]]]] = defaultdict(
+        lambda: defaultdict(list))
+    for ev in events:
+        m = ev.meta or {}
+        if m.get("bench") != "noise":
+            continue
+        key = (m.get("m"), m.get("n"), m.get("k"), m.get("dtype"))
+        calls[key][(int(m.get("repeat", 0)), ev.actor)].append((int(m.get("call", 0)),
+                                                                ev.duration))
+    rows = []
+    for (m, n, k, dtype), samples in calls.items():
+        cvs, means, count = [], [], 0
+        for seq in samples.values():
+            times = [t for _, t in sorted(seq)]
+            if len(times) < 2:
+                continue
+            mean = statistics.fmean(times)
+            cvs.append(statistics.pstdev(times) / mean if mean > 0 else 0.0)
+            means.append(mean)
+            count += len(times)
+        if cvs:
+            rows.append({"bench": "noise", "m": m, "n": n, "k": k, "dtype": dtype,
+                         "cv": statistics.median(cvs), "cv_low": min(cvs),
+                         "cv_high": max(cvs), "samples": len(cvs), "calls": count,
+                         "time": statistics.median(means)})
+    return rows
+
+
 def rows_from_events(events: Iterable[TraceEvent], statistic: str = "mean"
                      ) -> list[dict[str, Any]]:
-    """One row per measured point (order of first appearance), ``time`` by ``statistic``."""
+    """One row per measured point (order of first appearance), ``time`` by ``statistic``;
+    noise rows (:func:`noise_rows`) last."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, "
                          f"not {statistic!r}")
+    events = list(events)
     per: dict[tuple, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     metas: dict[tuple, dict[str, Any]] = {}
     for ev in events:
@@ -80,4 +118,4 @@ def rows_from_events(events: Iterable[TraceEvent], statistic: str = "mean"
         if bench == "pingpong":
             row["ranks"] = 2
         rows.append(row)
-    return rows
+    return rows + noise_rows(events)
