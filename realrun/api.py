@@ -66,6 +66,7 @@ def run_microbenchmarks(
     mem_sizes: Sequence[int] = (1 << 16, 1 << 20, 16 << 20),
     noise_shape: tuple[int, int, int] | None = None,
     noise_calls: int | None = None,
+    off_cache: int = 0,
     target: float = 0.02,
     repeats: int = 5,
     dtype: str = "float32",
@@ -80,7 +81,8 @@ def run_microbenchmarks(
 
     ``sizes`` are the message sizes of ping-pong and (unless ``collective_sizes`` is given)
     of the collectives; ``noise_shape``/``noise_calls`` the noise bench's GEMM and call count
-    (default ``microbench.NOISE_GEMM``/``NOISE_CALLS``).  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
+    (default ``microbench.NOISE_GEMM``/``NOISE_CALLS``); ``off_cache`` the bytes of message
+    buffers ping-pong and collectives rotate through (``microbench.buffer_sets``).  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
     ``logs/`` and (with ``chrome``) ``trace.chrome.json`` for Perfetto / chrome://tracing.
     """
     out = Path(out_dir)
@@ -92,6 +94,7 @@ def run_microbenchmarks(
             *(["--noise-gemm", "x".join(str(int(d)) for d in noise_shape)]
               if noise_shape else []),
             *(["--noise-calls", str(int(noise_calls))] if noise_calls else []),
+            *(["--off-cache", str(int(off_cache))] if off_cache else []),
             "--repeats", str(int(repeats)), "--dtype", dtype, "--backend", backend]
     _launch(argv, np, timeout, out, mpiexec, hostfile, env)
     _, events = load_traces(out)

@@ -43,6 +43,13 @@ def _sizes(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _size(text: str) -> int:
+    try:
+        return int(parse_size(text, allow_zero=True))
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _names(text: str) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()]
 
@@ -96,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default %(default)s)")
     mb.add_argument("--noise-calls", type=int, default=NOISE_CALLS,
                     help="calls the noise bench times (default %(default)s)")
+    mb.add_argument("--off-cache", type=_size, default=0,
+                    help="bytes of message buffers ping-pong and collectives rotate through, "
+                         "so a message's data are not in the cache (e.g. 128MiB; default 0: "
+                         "one buffer, reused)")
     mb.add_argument("--target", type=float, default=0.02, help="seconds per timed batch")
     mb.add_argument("--repeats", type=int, default=5, help="timed batches per point")
 
@@ -132,7 +143,10 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
     if a.noise_calls < 2:
         raise InputError(f"--noise-calls must be at least 2, not {a.noise_calls}",
                          path=("noise_calls",))
-    cfg = mb.BenchConfig(target=a.target, repeats=a.repeats)
+    if a.off_cache < 0:
+        raise InputError(f"--off-cache must be >= 0 bytes, not {a.off_cache}",
+                         path=("off_cache",))
+    cfg = mb.BenchConfig(target=a.target, repeats=a.repeats, off_cache=a.off_cache)
     sizes = a.sizes or list(mb.DEFAULT_SIZES)
     if "pingpong" in a.benches:
         mb.pingpong(ctx, sizes, cfg)

@@ -100,3 +100,12 @@ def test_synchronous_training_pays_for_measured_noise():
     t0 = next(iter(quiet.points.values()))[0].iteration_time
     t1 = next(iter(noisy.points.values()))[0].iteration_time
     assert t1 > t0 * 1.01
+
+
+def test_buffer_sets_keep_reuse_beyond_the_cache():
+    from realrun.microbench import MAX_SETS, buffer_sets
+
+    assert buffer_sets(8 << 20, 0) == 1  # off: one buffer, reused hot
+    assert buffer_sets(16 << 20, 128 << 20) == 9  # 8 other sets between two uses of one
+    assert buffer_sets(256 << 20, 128 << 20) == 2
+    assert buffer_sets(8, 128 << 20) == MAX_SETS  # small messages: capped

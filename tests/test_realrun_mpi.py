@@ -99,7 +99,7 @@ def test_microbenchmarks_rows_and_traces(tmp_path: Path) -> None:
     rows = run_microbenchmarks(2, out_dir=tmp_path, sizes=sizes,
                                collective_sizes=[4096, 1 << 20], ops=["allreduce", "allgather"], algorithms=["mpi", "ring"],
                                gemm_shapes=[(64, 64, 64)], mem_sizes=[1 << 16],
-                               noise_shape=(32, 32, 32), noise_calls=6,
+                               noise_shape=(32, 32, 32), noise_calls=6, off_cache=1 << 20,
                                target=0.004, repeats=5, timeout=120)
     pp = sorted((r for r in rows if r["bench"] == "pingpong"), key=lambda r: r["size"])
     assert [r["size"] for r in pp] == sizes
@@ -123,6 +123,10 @@ def test_microbenchmarks_rows_and_traces(tmp_path: Path) -> None:
     # every trace line is valid schema: header + events that read back
     for rank in (0, 1):
         header, events = read_jsonl(tmp_path / f"trace.rank{rank}.jsonl")
+        # messages rotate through buffer sets: 2 MiB per set of the 1 MiB all-reduce
+        big = [e for e in events if e.meta.get("bench") == "collective"
+               and e.meta.get("size") == 1 << 20]
+        assert big and all(e.meta.get("buffer_sets") == 2 for e in big)
         noise = [e for e in events if e.meta.get("bench") == "noise"]
         assert [e.meta["call"] for e in noise] == list(range(6))  # each call timed alone
         assert all(e.meta["m"] == 32 and e.duration > 0 for e in noise)

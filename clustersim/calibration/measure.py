@@ -5,6 +5,8 @@ validated on:
 
 * ping-pong at every half power of two from 1 B to 32 MiB (51 sizes; the dense spacing is
   what lets the segmentation place eager/rendezvous and cache breakpoints);
+* ping-pong and collectives rotate through 128 MiB of message buffers (:data:`OFF_CACHE`,
+  ``realrun.microbench.buffer_sets``): training's messages are not in the cache when sent;
 * all-reduce at every power of two from 1 KiB to 64 MiB, through the MPI library and our
   ring schedule (the fit uses the implementation the runs use, the other is reported);
 * GEMMs shaped like the layers of deep-learning models as ``realrun.compute`` runs them -
@@ -28,7 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchPlan", "bench_plan", "run_benchmarks", "gemm_orientations"]
+__all__ = ["BenchPlan", "bench_plan", "run_benchmarks", "gemm_orientations", "OFF_CACHE"]
+
+#: bytes of message buffers the communication benchmarks rotate through (beyond this VM's
+#: 105 MiB last-level cache; see ``realrun.microbench.buffer_sets``)
+OFF_CACHE = 128 << 20
 
 
 def gemm_orientations(m: int, n: int, k: int) -> list[tuple[int, int, int]]:
@@ -56,6 +62,7 @@ class BenchPlan:
     target: float = 0.02
     repeats: int = 7
     noise_calls: int = 150
+    off_cache: int = OFF_CACHE
 
     def describe(self) -> dict[str, Any]:
         """For the profile's ``source`` section."""
@@ -63,7 +70,7 @@ class BenchPlan:
                 "collective_sizes": len(self.collective_sizes),
                 "collective_algorithms": list(self.algorithms),
                 "gemm_shapes": len(self.gemm_shapes), "mem_sizes": len(self.mem_sizes),
-                "noise_calls": self.noise_calls,
+                "noise_calls": self.noise_calls, "off_cache": self.off_cache,
                 "batch_seconds": self.target, "repeats": self.repeats}
 
 
@@ -112,6 +119,7 @@ def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[s
         collective_sizes=list(plan.collective_sizes), ops=("allreduce",),
         algorithms=plan.algorithms, gemm_shapes=list(plan.gemm_shapes),
         mem_sizes=list(plan.mem_sizes), noise_calls=plan.noise_calls,
+        off_cache=plan.off_cache,
         target=plan.target, repeats=plan.repeats,
         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile, env=env)
     headers, events = load_traces(Path(out_dir))
