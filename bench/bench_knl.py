@@ -8,10 +8,17 @@
    per exchange, default 10 = the algorithm's default): wall and CPU time (target <= 10 s),
    simulated events and events per second, next to a bare SimPy loop of as many timeouts.
 
+3. With ``--points``: CPU time and simulated events of every point of the scenario, one
+   process (``simulate_point``), the best of ``--repeat`` runs - the per-point table of
+   issue 4, steadier than the end-to-end figure on a busy machine.  The first run of each
+   point also pays for the per-process memos (message plans, jitter streams); later runs
+   reuse them, as the second and later points of a pool process do.
+
 The machine is shared: CPU time (``process_time`` / the child's rusage) is printed beside the
 wall time because other processes inflate the latter.
 
 Run: python bench/bench_knl.py [--easgd-only] [--tau 10] [--iterations 100] [--skip-cli]
+                               [--points [--repeat 3]]
 """
 
 from __future__ import annotations
@@ -83,6 +90,31 @@ def bench_async(tau: int, iterations: int) -> None:
           f"{m.worker_utilization:.1%}, master utilisation {m.server_utilization:.1%}")
 
 
+def bench_points(repeat: int) -> None:
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point, worker_counts
+
+    scn = load_scenario(SCENARIO)
+    best: dict[tuple[str, int], float] = {}
+    events: dict[tuple[str, int], int] = {}
+    for _ in range(repeat):
+        for alg in scn.algorithms:
+            for w in worker_counts(scn):
+                c = time.process_time()
+                _, run = simulate_point(scn, alg, w, scn.run.seed)
+                cpu = time.process_time() - c
+                key = (alg.title, w)
+                best[key] = min(best.get(key, cpu), cpu)
+                events[key] = run.sim_events
+    print(f"[3] every point of scenarios/knl_4253.yaml in one process: CPU s / simulated "
+          f"events, best of {repeat}")
+    for alg in scn.algorithms:
+        row = "  ".join(f"{w}:{best[(alg.title, w)]:.2f}/{events[(alg.title, w)]}"
+                        for w in worker_counts(scn))
+        print(f"    {alg.title:<15} {row}")
+    print(f"    total {sum(best.values()):.2f} s CPU")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--easgd-only", action="store_true",
@@ -91,10 +123,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600.0, help="CLI timeout (s)")
     ap.add_argument("--tau", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--points", action="store_true",
+                    help="also print the CPU time of every point of the scenario")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per point for --points")
     args = ap.parse_args()
     if not args.skip_cli:
         bench_cli(args.easgd_only, args.timeout)
     bench_async(args.tau, args.iterations)
+    if args.points:
+        bench_points(max(1, args.repeat))
 
 
 if __name__ == "__main__":

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from clustersim.algorithms.ops import ActorGen
+from clustersim.algorithms.ops import ActorGen, Record
 from clustersim.errors import InputError, unknown_name
 
 __all__ = ["JobInfo", "ActorContext", "ActorSpec", "AlgorithmDef", "Param", "REGISTRY",
+           "iteration_marks",
            "register", "get_algorithm", "list_algorithms"]
 
 
@@ -189,3 +190,18 @@ def get_algorithm(name: str, **loc: Any) -> AlgorithmDef:
 def list_algorithms() -> dict[str, AlgorithmDef]:
     _load_all()
     return dict(sorted(REGISTRY.items()))
+
+
+def iteration_marks(iterations: int) -> tuple[Record, ...]:
+    """``Record("iteration", it)`` for every iteration, built once per run length and shared
+    by every worker (thousands of workers would otherwise build one per iteration each)."""
+    marks = _MARKS.get(iterations)
+    if marks is None:
+        marks = tuple(Record("iteration", it) for it in range(iterations))
+        if len(_MARKS) >= 16:
+            _MARKS.clear()
+        _MARKS[iterations] = marks
+    return marks
+
+
+_MARKS: dict[int, tuple[Record, ...]] = {}

@@ -61,7 +61,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
+from clustersim.algorithms.base import (
+    ActorContext,
+    ActorSpec,
+    AlgorithmDef,
+    JobInfo,
+    Param,
+    iteration_marks,
+)
 from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, Send, Wait
 from clustersim.algorithms.proxy import attach
 
@@ -79,6 +86,23 @@ FORWARD = Compute("forward")
 BACKWARD = Compute("backward")
 LOCAL_STEP = Compute("update", label="local step")
 UPDATED = Record("update", 1)
+
+
+
+
+def _pull(client: int, nbytes: float) -> Send:
+    """A shard's answer to ``client``: built once per client and size in a process (every
+    point of a sweep answers the same clients; 4,000 frozen dataclasses per point add up)."""
+    key = (client, nbytes)
+    op = _PULLS.get(key)
+    if op is None:
+        if len(_PULLS) >= 1 << 16:
+            _PULLS.clear()
+        op = _PULLS[key] = Send(client, nbytes, TAG_PULL, blocking=False, label="pull")
+    return op
+
+
+_PULLS: dict[tuple[int, float], Send] = {}
 
 
 def shard_bytes(total: float, shards: int) -> float:
@@ -139,7 +163,7 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
     clients = tuple(clients)
     apply = Compute(step, nbytes=nbytes, label="server " + step)
     take = Recv(tag=TAG_PUSH, label="push")
-    answer = {c: Send(c, nbytes, TAG_PULL, blocking=False, label="pull") for c in clients}
+    answer = {c: _pull(c, nbytes) for c in clients}
 
     def body(ctx: ActorContext) -> ActorGen:
         if shards is not None and ctx.math is not None:
@@ -148,10 +172,15 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
             return
         clock = VersionClock(lag)
         replies: dict[int, Handle] = {}
+        samples: dict[int, Record] = {}  # staleness records by value, reused
         for _ in range(len(clients) * pushes):
             msg = yield take
             src = msg.src
-            yield Record("staleness", clock.staleness(src))
+            v = clock.staleness(src)
+            sample = samples.get(v)
+            if sample is None:
+                sample = samples[v] = Record("staleness", v)
+            yield sample
             if not lock_free:
                 yield apply
                 clock.applied()
@@ -238,19 +267,27 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
     """
     servers = tuple(servers)
 
+    # built once and shared by every worker of the job (operations are immutable)
+    sends, recvs = push_ops(servers, nbytes)
+    single = len(sends) == 1
+
     def body(ctx: ActorContext) -> ActorGen:
         if ctx.math is not None:
             yield from _ps_worker_math(ctx, servers, nbytes, tau)
             return
-        sends, recvs = push_ops(servers, nbytes)
+        marks = iteration_marks(ctx.iterations)
         for it in range(ctx.iterations):
-            yield Record("iteration", it)
+            yield marks[it]
             yield FORWARD
             yield BACKWARD
             if tau > 1:
                 yield LOCAL_STEP
             if (it + 1) % tau == 0:
-                yield from push_to_shards(sends, recvs)
+                if single:  # push_to_shards, inline: the common case, once per push
+                    yield sends[0]
+                    yield recvs[0]
+                else:
+                    yield from push_to_shards(sends, recvs)
 
     return body
 

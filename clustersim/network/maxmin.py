@@ -21,9 +21,12 @@ component of flows at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy is imported where a matrix is built: importing it costs ~0.2 s
+    import scipy.sparse as sp
 
 __all__ = ["maxmin_rates", "incidence", "progressive_fill", "flat_incidence"]
 
@@ -33,6 +36,8 @@ _REL_TOL = 1e-12
 
 def incidence(routes: Sequence[Sequence[int]], num_links: int) -> sp.csr_matrix:
     """Links x flows 0/1 matrix (a flow crossing a link twice counts twice)."""
+    import scipy.sparse as sp
+
     rows = [lk for r in routes for lk in r]
     cols = [f for f, r in enumerate(routes) for _ in r]
     data = np.ones(len(rows), dtype=float)

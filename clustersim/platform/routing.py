@@ -29,6 +29,8 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
   :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph (a link of cost
   ``c`` becomes ``c`` unit steps through ``c - 1`` virtual nodes, so BFS stays exact;
   levels are read off the BFS order, along which predecessor positions never decrease).
+  Small core graphs (up to ``PY_SEARCH_EDGES`` edges: a KNL chassis, DGX nodes) are searched
+  level by level in Python instead - same distances, and no scipy import at start-up.
 * *Candidate cache.*  The minimal next hops of ``(node, destination)`` are computed once (a
   vectorised comparison over the node's neighbours) and reused by every route through it.
   (A full next-hop table per destination was tried: it only pays off for all-to-all traffic
@@ -44,8 +46,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order
 
 __all__ = ["Router", "NoRoute", "mix"]
 
@@ -54,6 +54,11 @@ Route = tuple[int, ...]
 #: Neighbour scans allowed when growing a local ball before falling back to a full search in
 #: C (which costs about as much as this many Python steps on a ~1,000-switch core).
 BALL_BUDGET = 256
+
+#: Expanded graphs up to this many (reversed) edges are searched in plain Python: a search
+#: costs well under a millisecond there, and scipy (imported on the first search of a larger
+#: graph) costs ~0.2 s to import - more than all searches of a KNL or DGX platform together.
+PY_SEARCH_EDGES = 4096
 
 #: Cache caps: distance vectors (int32 entries) are evicted oldest first past this, and the
 #: per-node candidate cache is dropped wholesale past its cap, so all-pairs traffic on a large
@@ -140,15 +145,24 @@ class Router:
         self._attach = [-1] * n
         self._up = [(-1, 0)] * n
         self._down = [(-1, 0)] * n
+        # the first link a -> v of each attachment node a, built once per a: scanning a's
+        # links again for each of its stubs is quadratic (a KNL node holds 68 cores)
+        first_back: dict[int, dict[int, tuple[int, int]]] = {}
         for u in range(n):
             if len(nbrs[u]) == 1:
                 (a,) = nbrs[u]
                 if len(nbrs[a]) > 1 and len(out[u]) == 1:
-                    back = [(lk, c) for v, lk, c in out[a] if v == u]
-                    if back:
+                    backs = first_back.get(a)
+                    if backs is None:
+                        backs = first_back[a] = {}
+                        for v, lk, c in out[a]:
+                            if v not in backs:
+                                backs[v] = (lk, c)
+                    back = backs.get(u)
+                    if back is not None:
                         self._attach[u] = a
                         self._up[u] = out[u][0][1:]
-                        self._down[u] = back[0]
+                        self._down[u] = back
 
     def _build_reverse(self) -> None:
         """Reversed core graph; a cost-c edge becomes c unit steps through virtual nodes.
@@ -179,10 +193,8 @@ class Router:
         self._radj: list[list[int]] = [[] for _ in range(nvirt)]
         for r, c in zip(rows, cols):
             self._radj[r].append(c)
-        self._rev = csr_matrix(
-            (np.ones(len(rows)), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64))),
-            shape=(nvirt, nvirt),
-        )
+        self._nredges = len(rows)
+        self._rev = None  # the same graph as a scipy matrix, built on the first C search
 
     def _find_twins(self) -> tuple[list[int], dict[int, frozenset[int]]]:
         """Twin representative (smallest core id) of every core node, and the in-neighbours
@@ -252,9 +264,14 @@ class Router:
 
     # -- distances ---------------------------------------------------------------------
     def _bfs(self, ct: int) -> np.ndarray:
-        """Distance of every core node to ``ct`` (-1: unreachable), by a BFS in C."""
+        """Distance of every core node to ``ct`` (-1: unreachable): in plain Python on small
+        graphs, by a BFS in C (scipy) on large ones - the same distances either way."""
         self.searches += 1
-        order, pred = breadth_first_order(self._rev, ct, directed=True,
+        if self._nredges <= PY_SEARCH_EDGES:
+            return self._bfs_py(ct)
+        from scipy.sparse.csgraph import breadth_first_order
+
+        order, pred = breadth_first_order(self._reverse_matrix(), ct, directed=True,
                                           return_predecessors=True)
         pos = self._pos
         pos[order] = self._arange[: order.size]
@@ -265,6 +282,37 @@ class Router:
             full[order[lo:hi]] = level
             lo, hi, level = hi, 1 + int(np.searchsorted(pp, hi, side="left")), level + 1
         return full[: self._ncore]
+
+    def _bfs_py(self, ct: int) -> np.ndarray:
+        """:meth:`_bfs` level by level over the reversed adjacency lists."""
+        radj = self._radj
+        full = [-1] * self._nexp
+        full[ct] = 0
+        frontier = [ct]
+        level = 0
+        while frontier:
+            level += 1
+            nxt = []
+            for x in frontier:
+                for y in radj[x]:
+                    if full[y] < 0:
+                        full[y] = level
+                        nxt.append(y)
+            frontier = nxt
+        return np.array(full[: self._ncore], dtype=np.int32)
+
+    def _reverse_matrix(self):
+        """The reversed expanded graph as a scipy CSR matrix (built once, on demand)."""
+        if self._rev is None:
+            from scipy.sparse import csr_matrix
+
+            rows = [r for r, cs in enumerate(self._radj) for _ in cs]
+            cols = [c for cs in self._radj for c in cs]
+            self._rev = csr_matrix(
+                (np.ones(len(rows)), (np.array(rows, dtype=np.int64),
+                                      np.array(cols, dtype=np.int64))),
+                shape=(self._nexp, self._nexp))
+        return self._rev
 
     def _dist_vec(self, rep: int) -> np.ndarray:
         """Distances to ``rep`` (a twin representative), searched once and cached."""

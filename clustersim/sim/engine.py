@@ -23,7 +23,9 @@ Speed (bench/bench_training.py, bench/bench_knl.py): a run is hundreds of thousa
 so the hot paths avoid per-event allocation and calls - one reusable timer per actor,
 messages as timeouts that carry their own delivery data, costs looked up by operation
 identity, handles and messages built without their dataclass ``__init__``, SimPy's loop
-written out (:class:`_Environment`) and the cyclic garbage collector off during a run.
+written out (:class:`_Environment`, with a FIFO lane for events due "now"), a message
+handed straight to a receiver blocked in a matching ``Recv``, message plans kept per
+platform across runs, and the cyclic garbage collector off during a run.
 None of it changes which events are scheduled, when or in which order: results, traces and
 ``sim_events`` are those of the straightforward process-based interpreter.
 """
@@ -31,9 +33,10 @@ None of it changes which events are scheduled, when or in which order: results, 
 from __future__ import annotations
 
 import gc
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from heapq import heappop, heappush
 from typing import Any
 
@@ -43,6 +46,7 @@ from simpy.events import URGENT as _URGENT
 
 from clustersim.algorithms.base import ActorSpec, JobInfo
 from clustersim.algorithms.ops import (
+    ANY,
     Collective,
     Compute,
     Handle,
@@ -154,17 +158,6 @@ assert tuple(f.name for f in fields(Message)) == _MSG_FIELDS
 assert tuple(f.name for f in fields(Handle)) == ("id",)
 
 
-def _message(src: int, tag: int, nbytes: float, data: Any, sent_at: float) -> Message:
-    m = _new(Message)
-    s_src, s_tag, s_nbytes, s_data, s_sent = _MSG_SET
-    s_src(m, src)
-    s_tag(m, tag)
-    s_nbytes(m, nbytes)
-    s_data(m, data)
-    s_sent(m, sent_at)
-    return m
-
-
 class _Environment(simpy.Environment):
     """SimPy's environment with its event loop written out for runs without ``until``.
 
@@ -173,22 +166,66 @@ class _Environment(simpy.Environment):
     ``try``/``except`` per event (a run processes hundreds of thousands of events; SimPy's
     loop costs about a third of what a bare SimPy process costs per event).  Runs with
     ``until`` use SimPy's own loop.
+
+    *The lane.*  Half the events of a message-heavy run are scheduled for the current
+    instant at ``NORMAL`` priority (an actor woken by mail, an event that succeeds now); in
+    the heap each such entry sifts from the bottom to the top and back down (~2 log n tuple
+    comparisons).  While ``run()`` drives, they go to a FIFO beside the heap instead: they
+    all carry the current time and increasing ids, so the FIFO is sorted by the heap's own
+    key ``(time, priority, id)``, and ``run()`` takes whichever of the two heads has the
+    smaller key - the events come out in exactly the order the heap alone gives them, and
+    are numbered (``RunResult.sim_events``) the same.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lane: deque[tuple] = deque()
+        self._laned = False
+        #: schedule an entry ``(now, NORMAL, id, event)`` (the engine's hot paths build it);
+        #: not a bound method of the environment, which would make it a reference cycle
+        #: (freed only by the cyclic collector, which is off during runs)
+        self._heap_push = partial(heappush, self._queue)
+        self.push_now = self._heap_push
+
+    def schedule(self, event: simpy.Event, priority: int = _NORMAL, delay: Any = 0) -> None:
+        item = (self._now + delay, priority, next(self._eid), event)
+        if self._laned and priority == _NORMAL and delay == 0:
+            self._lane.append(item)
+        else:
+            heappush(self._queue, item)
 
     def run(self, until: Any = None) -> Any:
         if until is not None:
             return super().run(until)
         queue = self._queue
+        lane = self._lane
+        take = lane.popleft
         pop = heappop
-        while queue:
-            self._now, _, _, event = pop(queue)
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
+        self._laned = True
+        self.push_now = lane.append
+        try:
+            while True:
+                if lane:
+                    if queue and queue[0] < lane[0]:
+                        self._now, _, _, event = pop(queue)
+                    else:
+                        self._now, _, _, event = take()
+                elif queue:
+                    self._now, _, _, event = pop(queue)
+                else:
+                    break
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
+        finally:
+            self._laned = False
+            self.push_now = self._heap_push
+            while lane:  # left by a crash: back to the heap, where peek() and step() look
+                heappush(queue, lane.popleft())
         return None
 
 
@@ -205,33 +242,40 @@ def _at(env: simpy.Environment, delay: float, priority: int, callback) -> simpy.
     return ev
 
 
-class _Wake(simpy.Event):
+class _Wake:
     """An actor's own timer, re-armed for every wait on its clock (compute run ahead, its
-    end): a succeeded event that is scheduled again once processed.  Nothing but the actor
-    waits for it, so one object per actor replaces a :class:`simpy.Timeout` per wait."""
+    end, mail): a succeeded event that is scheduled again once processed.  Nothing but the
+    actor waits for it, so one object per actor replaces a :class:`simpy.Timeout` per wait.
 
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-        self.callbacks = None  # armed by ``callbacks = [...]`` + ``env.schedule``
-        self._ok = True
-        self._value = None
+    Not a :class:`simpy.Event`: the event loop reads ``callbacks``, ``_ok`` and ``_value``
+    only, and a slotted object without SimPy's ``__init__`` is cheaper to arm."""
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self) -> None:
+        self.callbacks: list | None = None  # armed by ``callbacks = [...]`` + a schedule
 
 
-class _Post(simpy.Event):
+class _Post:
     """A point-to-point message in flight: a timeout (its delivery time) that carries the
     message's sender, operation and start, so that delivery is one bound method of the engine
-    instead of a timeout plus a closure per message."""
+    instead of a timeout plus a closure per message.
 
-    def __init__(self, env: simpy.Environment, delay: float, callback, i: int, op: Send,
-                 t0: float) -> None:
-        self.env = env
+    Like :class:`_Wake`, a slotted stand-in for a succeeded :class:`simpy.Event`: what waits
+    for a message (the sender's ``_resumed``, a ``Wait`` on its handle, :class:`_AllOf`) only
+    appends to ``callbacks`` and reads ``_value``."""
+
+    __slots__ = ("callbacks", "src", "op", "t0")
+    _ok = True
+    _value = None
+
+    def __init__(self, callback, i: int, op: Send, t0: float) -> None:
         self.callbacks = [callback]
-        self._ok = True
-        self._value = None
         self.src = i
         self.op = op
         self.t0 = t0
-        heappush(env._queue, (env._now + delay, _NORMAL, next(env._eid), self))  # schedule()
 
 
 class _AllOf:
@@ -347,15 +391,33 @@ class Engine:
         self._sched_cache: dict[tuple, Any] = {}
         self._cost_cache: dict[tuple, float] = {}
         self._iter = [0] * len(self.actors)
+        self._ranks = [a.rank for a in self.actors]
         self._latency: dict[tuple[int, ...], float] = {}  # route -> header-only message time
         self._plans: list[dict[tuple[int, float], tuple]] = [{} for _ in self.actors]
+        # plans by (source device, destination device, bytes), shared by every run on this
+        # platform with these parameters in this process (see _plan)
+        memo = getattr(platform, "memo", None)
+        key = ("p2p plans", params, queued)
+        try:
+            shared = memo.setdefault(key, {}) if memo is not None else {}
+        except TypeError:  # parameters that do not hash: plans for this run only
+            shared = {}
+        self._shared_plans: dict[tuple[int, int, float], tuple] = shared
+        # non-blocking Recv processes under way per actor (a message is handed straight to a
+        # blocked actor only when none could take it first; see _arrived)
+        self._nb_recv = [0] * len(self.actors)
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> RunResult:
         env = self.env
+        queue = env._queue
         for i, a in enumerate(self.actors):
-            # what env.process() does: the actor starts at an URGENT event of time 0
-            _at(env, 0, _URGENT, _Actor(self, i, a).start)
+            # what env.process() does: the actor starts at an URGENT event of time 0 (here
+            # the actor's own timer, free until then)
+            actor = _Actor(self, i, a)
+            wake = actor.wake
+            wake.callbacks = [actor.start]
+            heappush(queue, (env._now + 0, _URGENT, next(env._eid), wake))
         # The cyclic garbage collector is off while the events run: a run allocates millions
         # of short-lived objects (events, messages, tuples), each allocation burst triggers a
         # collection, and the older generations hold the whole platform graph (4,352 devices
@@ -516,24 +578,37 @@ class Engine:
         return rank
 
     # -- point to point ----------------------------------------------------------------------
-    def _plan(self, i: int, dst: int, nbytes: float) -> tuple[int, tuple[int, ...], float, float]:
+    def _plan(self, i: int, dst: int, nbytes: float) -> tuple:
         """How a message of ``nbytes`` from actor ``i`` to ``dst`` travels: ``(mode, route,
-        latency, bytes to drain)``.  Pure in its arguments (routes are deterministic, protocol
-        costs depend on the route and size only), so it is computed once per actor, peer and
-        size (:meth:`_start_send` caches it)."""
-        j = self._index(dst)
-        route = self.platform.route(self.placement[i], self.placement[j])
+        latency, bytes to drain, per-link drain times)``.  Pure in the devices and the size
+        (routes are deterministic, protocol costs depend on the route and size only), so it
+        is computed once per device pair and size and kept on the platform for every later
+        run in this process with the same network parameters (a 4,000-worker point needs
+        8,000 of them, a few milliseconds each time otherwise); :meth:`_start_send` also
+        caches it per actor, peer and size."""
+        src_dev = self.placement[i]
+        dst_dev = self.placement[self._index(dst)]
+        key = (src_dev, dst_dev, nbytes)
+        plan = self._shared_plans.get(key)
+        if plan is None:
+            plan = self._shared_plans[key] = self._new_plan(src_dev, dst_dev, nbytes)
+        return plan
+
+    def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
+        route = self.platform.route(src_dev, dst_dev)
         if not route:
-            return _LOCAL, route, 0.0, 0.0
+            return _LOCAL, route, 0.0, 0.0, ()
         if nbytes > 0 and self._queues is not None:
             lat, drain = self.net.message_plan(route, nbytes)
-            return _QUEUED, route, lat, drain
+            rate = self._queues.rate
+            # what LinkQueues.reserve divides per link, divided once
+            return _QUEUED, route, lat, drain, tuple(drain / rate[lk] for lk in route)
         if nbytes > 0:
-            return _FLOW, route, 0.0, nbytes
+            return _FLOW, route, 0.0, nbytes, ()
         lat = self._latency.get(route)
         if lat is None:
             lat = self._latency[route] = self.net.message_latency(route, 0.0)
-        return _HEADER, route, lat, 0.0
+        return _HEADER, route, lat, 0.0, ()
 
     def _start_send(self, i: int, op: Send) -> simpy.Event | None:
         """Start a point-to-point message; the returned event fires when it has arrived
@@ -550,48 +625,81 @@ class Engine:
         plan = plans.get(key)
         if plan is None:
             plan = plans[key] = self._plan(i, op.dst, op.nbytes)
-        mode, route, lat, drain = plan
+        mode = plan[0]
         env = self.env
         t0 = env._now
         if mode == _QUEUED:
-            return _Post(env, self._queues.reserve(route, drain, t0, lat) - t0, self._arrived,
-                         i, op, t0)
+            post = _Post(self._arrived, i, op, t0)
+            # env.schedule(), inline: at the booked arrival
+            arrival = self._queues.reserve_times(plan[1], plan[4], t0, plan[2])
+            # now + (arrival - now), as a timeout's delay adds up (not always == arrival)
+            heappush(env._queue, (t0 + (arrival - t0), _NORMAL, next(env._eid), post))
+            return post
         if mode == _HEADER:
-            return _Post(env, lat, self._arrived, i, op, t0)
+            post = _Post(self._arrived, i, op, t0)
+            heappush(env._queue, (t0 + plan[2], _NORMAL, next(env._eid), post))
+            return post
         if mode == _LOCAL:
-            self._sent(i, op, t0)
+            self._arrived(_Post(None, i, op, t0))
             return None
-        ev = self.net.transfer(route, op.nbytes)
-        ev.callbacks.append(lambda _ev: self._sent(i, op, t0))
+        ev = self.net.transfer(plan[1], op.nbytes)
+        ev.callbacks.append(lambda _ev: self._arrived(_Post(None, i, op, t0)))
         return ev
 
     def _arrived(self, post: _Post) -> None:
-        """A message in flight has arrived (the callback of its :class:`_Post`)."""
-        self._sent(post.src, post.op, post.t0)
+        """The message has arrived (the callback of its :class:`_Post`, or called at once by
+        a local copy): deliver it and account the sender's time.
 
-    def _sent(self, i: int, op: Send, t0: float) -> None:
-        """The message has arrived: deliver it and account the sender's time."""
+        A receiver blocked in a ``Recv`` that this message matches, with nothing else that
+        could take it (no other waiter, no non-blocking ``Recv`` under way), gets it handed
+        over with its wake-up (``_Actor.got``) instead of through its mailbox: the message
+        would be the earliest match in the box (the receiver blocked because there was
+        none), so the wake-up would take exactly this one - the same result, the same
+        events, without filing and taking it.
+        """
         env = self.env
         now = env._now
+        i = post.src
+        op = post.op
+        t0 = post.t0
         j = op.dst  # actor ranks are actor indices (see _index)
-        self._mail[j].put(_message(self.actors[i].rank, op.tag, op.nbytes, op.data, t0))
+        m = _new(Message)  # Message(src, tag, nbytes, data, sent_at), slots filled directly
+        s_src, s_tag, s_nbytes, s_data, s_sent = _MSG_SET
+        s_src(m, self._ranks[i])
+        s_tag(m, op.tag)
+        s_nbytes(m, op.nbytes)
+        s_data(m, op.data)
+        s_sent(m, t0)
         waiters = self._mail_wait[j]
         if waiters:
             self._mail_wait[j] = []
-            for w in waiters:
-                if type(w) is _Actor:  # the actor itself, blocked in Recv: its own timer
-                    wake = w.wake
-                    wake.callbacks = [w._mailed]
-                    heappush(env._queue, (now, _NORMAL, next(env._eid), wake))  # at once
-                else:  # a non-blocking Recv's process
-                    w.succeed()
+            w = waiters[0]
+            if (len(waiters) == 1 and type(w) is _Actor and not self._nb_recv[j]
+                    and ((src := w.recv_op.src) == ANY or src == m.src)
+                    and ((tag := w.recv_op.tag) == ANY or tag == m.tag)):
+                w.got = m
+                wake = w.wake
+                wake.callbacks = [w._mailed]
+                env.push_now((now, _NORMAL, next(env._eid), wake))  # at once
+            else:
+                self._mail[j].put(m)
+                for w in waiters:
+                    if type(w) is _Actor:  # the actor itself, blocked in Recv: its own timer
+                        wake = w.wake
+                        wake.callbacks = [w._mailed]
+                        env.push_now((now, _NORMAL, next(env._eid), wake))  # at once
+                    else:  # a non-blocking Recv's process
+                        w.succeed()
+        else:
+            self._mail[j].put(m)
         st = self.stats[i]
-        st.bytes_sent += op.nbytes
+        nbytes = op.nbytes
+        st.bytes_sent += nbytes
         st.comm_total += now - t0
         if op.blocking:
             st.comm += now - t0
         if self.trace:
-            self._ev(i, "send", t0, now, op.label or "send", nbytes=op.nbytes, peer=op.dst)
+            self._ev(i, "send", t0, now, op.label or "send", nbytes=nbytes, peer=j)
 
     def _recv(self, i: int, op: Recv):
         """A non-blocking ``Recv``: a process beside the actor (the blocking one is inlined
@@ -600,20 +708,23 @@ class Engine:
         st = self.stats[i]
         t0 = env.now
         box = self._mail[i]
-        while True:
-            m = box.take(op.src, op.tag)
-            if m is not None:
-                if op.blocking:
-                    st.wait += env.now - t0
-                if self.trace and env.now > t0:
-                    self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
-                             peer=m.src)
-                return m
-            if op.poll:
-                return None
-            ev = env.event()
-            self._mail_wait[i].append(ev)
-            yield ev
+        try:
+            while True:
+                m = box.take(op.src, op.tag)
+                if m is not None:
+                    if op.blocking:
+                        st.wait += env.now - t0
+                    if self.trace and env.now > t0:
+                        self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
+                                 peer=m.src)
+                    return m
+                if op.poll:
+                    return None
+                ev = env.event()
+                self._mail_wait[i].append(ev)
+                yield ev
+        finally:
+            self._nb_recv[i] -= 1  # counted up by the actor when it spawned this receive
 
 
 class _Actor:
@@ -636,7 +747,7 @@ class _Actor:
     """
 
     __slots__ = ("eng", "i", "spec", "st", "device", "send", "wake", "pending", "t0",
-                 "entries", "recv_op", "table", "jbuf", "jdraw", "box", "gkey", "group")
+                 "entries", "recv_op", "table", "jbuf", "jdraw", "box", "gkey", "group", "got")
 
     def __init__(self, eng: Engine, i: int, spec: ActorSpec) -> None:
         self.eng = eng
@@ -645,11 +756,12 @@ class _Actor:
         self.st = eng.stats[i]
         self.device = eng.placement[i]
         self.send = None
-        self.wake = _Wake(eng.env)
+        self.wake = _Wake()
         self.pending: Any = None  # the operation that waits for the compute run ahead
         self.t0 = 0.0  # when the current blocking Recv or Wait started
         self.entries: list | None = None  # the handles' (event, rendezvous) of a Wait
         self.recv_op: Recv | None = None
+        self.got: Message | None = None  # a message handed over with the wake-up (_arrived)
         costs = eng.costs
         # the cost model's per-kind operation table and this rank's jitter buffer, read
         # inline below; a cost model without them is asked through compute() every time
@@ -680,10 +792,14 @@ class _Actor:
     def _mailed(self, _ev: simpy.Event) -> None:
         """Mail arrived while blocked in ``Recv``: take it, or wait again."""
         op = self.recv_op
-        m = self.box.take(op.src, op.tag)
-        if m is None:
-            self._wait_mail()
-            return
+        m = self.got
+        if m is not None:
+            self.got = None
+        else:
+            m = self.box.take(op.src, op.tag)
+            if m is None:
+                self._wait_mail()
+                return
         eng = self.eng
         now = eng.env._now
         t0 = self.t0
@@ -717,7 +833,10 @@ class _Actor:
             st.comm += blocked - waited
             if eng.trace:
                 eng._ev(self.i, "wait", t0, now, "wait handles")
-        self.run([e._value for e, _ in entries], None)  # noqa: SLF001
+        if len(entries) == 1:
+            self.run([entries[0][0]._value], None)  # noqa: SLF001
+        else:
+            self.run([e._value for e, _ in entries], None)  # noqa: SLF001
 
     def _ended(self, _ev: simpy.Event | None) -> None:
         env = self.eng.env
@@ -822,10 +941,15 @@ class _Actor:
                     if ev is None:  # a local copy is delivered at once
                         ev = env.event()
                         ev.succeed()
-                    value = eng._handle(ev)
+                    n = eng._next_handle  # eng._handle(ev), inline
+                    eng._next_handle = n + 1
+                    value = _new(Handle)
+                    _set_handle_id(value, n)
+                    eng._handles[n] = (ev, None)
             elif kind is Recv:
                 if op.blocking:
-                    m = self.box.take(op.src, op.tag)
+                    box = self.box
+                    m = box.take(op.src, op.tag) if box._live else None  # noqa: SLF001
                     if m is not None:
                         value = m
                     elif not op.poll:
@@ -834,10 +958,23 @@ class _Actor:
                         self._wait_mail()
                         return
                 else:
+                    eng._nb_recv[i] += 1  # until the receive's process ends (see _arrived)
                     value = eng._spawn(eng._recv(i, op))
             elif kind is Wait:
                 handles = eng._handles
-                entries = [handles.pop(h.id) for h in op.handles]
+                hs = op.handles
+                if len(hs) == 1:  # the common case, without the list comprehensions
+                    entry = handles.pop(hs[0].id)
+                    e = entry[0]
+                    if e.callbacks is None:
+                        value = [e._value]  # noqa: SLF001
+                        op = None
+                        continue
+                    self.entries = [entry]
+                    self.t0 = env._now
+                    e.callbacks.append(self._waited)
+                    return
+                entries = [handles.pop(h.id) for h in hs]
                 pending = [e for e, _ in entries if e.callbacks is not None]
                 if pending:
                     self.entries = entries

@@ -69,7 +69,13 @@ from typing import Any
 
 import numpy as np
 
-from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo
+from clustersim.algorithms.base import (
+    ActorContext,
+    ActorSpec,
+    AlgorithmDef,
+    JobInfo,
+    iteration_marks,
+)
 from clustersim.algorithms.easgd.common import (
     COMMON_PARAMS,
     MOMENTUM_PARAM,
@@ -102,13 +108,93 @@ VARIANTS: dict[str, tuple[str, bool, bool, bool]] = {
 
 def _exchange_ops(job: JobInfo) -> tuple[Send, Recv, Send, Recv, Compute]:
     """A worker's side of one elastic exchange with the master (rank ``p``): ready, go, push,
-    centre, pull - one set per worker, shared by the timing-only and the math paths."""
-    master = job.workers
-    return (Send(master, 0.0, tag=TAG_REQUEST, label="ready"),
-            Recv(src=master, tag=TAG_GO, label="wait for master"),
-            Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights"),
-            Recv(src=master, tag=TAG_CENTRE, label="centre"),
-            Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull"))
+    centre, pull - shared by the timing-only and the math paths.
+
+    Built once per job and shared by every worker: operations are immutable, and 4,253
+    workers each building five frozen dataclasses cost more than their first iteration to
+    simulate (the engine also memoises costs and routes by operation identity)."""
+    key = (job.workers, job.grad_bytes)
+    ops = _EXCHANGE_OPS.get(key)
+    if ops is None:
+        master = job.workers
+        ops = (Send(master, 0.0, tag=TAG_REQUEST, label="ready"),
+               Recv(src=master, tag=TAG_GO, label="wait for master"),
+               Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights"),
+               Recv(src=master, tag=TAG_CENTRE, label="centre"),
+               Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull"))
+        if len(_EXCHANGE_OPS) >= 64:
+            _EXCHANGE_OPS.clear()
+        _EXCHANGE_OPS[key] = ops
+    return ops
+
+
+
+#: (master rank, weights bytes) -> a worker's exchange operations (see :func:`_exchange_ops`)
+_EXCHANGE_OPS: dict[tuple[int, float], tuple[Send, Recv, Send, Recv, Compute]] = {}
+
+
+class _PerWorker:
+    """The master's operations that name one worker, built on first use and reused by every
+    later exchange with it (an exchange would otherwise build three or four frozen
+    dataclasses; the master is the bottleneck actor of every master-based point).  They
+    depend on the worker and the weights' size only, so one set per size serves every
+    master of a sweep (:meth:`of`)."""
+
+    __slots__ = ("nbytes", "request", "go", "go_async", "push", "centre", "centre_async",
+                 "staleness")
+
+    def __init__(self, nbytes: float) -> None:
+        self.nbytes = nbytes
+        self.request: dict[int, Recv] = {}
+        self.go: dict[int, Send] = {}
+        self.go_async: dict[int, Send] = {}
+        self.push: dict[int, Recv] = {}
+        self.centre: dict[int, Send] = {}
+        self.centre_async: dict[int, Send] = {}
+        self.staleness: dict[int, Record] = {}
+
+    @classmethod
+    def of(cls, nbytes: float) -> _PerWorker:
+        """The shared set for weights of ``nbytes``."""
+        ops = _PER_WORKER.get(nbytes)
+        if ops is None:
+            if len(_PER_WORKER) >= 16:
+                _PER_WORKER.clear()
+            ops = _PER_WORKER[nbytes] = cls(nbytes)
+        return ops
+
+    def get_request(self, w: int) -> Recv:
+        op = self.request.get(w)
+        if op is None:
+            op = self.request[w] = Recv(src=w, tag=TAG_REQUEST, label="request")
+        return op
+
+    def get_go(self, w: int, blocking: bool = True) -> Send:
+        ops = self.go if blocking else self.go_async
+        op = ops.get(w)
+        if op is None:
+            op = ops[w] = Send(w, 0.0, tag=TAG_GO, blocking=blocking, label="go")
+        return op
+
+    def get_push(self, w: int) -> Recv:
+        op = self.push.get(w)
+        if op is None:
+            op = self.push[w] = Recv(src=w, tag=TAG_PUSH, label="weights")
+        return op
+
+    def get_centre(self, w: int, blocking: bool) -> Send:
+        ops = self.centre if blocking else self.centre_async
+        op = ops.get(w)
+        if op is None:
+            op = ops[w] = Send(w, self.nbytes, tag=TAG_CENTRE, blocking=blocking,
+                               label="centre")
+        return op
+
+    def get_staleness(self, v: int) -> Record:
+        op = self.staleness.get(v)
+        if op is None:
+            op = self.staleness[v] = Record("staleness", v)
+        return op
 
 
 def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
@@ -120,8 +206,9 @@ def master_worker(ctx: ActorContext, variant: str) -> ActorGen:
     tau = ctx.params["tau"]
     ready, go, push, centre, pull = _exchange_ops(job)
     step = local_step(VARIANTS[variant][3])
+    marks = iteration_marks(job.iterations)
     for it in range(job.iterations):
-        yield Record("iteration", it)
+        yield marks[it]
         for op in step:  # noqa: UP028 - yield from a tuple breaks on a non-None send()
             yield op
         if (it + 1) % tau == 0:
@@ -156,44 +243,47 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     applied = Record("update", 1)
     m = ctx.math
     move = None if m is None else _centre_move(m, moving_rate(ctx.params, p))
+    ops = _PerWorker.of(nbytes)
     for k in range(total):
         if order == "rank":
             w = k % p
-            yield Recv(src=w, tag=TAG_REQUEST, label="request")
-            yield Send(w, 0.0, tag=TAG_GO, label="go")
+            yield ops.get_request(w)
+            yield ops.get_go(w)
         elif next_worker is None:
             w = (yield any_request).src
-            yield Send(w, 0.0, tag=TAG_GO, label="go")
+            yield ops.get_go(w)
         else:
             w, next_worker = next_worker, None
             yield Wait(next_go)
         prev = replies.pop(w, None)
         if prev is not None:
             yield Wait(prev)  # the worker asked again, so it has the last answer: no wait
-        pushed = yield Recv(src=w, tag=TAG_PUSH, label="weights")
-        yield Record("staleness", k - last_read[w])  # k updates were applied before this one
+        pushed = yield ops.get_push(w)
+        yield ops.get_staleness(k - last_read[w])  # k updates were applied before this one
         if prefetch and k + 1 < total:
             # double-buffered receive: a worker already waiting may push during the update
             # (into another buffer - the lock guards the centre, not the receive)
             msg = yield waiting
             if msg is not None:
                 next_worker = msg.src
-                next_go = yield Send(next_worker, 0.0, tag=TAG_GO, blocking=False, label="go")
+                next_go = yield ops.get_go(next_worker, blocking=False)
         if lock_free:
             # the centre goes out as it is (no lock) while the update runs beside the loop
-            replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False, label="centre",
-                                    data=None if m is None else m.params())
+            centre = ops.get_centre(w, blocking=False)
+            replies[w] = yield (centre if m is None else replace(centre, data=m.params()))
             if updating is not None:
                 yield Wait(updating)
             updating = yield update if m is None else attach(update, move, pushed.data)
         else:
             read = None if m is None else m.params()  # the centre this exchange reads
             yield update if m is None else attach(update, move, pushed.data)
+            centre = ops.get_centre(w, blocking=not async_reply)
+            if m is not None:
+                centre = replace(centre, data=read)
             if async_reply:
-                replies[w] = yield Send(w, nbytes, tag=TAG_CENTRE, blocking=False,
-                                        label="centre", data=read)
+                replies[w] = yield centre
             else:
-                yield Send(w, nbytes, tag=TAG_CENTRE, label="centre", data=read)
+                yield centre
         yield applied
         last_read[w] = k + 1
     pending = list(replies.values()) + ([updating] if updating is not None else [])
@@ -287,3 +377,7 @@ HOGWILD = _definition(
     "hogwild_easgd",
     "Hogwild EASGD: FIFO master that updates the centre without a lock (updates overlap)",
     YOU)
+
+
+#: weights bytes -> the masters' per-worker operations (see :class:`_PerWorker`)
+_PER_WORKER: dict[float, _PerWorker] = {}
