@@ -12,15 +12,18 @@ from dataclasses import replace
 
 import pytest
 
-from clustersim.calibration.computefit import fit_compute, memory_plateau, pack_bytes
+from clustersim.calibration.computefit import fit_compute, memory_plateau
 from clustersim.calibration.profile import dump_profile, parse_profile
+from clustersim.calibration.rows import rows_from_events
+from clustersim.calibration.synthetic import simulated_microbench
 from clustersim.catalog import DeviceSpec, device_from_dict
+from clustersim.network.params import NetworkParams
+from clustersim.platform.model import PlatformBuilder
 from clustersim.workload.compute import (
     ComputeOverrides,
     gemm_pack_time,
     gemm_shape,
     layer_time,
-    roofline,
 )
 from clustersim.workload.layer import Layer
 
@@ -66,32 +69,29 @@ def test_no_pack_rate_and_weight_free_layers_are_unchanged():
     assert gemm_pack_time(fc(8, 8), DEV, 4, "forward") == (0.0, 0.0)
 
 
-def gemm_rows(dev: DeviceSpec, eff: dict[str, float]) -> list[dict]:
-    rows = []
-    for m, n, k, cls in [(64, 512, 512, "fc"), (128, 1024, 1024, "fc"), (32, 2048, 1024, "fc"),
-                         (256, 1024, 2048, "fc"), (64, 2048, 2048, "fc"),
-                         (12544, 64, 576, "conv"), (3136, 128, 1152, "conv"),
-                         (784, 256, 2304, "conv")]:
-        flops = 2.0 * m * n * k
-        t, _ = roofline(flops, 4.0 * (m * k + k * n + m * n), dev, eff[cls],
-                        dev.mem_efficiency, dev.overhead)
-        if dev.pack_rate:
-            t += pack_bytes(m, n, k) / dev.pack_rate
-        rows.append({"bench": "gemm", "m": m, "n": n, "k": k, "flops": flops, "time": t,
-                     "class": cls})
-    return rows
+SHAPES = [(64, 512, 512, "fc"), (128, 1024, 1024, "fc"), (32, 2048, 1024, "fc"),
+          (256, 1024, 2048, "fc"), (64, 2048, 2048, "fc"), (12544, 64, 576, "conv"),
+          (3136, 128, 1152, "conv"), (784, 256, 2304, "conv")]
 
 
-def copy_rows(dev: DeviceSpec) -> list[dict]:
-    return [{"bench": "memory", "kernel": "copy", "size": s, "bytes_moved": 2 * s,
-             "time": roofline(0, 2 * s, dev, 1, dev.mem_efficiency, dev.overhead)[0]}
-            for s in (1 << 22, 1 << 24, 1 << 26)]
+def bench_rows(dev: DeviceSpec, eff: dict[str, float], shapes=SHAPES) -> tuple[list, list]:
+    """(GEMM rows, copy rows) the simulator's own machine (:mod:`.synthetic`, roofline plus
+    packing when ``dev.pack_rate`` is set) times on one device of ``dev``."""
+    b = PlatformBuilder("one")
+    b.add_device("d0", dev, host=0)
+    events = simulated_microbench(b.build(), NetworkParams(), [0], gemm_shapes=shapes,
+                                  efficiency=eff, mem_sizes=[1 << 22, 1 << 24, 1 << 26],
+                                  repeats=1)
+    rows = rows_from_events(events)
+    cls = {(m, n, k): c for m, n, k, c in shapes}
+    gemm = [{**r, "class": cls[(r["m"], r["n"], r["k"])]} for r in rows if r["bench"] == "gemm"]
+    return gemm, [r for r in rows if r["bench"] == "memory"]
 
 
 def test_fit_recovers_the_packing_rate():
     truth = replace(DEV, pack_rate=PACK)
     eff = {"fc": 0.6, "conv": 0.45}
-    cf = fit_compute(gemm_rows(truth, eff), copy_rows(truth), [], DEV)
+    cf = fit_compute(*bench_rows(truth, eff), [], DEV)
     assert cf.pack_rate == pytest.approx(PACK, rel=1e-4)
     assert cf.efficiency["fc"] == pytest.approx(0.6, rel=1e-4)
     assert cf.efficiency["conv"] == pytest.approx(0.45, rel=1e-4)
@@ -99,14 +99,14 @@ def test_fit_recovers_the_packing_rate():
 
 
 def test_fit_reports_no_packing_when_there_is_none():
-    cf = fit_compute(gemm_rows(DEV, {"fc": 0.6, "conv": 0.45}), copy_rows(DEV), [], DEV)
+    cf = fit_compute(*bench_rows(DEV, {"fc": 0.6, "conv": 0.45}), [], DEV)
     assert cf.pack_rate is None
     assert any("packing" in n for n in cf.notes)
 
 
 def test_one_gemm_shape_cannot_tell_packing_from_rate():
-    rows = gemm_rows(replace(DEV, pack_rate=PACK), {"fc": 0.6, "conv": 0.45})[:1] * 4
-    assert fit_compute(rows, copy_rows(DEV), [], DEV).pack_rate is None
+    gemm, copies = bench_rows(replace(DEV, pack_rate=PACK), {"fc": 0.6, "conv": 0.45})
+    assert fit_compute(gemm[:1] * 4, copies, [], DEV).pack_rate is None
 
 
 def test_memory_plateau_drops_copies_a_shared_cache_served():
@@ -120,7 +120,7 @@ def test_all_ranks_copies_set_bandwidth_over_a_lone_rank():
     def rows(ctx, bw):
         return [{"bench": "memory", "kernel": "copy", "size": s, "bytes_moved": 2 * s,
                  "time": 2 * s / bw, "context": ctx} for s in (16 << 20, 64 << 20)]
-    gem = gemm_rows(DEV, {"fc": 0.6, "conv": 0.45})
+    gem = bench_rows(DEV, {"fc": 0.6, "conv": 0.45})[0]
     cf = fit_compute(gem, rows(None, 10e9) + rows("peer_polling", 20e9), [], DEV)
     assert cf.sustained_mem == pytest.approx(10e9, rel=0.02)
 

@@ -135,8 +135,8 @@ _POOL_CASES: list[tuple[str, Scenario, AlgorithmSpec]] = []
 def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMetrics]:
     """One point in a pool process.
 
-    The cyclic collector stays off for the whole point and what survives it is then frozen
-    (``gc.freeze``): a point leaves tens of thousands of objects in per-process caches
+    The cyclic collector is off during the point (:func:`simulate_point`) and what survives
+    it is then frozen (``gc.freeze``): a point leaves tens of thousands of objects in per-process caches
     (message plans, routes, jitter streams, shared operations), and the first collection
     after a point would otherwise walk all of them - ~10 ms per point, a tenth of a second
     per pool process on the KNL sweep.  A run's own objects are freed by reference counting
@@ -144,12 +144,8 @@ def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMet
     the pool."""
     ci, w, r, seed = task
     _title, s, alg = _POOL_CASES[ci]
-    gc.disable()
-    try:
-        m, _ = simulate_point(s, alg, w, seed, False)
-    finally:
-        gc.freeze()
-        gc.enable()
+    m, _ = simulate_point(s, alg, w, seed, False)
+    gc.freeze()
     return ci, w, r, m
 
 
