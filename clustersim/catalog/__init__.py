@@ -13,8 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from clustersim._yaml import safe_load
 from clustersim.errors import InputError, unknown_name
 from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
 
@@ -196,8 +195,8 @@ class Catalog:
 def builtin_catalog() -> Catalog:
     """The shipped catalog (parsed once per process)."""
     pkg = resources.files(__package__)
-    raw_dev = yaml.safe_load(pkg.joinpath("devices.yaml").read_text())
-    raw_link = yaml.safe_load(pkg.joinpath("links.yaml").read_text())
+    raw_dev = safe_load(pkg.joinpath("devices.yaml").read_text())
+    raw_link = safe_load(pkg.joinpath("links.yaml").read_text())
     devices = {n: device_from_dict(n, d, path=("devices.yaml", n)) for n, d in raw_dev.items()}
     links = {n: link_from_dict(n, d, path=("links.yaml", n)) for n, d in raw_link.items()}
     return Catalog(devices, links)

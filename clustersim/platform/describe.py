@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from clustersim._yaml import safe_load
 from clustersim.catalog import (
     Catalog,
     DeviceSpec,
@@ -98,7 +99,7 @@ def load_platform(file: str | Path, catalog: Catalog | None = None) -> Platform:
     except OSError as exc:
         raise InputError(f"cannot read platform file: {exc.strerror}", file=file) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=file,

@@ -61,9 +61,9 @@ def _direct(dims: tuple[int, ...], device: DeviceSpec, link: LinkSpec, node: Nod
         m = add_machine(b, i, node, device)
         port = m.ports[0] if m.ports else None  # no port: a lone machine without a NIC
         if port is not None:
-            b.graph.nodes[port]["coord"] = c
-            if b.graph.nodes[port]["kind"] == "nic":
-                b.graph.nodes[port]["kind"] = "router"
+            b.nodes[port]["coord"] = c
+            if b.nodes[port]["kind"] == "nic":
+                b.nodes[port]["kind"] = "router"
         routers.append(port)
     for i, c in enumerate(coords):
         for dim, size in enumerate(dims):

@@ -48,7 +48,7 @@ def explicit(nodes: Sequence[ExplicitNode], links: Sequence[ExplicitLink], *,
         if not isinstance(n.name, str) or not n.name:
             raise InputError(f"node name must be a non-empty string, not {n.name!r}",
                              path=("nodes", i, "name"))
-        if n.name in b.graph:
+        if n.name in b.nodes:
             raise InputError(f"duplicate node name {n.name!r}", path=("nodes", i, "name"))
         if n.kind == "device":
             if n.device is None:
@@ -71,8 +71,8 @@ def explicit(nodes: Sequence[ExplicitNode], links: Sequence[ExplicitLink], *,
         raise InputError("an explicit platform needs at least one device node", path=("nodes",))
     for i, lk in enumerate(links):
         for end in (lk.a, lk.b):
-            if end not in b.graph:
-                raise unknown_name("node", end, list(b.graph.nodes), path=("links", i))
+            if end not in b.nodes:
+                raise unknown_name("node", end, list(b.nodes), path=("links", i))
         try:
             b.add_link(lk.a, lk.b, lk.spec, cost=lk.cost)
         except InputError as exc:

@@ -1,5 +1,11 @@
 """The platform: devices, switches and links as a networkx graph, plus routing.
 
+``Platform.graph`` is a :class:`networkx.DiGraph`, built on first use from the platform's own
+node and adjacency tables (the same dict-of-dicts shapes networkx keeps inside): building,
+routing, costing and describing a platform read the tables, so a ``clustersim predict`` does
+not import networkx at all (~0.1 s of start-up, a twentieth of the KNL scenario's run), while
+anything that wants the graph - analyses, tests, retuning - gets a real one.
+
 Why a graph and link *resources*: the network model shares bandwidth per link direction, so a
 route is a tuple of integer resource ids and capacities live in one numpy array.  A full-duplex
 cable becomes two directed edges with two resources; a half-duplex one becomes two directed
@@ -20,20 +26,32 @@ switch hashing a flow's 5-tuple with its own seed.  See :mod:`clustersim.platfor
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
 from clustersim.platform.routing import NoRoute, Router
 
-__all__ = ["Platform", "PlatformBuilder", "Route"]
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["Platform", "PlatformBuilder", "Route", "Tables"]
 
 Route = tuple[int, ...]
+
+
+@dataclass
+class Tables:
+    """A directed graph as networkx stores one: ``nodes[n]`` the attributes of node ``n``,
+    ``adj[u][v]`` those of edge u->v (insertion order kept), ``meta`` the graph's own."""
+
+    nodes: dict[str, dict[str, Any]]
+    adj: dict[str, dict[str, dict[str, Any]]]
+    meta: dict[str, Any]
 
 
 @dataclass
@@ -47,32 +65,33 @@ class _LinkRes:
 class PlatformBuilder:
     """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`.
 
-    Nodes go into ``graph`` at once (builders may annotate them); links are kept in a list
-    and added to the graph in one batch by :meth:`build`, which is several times faster
-    than networkx's per-edge ``add_edge`` on platforms with tens of thousands of links.
+    ``nodes[name]`` holds each node's attributes as it is added (builders may annotate
+    them); links go into plain adjacency dicts - the platform builds a networkx graph from
+    both only if someone asks for it (:attr:`Platform.graph`).
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.graph = nx.DiGraph()
+        self.nodes: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
+        self._adj: dict[str, dict[str, dict[str, Any]]] = {}
         self._devices: list[str] = []
         self._res: list[_LinkRes] = []
-        self._edges: list[tuple[str, str, dict[str, Any]]] = []
-        self._pairs: set[tuple[str, str]] = set()
 
     def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
-        if name in self.graph:
-            raise InputError(f"duplicate node {name!r}")
-        self.graph.add_node(name, kind="device", spec=spec, host=host, **attrs)
+        self._new_node(name, {"kind": "device", "spec": spec, "host": host, **attrs})
         self._devices.append(name)
         return name
 
     def add_node(self, name: str, kind: str = "switch", **attrs: object) -> str:
-        if name in self.graph:
-            raise InputError(f"duplicate node {name!r}")
-        self.graph.add_node(name, kind=kind, **attrs)
+        self._new_node(name, {"kind": kind, **attrs})
         return name
+
+    def _new_node(self, name: str, attrs: dict[str, Any]) -> None:
+        if name in self.nodes:
+            raise InputError(f"duplicate node {name!r}")
+        self.nodes[name] = attrs
+        self._adj[name] = {}
 
     def add_link(
         self,
@@ -100,37 +119,31 @@ class PlatformBuilder:
             raise InputError(f"link {a}-{b} needs a non-negative latency, got {lat!r}")
         if cost.__class__ is not int or cost < 1:
             raise InputError(f"link {a}-{b} needs a positive integer routing cost, got {cost!r}")
-        nodes = self.graph._node  # plain dict membership: this runs once per cable
-        if a not in nodes or b not in nodes:
-            missing = a if a not in nodes else b
+        adj = self._adj
+        if a not in adj or b not in adj:
+            missing = a if a not in adj else b
             raise InputError(f"link {a}-{b} names unknown node {missing!r}")
         if a == b:
             raise InputError(f"link {a}-{b} connects a node to itself")
-        if (a, b) in self._pairs:
+        if b in adj[a]:
             raise InputError(f"duplicate link {a}-{b}")
-        self._pairs.add((a, b))
-        self._pairs.add((b, a))
         rid = len(self._res)
         self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd))
-        self._edges.append((a, b, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd,
-                                   "cost": cost}))
+        adj[a][b] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
         if dup:
             rid += 1
             self._res.append(_LinkRes(f"{b}->{a}", bw, lat, kd))
         else:
             self._res[rid].name = f"{a}<->{b}"
-        self._edges.append((b, a, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd,
-                                   "cost": cost}))
+        adj[b][a] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
 
     def build(self, devices: Sequence[str] | None = None) -> Platform:
         """Freeze.  ``devices`` orders the ranks (default: insertion order)."""
         order = tuple(devices) if devices is not None else tuple(self._devices)
         if not order:
             raise InputError(f"platform {self.name!r} has no devices")
-        self.graph.add_edges_from(self._edges)
-        self._edges = []
-        self.graph.graph.update(self.meta)
-        platform = Platform(self.name, self.graph, order, self._res)
+        tables = Tables(self.nodes, self._adj, dict(self.meta))
+        platform = Platform(self.name, tables, order, self._res)
         lost = platform.unreachable(order[0])
         if lost:
             raise InputError(
@@ -143,10 +156,17 @@ class PlatformBuilder:
 class Platform:
     """An immutable platform with deterministic ECMP routing between any two nodes."""
 
-    def __init__(self, name: str, graph: nx.DiGraph, devices: Sequence[str],
+    def __init__(self, name: str, graph: nx.DiGraph | Tables, devices: Sequence[str],
                  resources: Sequence[_LinkRes]) -> None:
+        """``graph``: a networkx DiGraph (kept as :attr:`graph`) or the :class:`Tables` of
+        one (a builder's; the graph is then made on first use)."""
         self.name = name
-        self.graph = graph
+        if isinstance(graph, Tables):
+            self._graph: nx.DiGraph | None = None
+            self._tables = graph
+        else:
+            self._graph = graph
+            self._tables = Tables(graph._node, graph._adj, graph.graph)
         self.devices: tuple[str, ...] = tuple(devices)
         self.link_names: tuple[str, ...] = tuple(r.name for r in resources)
         self.link_kind: tuple[str, ...] = tuple(r.kind for r in resources)
@@ -154,17 +174,21 @@ class Platform:
         self.latency = np.array([r.latency for r in resources], dtype=float)
         self.capacity.setflags(write=False)
         self.latency.setflags(write=False)
+        nodes = self._tables.nodes
         # integer view of the graph for fast routing; node order = natural name order
-        self._names: list[str] = sorted(graph.nodes, key=_natural_key)
+        self._names: list[str] = sorted(nodes, key=_natural_key)
         self._index = {n: i for i, n in enumerate(self._names)}
         idx = self._index
         edges = [(idx[u], idx[v], data["link"], data.get("cost", 1))
-                 for u, nbrs in graph._adj.items() for v, data in nbrs.items()]
+                 for u, nbrs in self._tables.adj.items() for v, data in nbrs.items()]
         self._router = Router(len(self._names), edges)
         self._edge_index = edges
         self._dev_index = [idx[d] for d in self.devices]
         self._route_cache: dict[tuple[str | int, str | int], Route] = {}
-        self.rank_hosts: tuple[int, ...] = tuple(graph.nodes[d]["host"] for d in self.devices)
+        self.rank_hosts: tuple[int, ...] = tuple(nodes[d]["host"] for d in self.devices)
+        #: ``spec(rank)`` without a networkx node lookup: a 4,000-worker point asks for the
+        #: spec of every device several times (costs, job, actors)
+        self.rank_specs: tuple[DeviceSpec, ...] = tuple(nodes[d]["spec"] for d in self.devices)
         #: what simulations derive from this (immutable) platform and reuse across runs in
         #: one process, keyed by its users (the engine: point-to-point message plans)
         self.memo: dict[Any, Any] = {}
@@ -184,16 +208,46 @@ class Platform:
         return len(set(self.rank_hosts))
 
     @property
+    def graph(self) -> nx.DiGraph:
+        """The platform as a networkx DiGraph (node attributes ``kind``, ``spec``, ``host``;
+        edge attributes ``bandwidth``, ``latency``, ``link``, ``kind``, ``cost``), made on
+        first use.  Read it, do not change it: the platform is immutable (a retuned platform
+        is a new one, see :mod:`clustersim.calibration.retune`)."""
+        if self._graph is None:
+            import networkx as nx
+
+            t = self._tables
+            g = nx.DiGraph()
+            g.graph.update(t.meta)
+            g.add_nodes_from(t.nodes.items())
+            g.add_edges_from((u, v, d) for u, nbrs in t.adj.items() for v, d in nbrs.items())
+            self._graph = g
+        return self._graph
+
+    @property
+    def nodes(self) -> Mapping[str, dict[str, Any]]:
+        """Node name -> attributes, without making the networkx graph."""
+        return self._tables.nodes
+
+    @property
     def meta(self) -> dict[str, Any]:
         """What the builder recorded (topology name, parameters, oversubscription, ...)."""
-        return dict(self.graph.graph)
+        return dict(self._tables.meta)
 
     def spec(self, device: str | int) -> DeviceSpec:
-        return self.graph.nodes[self._dev(device)]["spec"]
+        if device.__class__ is int:
+            return self.rank_specs[device]
+        return self._tables.nodes[self._dev(device)]["spec"]
 
     def host(self, device: str | int) -> int:
         """The machine (node) a device sits in; hierarchical collectives group by it."""
-        return self.graph.nodes[self._dev(device)]["host"]
+        if device.__class__ is int:
+            return self.rank_hosts[device]
+        return self._tables.nodes[self._dev(device)]["host"]
+
+    def out_links(self, node: str) -> dict[str, dict[str, Any]]:
+        """Neighbour -> attributes of the links leaving ``node`` (by name)."""
+        return self._tables.adj[node]
 
     def _dev(self, device: str | int) -> str:
         return self.devices[device] if isinstance(device, (int, np.integer)) else device
@@ -272,7 +326,7 @@ class Platform:
         return [d for d, i in zip(self.devices, self._dev_index) if not seen[i]]
 
     def _link_end(self, node: str, link: int) -> str:
-        for v, data in self.graph[node].items():
+        for v, data in self._tables.adj[node].items():
             if data["link"] == link:
                 return v
         raise ValueError(f"link {link} does not leave {node!r}")  # an internal inconsistency
@@ -291,10 +345,11 @@ class Platform:
 
     def describe(self) -> str:
         kinds: dict[str, int] = {}
-        for _, data in self.graph.nodes(data=True):
+        for data in self._tables.nodes.values():
             kinds[data["kind"]] = kinds.get(data["kind"], 0) + 1
         parts = ", ".join(f"{v} {_plural(k, v)}" for k, v in sorted(kinds.items()))
-        return f"{self.name}: {parts}, {self.graph.number_of_edges() // 2} links"
+        edges = sum(len(nbrs) for nbrs in self._tables.adj.values())
+        return f"{self.name}: {parts}, {edges // 2} links"
 
 
 def _plural(word: str, count: int) -> str:

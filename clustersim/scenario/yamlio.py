@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
 
 __all__ = ["LineDict", "LineList", "load_yaml", "line_of"]
@@ -33,7 +34,7 @@ class LineList(list):
     item_lines: list[int]
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(SafeLoader):
     pass
 
 

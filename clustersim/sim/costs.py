@@ -272,5 +272,5 @@ class CostModel:
     def _host_link_bw(self, device: int) -> float:
         plat = self.platform
         name = plat.devices[device]
-        bws = [data["bandwidth"] for _, _, data in plat.graph.out_edges(name, data=True)]
+        bws = [data["bandwidth"] for data in plat.out_links(name).values()]
         return min(bws) if bws else float("inf")

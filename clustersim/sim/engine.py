@@ -86,7 +86,7 @@ COLLECTIVE_FLOW_MAX_RANKS = 16
 P2P_FLOW_MAX_ACTORS = 64
 
 
-@dataclass
+@dataclass(slots=True)  # slots: read and written on every event of the actor
 class ActorStats:
     rank: int
     role: str
@@ -406,6 +406,10 @@ class Engine:
         # non-blocking Recv processes under way per actor (a message is handed straight to a
         # blocked actor only when none could take it first; see _arrived)
         self._nb_recv = [0] * len(self.actors)
+        # what _Actor reads of the cost model, looked up once instead of once per actor
+        self._cost_hooks = (getattr(costs, "op_table", None),
+                            getattr(costs, "jitter_buffer", None),
+                            getattr(costs, "draw_jitter", None))
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -762,13 +766,11 @@ class _Actor:
         self.entries: list | None = None  # the handles' (event, rendezvous) of a Wait
         self.recv_op: Recv | None = None
         self.got: Message | None = None  # a message handed over with the wake-up (_arrived)
-        costs = eng.costs
         # the cost model's per-kind operation table and this rank's jitter buffer, read
         # inline below; a cost model without them is asked through compute() every time
-        self.table: dict = costs.op_table(self.device) if hasattr(costs, "op_table") else {}
-        self.jbuf: list[float] = (costs.jitter_buffer(spec.rank)
-                                  if hasattr(costs, "jitter_buffer") else [])
-        self.jdraw = getattr(costs, "draw_jitter", None)
+        op_table, jitter_buffer, self.jdraw = eng._cost_hooks
+        self.table: dict = op_table(self.device) if op_table is not None else {}
+        self.jbuf: list[float] = jitter_buffer(spec.rank) if jitter_buffer is not None else []
         self.box = eng._mail[i]
         # the group of this actor's last collective (``op.group`` -> resolved group): an
         # algorithm issues its collectives on the same few group tuples
