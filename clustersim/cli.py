@@ -30,7 +30,7 @@ def _console(quiet: bool = False):
     from rich.console import Console
 
     # when piped or captured, do not squeeze tables into 80 columns
-    width = None if sys.stdout.isatty() else 160
+    width = None if sys.stdout.isatty() else 180
     return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 

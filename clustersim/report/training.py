@@ -20,6 +20,20 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+def _rate(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.1f}"
+
+
+def _staleness(p: Any) -> str:
+    return "—" if p.staleness_mean is None else f"{p.staleness_mean:.1f}/{p.staleness_p90:.0f}"
+
+
+def _has_async(result: Any) -> bool:
+    """Whether any point has the asynchronous metrics (staleness, servers)."""
+    return any(p.staleness_mean is not None or p.server_utilization is not None
+               for pts in result.points.values() for p in pts)
+
+
 def _interval(p: Any, key: str, fmt) -> str:
     base = fmt(getattr(p, key))
     iv = p.interval.get(key)
@@ -40,15 +54,14 @@ def print_training(console: Console, scn: Any, result: Any) -> None:
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
-    any_async = any(p.staleness_mean is not None or p.server_utilization is not None
-                    for pts in result.points.values() for p in pts)
+    any_async = _has_async(result)
     for title, pts in result.points.items():
         t = Table(title=f"{title}", title_justify="left")
         for col in ("workers", "batch/w", "iter (ms)", "samples/s", "speedup", "efficiency",
                     "comm exposed", "comm total", "compute ms", "comm ms", "wait ms"):
             t.add_column(col, justify="right")
         if any_async:
-            for col in ("staleness mean/p90", "server util"):
+            for col in ("staleness mean/p90", "server util", "updates/s"):
                 t.add_column(col, justify="right")
         for p in pts:
             row = [str(p.workers), f"{p.batch_per_worker:g}", _interval(p, "iteration_time", _ms),
@@ -56,9 +69,7 @@ def print_training(console: Console, scn: Any, result: Any) -> None:
                    _pct(p.efficiency), _pct(p.comm_share), _pct(p.comm_share_total),
                    _ms(p.compute), _ms(p.comm), _ms(p.wait)]
             if any_async:
-                st = ("—" if p.staleness_mean is None
-                      else f"{p.staleness_mean:.1f}/{p.staleness_p90:.0f}")
-                row += [st, _pct(p.server_utilization)]
+                row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
             t.add_row(*row)
         console.print(t)
     if len(result.points) > 1:
@@ -77,13 +88,21 @@ def _print_comparison(console: Console, result: Any) -> None:
     best = rows[0][1].throughput if rows else 1.0
     t = Table(title=f"comparison at {largest} workers (fastest first)", title_justify="left")
     # "not computing" = 1 - worker utilisation: exposed communication plus waiting for peers or
-    # a master - the time breakdown papers report as "communication share"
-    for col in ("algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed",
-                "not computing"):
+    # a master - the time breakdown papers report as "communication share"; with asynchronous
+    # algorithms, what tells them apart: staleness, the servers' load and update rate
+    any_async = _has_async(result)
+    cols = ["algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed",
+            "not computing"]
+    if any_async:
+        cols += ["staleness mean/p90", "server util", "updates/s"]
+    for col in cols:
         t.add_column(col, justify="right" if col != "algorithm" else "left")
     for title, p in rows:
-        t.add_row(title, f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
-                  _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization))
+        row = [title, f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
+               _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization)]
+        if any_async:
+            row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
+        t.add_row(*row)
     console.print(t)
 
 
