@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from clustersim.algorithms.ops import ActorGen, Record
 from clustersim.errors import InputError, unknown_name
 
+T = TypeVar("T")
+
 __all__ = ["JobInfo", "ActorContext", "ActorSpec", "AlgorithmDef", "Param", "REGISTRY",
-           "iteration_marks",
+           "iteration_marks", "shared_ops",
            "register", "get_algorithm", "list_algorithms"]
 
 
@@ -192,16 +194,27 @@ def list_algorithms() -> dict[str, AlgorithmDef]:
     return dict(sorted(REGISTRY.items()))
 
 
+def shared_ops(cache: dict[Any, T], key: Any, build: Callable[[], T], limit: int = 64) -> T:
+    """``build()``'s operations, made once per ``key`` and shared by every actor that asks.
+
+    Why: operations are immutable, and an algorithm with thousands of workers that each build
+    their own spends more time making frozen dataclasses than its first iteration takes to
+    simulate; shared objects also hit the engine's caches, which look costs and routes up by
+    operation identity.  ``cache`` is the caller's module-level dict, emptied when it holds
+    ``limit`` keys (a sweep uses a handful)."""
+    ops = cache.get(key)
+    if ops is None:
+        if len(cache) >= limit:
+            cache.clear()
+        ops = cache[key] = build()
+    return ops
+
+
 def iteration_marks(iterations: int) -> tuple[Record, ...]:
     """``Record("iteration", it)`` for every iteration, built once per run length and shared
     by every worker (thousands of workers would otherwise build one per iteration each)."""
-    marks = _MARKS.get(iterations)
-    if marks is None:
-        marks = tuple(Record("iteration", it) for it in range(iterations))
-        if len(_MARKS) >= 16:
-            _MARKS.clear()
-        _MARKS[iterations] = marks
-    return marks
+    return shared_ops(_MARKS, iterations,
+                      lambda: tuple(Record("iteration", it) for it in range(iterations)), 16)
 
 
 _MARKS: dict[int, tuple[Record, ...]] = {}

@@ -75,6 +75,7 @@ from clustersim.algorithms.base import (
     AlgorithmDef,
     JobInfo,
     iteration_marks,
+    shared_ops,
 )
 from clustersim.algorithms.easgd.common import (
     COMMON_PARAMS,
@@ -113,19 +114,13 @@ def _exchange_ops(job: JobInfo) -> tuple[Send, Recv, Send, Recv, Compute]:
     Built once per job and shared by every worker: operations are immutable, and 4,253
     workers each building five frozen dataclasses cost more than their first iteration to
     simulate (the engine also memoises costs and routes by operation identity)."""
-    key = (job.workers, job.grad_bytes)
-    ops = _EXCHANGE_OPS.get(key)
-    if ops is None:
-        master = job.workers
-        ops = (Send(master, 0.0, tag=TAG_REQUEST, label="ready"),
-               Recv(src=master, tag=TAG_GO, label="wait for master"),
-               Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights"),
-               Recv(src=master, tag=TAG_CENTRE, label="centre"),
-               Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull"))
-        if len(_EXCHANGE_OPS) >= 64:
-            _EXCHANGE_OPS.clear()
-        _EXCHANGE_OPS[key] = ops
-    return ops
+    master = job.workers
+    return shared_ops(_EXCHANGE_OPS, (job.workers, job.grad_bytes), lambda: (
+        Send(master, 0.0, tag=TAG_REQUEST, label="ready"),
+        Recv(src=master, tag=TAG_GO, label="wait for master"),
+        Send(master, job.grad_bytes, tag=TAG_PUSH, label="push weights"),
+        Recv(src=master, tag=TAG_CENTRE, label="centre"),
+        Compute("accumulate", nbytes=job.grad_bytes, label="elastic pull")))
 
 
 

@@ -34,7 +34,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
+from clustersim.algorithms.base import (
+    ActorContext,
+    ActorSpec,
+    AlgorithmDef,
+    JobInfo,
+    Param,
+    iteration_marks,
+    shared_ops,
+)
 from clustersim.algorithms.easgd.common import (
     COMMON_PARAMS,
     YOU,
@@ -45,7 +53,15 @@ from clustersim.algorithms.easgd.common import (
     sync_centre,
     validate_rates,
 )
-from clustersim.algorithms.ops import ActorGen, AllReduce, Broadcast, Compute, Record, Reduce
+from clustersim.algorithms.ops import (
+    ActorGen,
+    AllReduce,
+    Broadcast,
+    Compute,
+    Op,
+    Record,
+    Reduce,
+)
 from clustersim.algorithms.proxy import attach
 from clustersim.errors import unknown_name
 
@@ -59,25 +75,42 @@ def sync_worker(ctx: ActorContext) -> ActorGen:
     job = ctx.job
     p = ctx.params
     tau = p["tau"]
-    nbytes = job.grad_bytes
-    if p["collective"] == "allreduce":
-        # every worker moves its copy of the centre and itself: two buffers written
-        exchange = [AllReduce(nbytes, algorithm=p["allreduce"], label="sum of weights"),
-                    Compute("elastic", nbytes=nbytes, label="centre and elastic pull")]
-    else:
-        # the root moves the centre, every worker pulls itself: one buffer written each
-        exchange = [Reduce(nbytes, root=0, algorithm=p["reduce"], label="sum of weights")]
-        if ctx.rank == 0:
-            exchange.append(Compute("accumulate", nbytes=nbytes, label="centre update"))
-        exchange += [Broadcast(nbytes, root=0, algorithm=p["broadcast"], label="centre"),
-                     Compute("accumulate", nbytes=nbytes, label="elastic pull")]
+    exchange = _exchange_ops(job.grad_bytes, p["collective"], p["allreduce"], p["reduce"],
+                             p["broadcast"], ctx.rank == 0)
     step = local_step(False)
+    marks = iteration_marks(job.iterations)
     for it in range(job.iterations):
-        yield Record("iteration", it)
+        yield marks[it]
         for op in step:  # noqa: UP028 - yield from a tuple breaks on a non-None send()
             yield op
         if (it + 1) % tau == 0:
-            yield from exchange
+            for op in exchange:  # noqa: UP028 - as above
+                yield op
+
+
+def _exchange_ops(nbytes: float, collective: str, allreduce: str, reduce: str, broadcast: str,
+                  root: bool) -> tuple[Op, ...]:
+    """A worker's operations of one synchronous exchange, shared by every worker of the job
+    (and by the sweep's other points of the same size; see ``shared_ops``)."""
+
+    def build() -> tuple[Op, ...]:
+        if collective == "allreduce":
+            # every worker moves its copy of the centre and itself: two buffers written
+            return (AllReduce(nbytes, algorithm=allreduce, label="sum of weights"),
+                    Compute("elastic", nbytes=nbytes, label="centre and elastic pull"))
+        # the root moves the centre, every worker pulls itself: one buffer written each
+        ops: tuple[Op, ...] = (Reduce(nbytes, root=0, algorithm=reduce, label="sum of weights"),)
+        if root:
+            ops += (Compute("accumulate", nbytes=nbytes, label="centre update"),)
+        return ops + (Broadcast(nbytes, root=0, algorithm=broadcast, label="centre"),
+                      Compute("accumulate", nbytes=nbytes, label="elastic pull"))
+
+    key = (nbytes, collective, allreduce, reduce, broadcast, root)
+    return shared_ops(_EXCHANGES, key, build)
+
+
+#: (bytes, collective, algorithms, root?) -> a worker's exchange operations
+_EXCHANGES: dict[tuple, tuple[Op, ...]] = {}
 
 
 def _sync_worker_math(ctx: ActorContext) -> ActorGen:
