@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from collections import Counter
 
 import networkx as nx
@@ -427,3 +429,56 @@ def test_single_node_needs_an_internal_layout():
     assert e.value.path == ("node", "layout")
     p = single_node(K80, NodeSpec(devices=3, layout="crossbar", nics=0))
     assert p.describe() == "node: 1 bus, 3 devices, 3 links"
+
+
+# -- the networkx graph, made on first use ---------------------------------------------------
+def _tables_view(p: Platform) -> tuple[list, list]:
+    """Nodes and edges as the platform's own tables and accessors give them."""
+    nodes = [(n, dict(a)) for n, a in p.nodes.items()]
+    edges = [(u, v, dict(d)) for u in p.nodes for v, d in p.out_links(u).items()]
+    return nodes, edges
+
+
+@pytest.mark.parametrize("build", [
+    lambda: dragonfly(3, 4, 2, K80, ETH, ETH, ETH),
+    lambda: torus((3, 4), K80, ETH),
+    lambda: fat_tree(4, K80, ETH),
+    lambda: single_node(K80, NodeSpec(devices=8, layout="pcie_tree")),
+])
+def test_graph_is_the_platforms_tables_in_networkx(build):
+    """Platform.graph, built lazily, holds exactly the nodes, edges and attributes the
+    platform routes and costs with, in the same order; the describe line, specs and hosts
+    read before it exists agree with it."""
+    p = build()
+    before = (p.describe(), [p.spec(d) for d in range(p.num_devices)],
+              [p.host(d) for d in range(p.num_devices)], p.meta)
+    nodes, edges = _tables_view(p)
+    g = p.graph
+    assert isinstance(g, nx.DiGraph) and p.graph is g  # made once
+    assert list(g.nodes(data=True)) == nodes
+    assert list(g.edges(data=True)) == edges
+    assert dict(g.graph) == p.meta
+    assert sorted(d["link"] for _, _, d in g.edges(data=True)) == sorted(
+        d["link"] for _, _, d in edges)
+    assert before == (p.describe(), [g.nodes[n]["spec"] for n in p.devices],
+                      [g.nodes[n]["host"] for n in p.devices], dict(g.graph))
+    # a platform made from a networkx graph keeps that very graph
+    q = Platform("copy", g, p.devices, [])  # resources are not read by the graph path
+    assert q.graph is g and q.describe().split(":", 1)[1] == p.describe().split(":", 1)[1]
+
+
+def test_a_prediction_does_not_import_networkx():
+    """networkx is for whoever asks for Platform.graph: loading the KNL scenario (4,352
+    devices) and simulating a point of it must not import it (~0.1 s of every start)."""
+    code = ("import sys\n"
+            "from clustersim.scenario.schema import load_scenario\n"
+            "from clustersim.sim.sweep import simulate_point\n"
+            "s = load_scenario('scenarios/knl_4253.yaml', ['run.iterations=1', 'run.warmup=0'])\n"
+            "simulate_point(s, s.algorithms[1], 68, 0)\n"
+            "print(s.platform.describe())\n"
+            "sys.exit(1 if 'networkx' in sys.modules else 0)\n")
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "4352 devices" in r.stdout
