@@ -179,6 +179,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     console = _console()
     what = args.what
+    if args.name is not None:
+        if what != "algorithms":
+            raise InputError(f"'clustersim list {what}' takes no name; only 'list algorithms "
+                             "NAME' shows one entry's parameters")
+        return _list_algorithm(console, args.name)
     t = Table(title=what, title_justify="left")
     if what == "devices":
         from clustersim.catalog import builtin_catalog
@@ -233,6 +238,31 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name in list_models():
             m = get_model(name)
             t.add_row(name, f"{m.params:,}", f"{m.fwd_flops / 1e9:.2f}")
+    console.print(t)
+    return EXIT_OK
+
+
+def _list_algorithm(console, name: str) -> int:
+    """One algorithm: what it does, its source, and every parameter a scenario may set."""
+    from rich.table import Table
+
+    from clustersim.algorithms.base import get_algorithm
+
+    d = get_algorithm(name)
+    console.print(f"[bold]{d.name}[/bold] ({d.family}) — {d.summary}")
+    if d.source:
+        console.print(f"source: {d.source}")
+    t = Table(title=f"parameters (algorithm: {{name: {d.name}, ...}})", title_justify="left")
+    for col in ("parameter", "default", "allowed", "what it sets", "source"):
+        t.add_column(col)
+    for key, prm in d.params.items():
+        if prm.choices:
+            allowed = ", ".join(str(c) for c in prm.choices)
+        else:
+            lo = "" if prm.minimum is None else f">= {prm.minimum:g}"
+            hi = "" if prm.maximum is None else f"<= {prm.maximum:g}"
+            allowed = " and ".join(x for x in (lo, hi) if x) or prm.kind.__name__
+        t.add_row(key, str(prm.default), allowed, prm.help, prm.source)
     console.print(t)
     return EXIT_OK
 
@@ -293,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     li = sub.add_parser("list", help="list catalog entries and registered components")
     li.add_argument("what", choices=["devices", "links", "topologies", "collectives",
                                      "algorithms", "models"])
+    li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "
+                    "defaults, allowed values and sources")
     li.set_defaults(func=cmd_list)
 
     import importlib

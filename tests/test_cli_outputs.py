@@ -90,6 +90,31 @@ def test_list(capsys, what):
     assert len(capsys.readouterr().out.splitlines()) > 4
 
 
+def test_list_one_algorithm_shows_its_parameters(capsys):
+    """Every parameter of the registry row appears with its default and source."""
+    from clustersim.algorithms.base import get_algorithm
+
+    assert main(["list", "algorithms", "async_measgd"]) == 0
+    out = capsys.readouterr().out
+    d = get_algorithm("async_measgd")
+    assert d.summary[:40] in out and "source: " + d.source[:30] in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip()}
+    assert set(rows) == set(d.params) == {"tau", "beta", "alpha", "momentum"}
+    for key, prm in d.params.items():
+        assert rows[key].split("│")[2].strip() == str(prm.default)
+    assert ">= 0 and <= 1" in rows["beta"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["list", "algorithms", "async_eagsd"], "did you mean 'async_easgd'"),
+    (["list", "devices", "k80"], "takes no name"),
+])
+def test_list_with_a_bad_name(capsys, args, message):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_validate(capsys):
     assert main(["validate", str(ROOT / "scenarios" / "theano_mpi_alexnet.yaml")]) == 0
     assert "ok:" in capsys.readouterr().out
