@@ -264,10 +264,12 @@ class _Post:
     instead of a timeout plus a closure per message.
 
     Like :class:`_Wake`, a slotted stand-in for a succeeded :class:`simpy.Event`: what waits
-    for a message (the sender's ``_resumed``, a ``Wait`` on its handle, :class:`_AllOf`) only
-    appends to ``callbacks`` and reads ``_value``."""
+    for a message (a ``Wait`` on its handle, :class:`_AllOf`) only appends to ``callbacks``
+    and reads ``_value``.  A sender blocked in its ``Send`` is not a callback but ``sender``:
+    delivery resumes it last, where its ``_resumed`` callback would have run (the next and
+    only other callback of the event), without a bound method and a callback per message."""
 
-    __slots__ = ("callbacks", "src", "op", "t0")
+    __slots__ = ("callbacks", "src", "op", "t0", "sender")
     _ok = True
     _value = None
 
@@ -276,6 +278,7 @@ class _Post:
         self.src = i
         self.op = op
         self.t0 = t0
+        self.sender: _Actor | None = None
 
 
 class _AllOf:
@@ -393,7 +396,6 @@ class Engine:
         self._iter = [0] * len(self.actors)
         self._ranks = [a.rank for a in self.actors]
         self._latency: dict[tuple[int, ...], float] = {}  # route -> header-only message time
-        self._plans: list[dict[tuple[int, float], tuple]] = [{} for _ in self.actors]
         # plans by (source device, destination device, bytes), shared by every run on this
         # platform with these parameters in this process (see _plan)
         memo = getattr(platform, "memo", None)
@@ -582,23 +584,13 @@ class Engine:
         return rank
 
     # -- point to point ----------------------------------------------------------------------
-    def _plan(self, i: int, dst: int, nbytes: float) -> tuple:
-        """How a message of ``nbytes`` from actor ``i`` to ``dst`` travels: ``(mode, route,
-        latency, bytes to drain, per-link drain times)``.  Pure in the devices and the size
-        (routes are deterministic, protocol costs depend on the route and size only), so it
-        is computed once per device pair and size and kept on the platform for every later
-        run in this process with the same network parameters (a 4,000-worker point needs
-        8,000 of them, a few milliseconds each time otherwise); :meth:`_start_send` also
-        caches it per actor, peer and size."""
-        src_dev = self.placement[i]
-        dst_dev = self.placement[self._index(dst)]
-        key = (src_dev, dst_dev, nbytes)
-        plan = self._shared_plans.get(key)
-        if plan is None:
-            plan = self._shared_plans[key] = self._new_plan(src_dev, dst_dev, nbytes)
-        return plan
-
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
+        """How a message of ``nbytes`` from device ``src_dev`` to ``dst_dev`` travels:
+        ``(mode, route, latency, bytes to drain, per-link drain times)``.  Pure in the devices
+        and the size (routes are deterministic, protocol costs depend on the route and size
+        only), so :meth:`_start_send` computes it once per device pair and size and keeps it
+        on the platform for every later run in this process with the same network parameters
+        (a 4,000-worker point needs 8,000 of them, a few milliseconds each time otherwise)."""
         route = self.platform.route(src_dev, dst_dev)
         if not route:
             return _LOCAL, route, 0.0, 0.0, ()
@@ -624,11 +616,13 @@ class Engine:
         overhead), exactly what a zero-byte flow takes, without the flow bookkeeping - and is
         therefore not counted in ``RunResult.flows``.
         """
-        plans = self._plans[i]
-        key = (op.dst, op.nbytes)
-        plan = plans.get(key)
+        placement = self.placement
+        # actor ranks are actor indices (see _index); one lookup in the shared plans: a
+        # point of few iterations sends each (actor, peer, size) only a few times
+        key = (placement[i], placement[op.dst], op.nbytes)
+        plan = self._shared_plans.get(key)
         if plan is None:
-            plan = plans[key] = self._plan(i, op.dst, op.nbytes)
+            plan = self._shared_plans[key] = self._new_plan(*key)
         mode = plan[0]
         env = self.env
         t0 = env._now
@@ -704,6 +698,9 @@ class Engine:
             st.comm += now - t0
         if self.trace:
             self._ev(i, "send", t0, now, op.label or "send", nbytes=nbytes, peer=j)
+        sender = post.sender
+        if sender is not None:  # its _resumed(post), the post's next callback
+            sender.run(None, None)
 
     def _recv(self, i: int, op: Recv):
         """A non-blocking ``Recv``: a process beside the actor (the blocking one is inlined
@@ -937,7 +934,10 @@ class _Actor:
                 ev = eng._start_send(i, op)
                 if op.blocking:
                     if ev is not None:
-                        ev.callbacks.append(self._resumed)
+                        if type(ev) is _Post:  # delivery resumes it (see _Post)
+                            ev.sender = self
+                        else:
+                            ev.callbacks.append(self._resumed)
                         return
                 else:
                     if ev is None:  # a local copy is delivered at once
