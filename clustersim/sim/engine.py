@@ -579,10 +579,6 @@ class Engine:
         self._settle(op, rv)
         rv.done.succeed(op.data)
 
-    def _index(self, rank: int) -> int:
-        # actor ranks are 0..n-1 in list order (checked by the sweep runner)
-        return rank
-
     # -- point to point ----------------------------------------------------------------------
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
         """How a message of ``nbytes`` from device ``src_dev`` to ``dst_dev`` travels:
@@ -617,8 +613,9 @@ class Engine:
         therefore not counted in ``RunResult.flows``.
         """
         placement = self.placement
-        # actor ranks are actor indices (see _index); one lookup in the shared plans: a
-        # point of few iterations sends each (actor, peer, size) only a few times
+        # actor ranks are actor indices (0..n-1, checked by the sweep runner); one lookup in
+        # the shared plans: a point of few iterations sends each (actor, peer, size) only a
+        # few times, so a per-actor cache in front would mostly miss
         key = (placement[i], placement[op.dst], op.nbytes)
         plan = self._shared_plans.get(key)
         if plan is None:
@@ -660,7 +657,7 @@ class Engine:
         i = post.src
         op = post.op
         t0 = post.t0
-        j = op.dst  # actor ranks are actor indices (see _index)
+        j = op.dst  # actor ranks are 0..n-1 in list order (checked by the sweep runner)
         m = _new(Message)  # Message(src, tag, nbytes, data, sent_at), slots filled directly
         s_src, s_tag, s_nbytes, s_data, s_sent = _MSG_SET
         s_src(m, self._ranks[i])
