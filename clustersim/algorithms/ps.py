@@ -68,6 +68,7 @@ from clustersim.algorithms.base import (
     JobInfo,
     Param,
     iteration_marks,
+    shared_ops,
 )
 from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, Send, Wait
 from clustersim.algorithms.proxy import attach
@@ -93,13 +94,9 @@ UPDATED = Record("update", 1)
 def _pull(client: int, nbytes: float) -> Send:
     """A shard's answer to ``client``: built once per client and size in a process (every
     point of a sweep answers the same clients; 4,000 frozen dataclasses per point add up)."""
-    key = (client, nbytes)
-    op = _PULLS.get(key)
-    if op is None:
-        if len(_PULLS) >= 1 << 16:
-            _PULLS.clear()
-        op = _PULLS[key] = Send(client, nbytes, TAG_PULL, blocking=False, label="pull")
-    return op
+    return shared_ops(_PULLS, (client, nbytes),
+                      lambda: Send(client, nbytes, TAG_PULL, blocking=False, label="pull"),
+                      1 << 16)
 
 
 _PULLS: dict[tuple[int, float], Send] = {}

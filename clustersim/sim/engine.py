@@ -397,7 +397,7 @@ class Engine:
         self._ranks = [a.rank for a in self.actors]
         self._latency: dict[tuple[int, ...], float] = {}  # route -> header-only message time
         # plans by (source device, destination device, bytes), shared by every run on this
-        # platform with these parameters in this process (see _plan)
+        # platform with these parameters in this process (see _new_plan)
         memo = getattr(platform, "memo", None)
         key = ("p2p plans", params, queued)
         try:

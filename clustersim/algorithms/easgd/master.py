@@ -151,12 +151,7 @@ class _PerWorker:
     @classmethod
     def of(cls, nbytes: float) -> _PerWorker:
         """The shared set for weights of ``nbytes``."""
-        ops = _PER_WORKER.get(nbytes)
-        if ops is None:
-            if len(_PER_WORKER) >= 16:
-                _PER_WORKER.clear()
-            ops = _PER_WORKER[nbytes] = cls(nbytes)
-        return ops
+        return shared_ops(_PER_WORKER, nbytes, lambda: cls(nbytes), 16)
 
     def get_request(self, w: int) -> Recv:
         op = self.request.get(w)
