@@ -1,0 +1,192 @@
+"""Steps, time and goodput to a profile's target for one simulated run (plain data in/out).
+
+``predict(profile, stats)`` turns what one simulated run measured (:class:`RunStats`) into
+steps, samples, epochs and simulated time to the target, the statistical efficiency against
+tuned synchronous SGD at the profile's reference batch, and goodput (Pollux, Qiao et al. OSDI
+2021: throughput x statistical efficiency).  Every algorithm goes through one formula,
+
+    steps = S_min * integral_0^1 dp / r(p),  r = 2c - c^2 (1 + B_noise(p)/B_eff + A)
+
+(``largebatch``) with ``S_min = ref_steps / (1 + mean(B_noise)/ref_batch)`` and the kind's
+asynchrony terms ``A`` (``asynchrony``):
+
+========  =================  =====================================================
+kind      B_eff              A
+========  =================  =====================================================
+sync      batch              0
+async     batch              staleness term (measured samples, momentum)
+hybrid    batch (= group's)  staleness term in node (group) updates
+elastic   workers * batch    k_d D((tau-1)/2) + staleness term; + k_e * centre lag
+gossip    workers * batch    k_g D(rho/(1-rho)) + staleness term (merge gaps)
+========  =================  =====================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from clustersim._yaml import safe_load
+from clustersim.convergence.asynchrony import (
+    delay_curvature,
+    elastic_drift_delay,
+    elastic_lag_steps,
+    mixing_delay,
+    staleness_term,
+)
+from clustersim.convergence.largebatch import steps_integral
+from clustersim.convergence.profile import ConvergenceProfile
+
+__all__ = ["KINDS", "RunStats", "ConvergenceResult", "Constants", "load_constants", "predict"]
+
+KINDS = ("sync", "async", "elastic", "gossip", "hybrid")
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What one simulated run measured, in the algorithm's own step unit.
+
+    ``batch`` is the samples in the gradient of one update: sync - the global batch; async -
+    one worker's batch (one server update); hybrid - one group's batch (``group`` workers x
+    their batch, one node push); elastic and gossip - one worker's local batch (``workers``
+    replicas step in parallel, a step is one local step of every worker).  ``update_time`` is
+    simulated seconds per step in that unit (sync: iteration time; PS: 1 / server updates per
+    second; elastic/gossip: a worker's time per local step, exchanges included).
+    ``staleness`` holds the measured samples (updates between read and write; gossip: merge
+    gaps; asynchronous EASGD: centre versions).
+    """
+
+    kind: str
+    workers: int
+    batch: float
+    update_time: float
+    throughput: float
+    staleness: Sequence[float] = ()
+    momentum: float = 0.0
+    alpha: float | None = None
+    beta: float | None = None
+    tau: int = 1
+    gossip_prob: float | None = None
+    peers: Sequence[Sequence[int]] | None = None
+    group: int = 1
+
+
+@dataclass(frozen=True)
+class ConvergenceResult:
+    """Time to accuracy of one run; ``steps_to_target`` is ``inf`` (with ``note``) if never."""
+
+    steps_to_target: float
+    samples_to_target: float
+    epochs_to_target: float | None
+    time_to_target: float
+    statistical_efficiency: float
+    goodput: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The asynchrony terms' constants (``constants.yaml``; theory values until refitted)."""
+
+    k_s: float = 1.0
+    k_m: float = 1.0
+    k_d: float = 1.0
+    k_e: float = 1.0
+    k_g: float = 1.0
+    gossip_share: float = 1.0 / 3.0
+
+
+@lru_cache(maxsize=1)
+def _shipped_constants() -> Constants:
+    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
+    return load_constants(safe_load(text)["constants"])
+
+
+def load_constants(raw: Mapping[str, Any] | None = None) -> Constants:
+    """Constants from a mapping ``name: value`` or ``name: {value: ..., source: ...}``.
+
+    ``None`` gives the shipped ``constants.yaml``; missing names keep the dataclass defaults.
+    """
+    if raw is None:
+        return _shipped_constants()
+    names = {f.name for f in fields(Constants)}
+    values: dict[str, float] = {}
+    for key, item in raw.items():
+        if key not in names:
+            raise ValueError(f"unknown convergence constant {key!r} (allowed: "
+                             f"{', '.join(sorted(names))})")
+        value = item["value"] if isinstance(item, Mapping) else item
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"convergence constant {key} must be a number >= 0, not {value!r}")
+        values[key] = float(value)
+    return Constants(**values)
+
+
+def _never(profile: ConvergenceProfile, stats: RunStats, note: str) -> ConvergenceResult:
+    return ConvergenceResult(math.inf, math.inf, math.inf if profile.dataset_size else None,
+                             math.inf, 0.0, 0.0, note)
+
+
+def _check(stats: RunStats) -> None:
+    if stats.kind not in KINDS:
+        raise ValueError(f"unknown run kind {stats.kind!r} (allowed: {', '.join(KINDS)})")
+    if stats.workers < 1 or stats.batch <= 0 or stats.update_time <= 0 or stats.throughput < 0:
+        raise ValueError(f"need workers >= 1, batch > 0, update_time > 0, throughput >= 0: "
+                         f"{stats}")
+    if not 0.0 <= stats.momentum < 1.0 or stats.tau < 1:
+        raise ValueError(f"need 0 <= momentum < 1 and tau >= 1: {stats}")
+
+
+def predict(profile: ConvergenceProfile, stats: RunStats,
+            constants: Constants | None = None) -> ConvergenceResult:
+    """Time to ``profile``'s target for the run ``stats`` measured (module docstring: model)."""
+    _check(stats)
+    k = constants or load_constants()
+    stale = staleness_term(stats.staleness, stats.momentum, k.k_s, k.k_m)
+    extra, lag_steps, b_eff, per_step = 0.0, 0.0, stats.batch, stats.batch
+    if stats.kind in ("async", "hybrid"):
+        extra = stale
+    elif stats.kind == "elastic":
+        alpha = stats.alpha if stats.alpha is not None else (
+            stats.beta / stats.workers if stats.beta is not None else None)
+        if alpha is None:
+            raise ValueError("an elastic run needs alpha or beta")
+        beta = stats.beta if stats.beta is not None else stats.workers * alpha
+        if alpha <= 0.0 or beta <= 0.0:
+            return _never(profile, stats, "elastic moving rate alpha = 0: the centre variable "
+                          "never moves, so the centre never reaches the target")
+        if beta >= 2.0 or alpha >= 2.0:
+            return _never(profile, stats, f"elastic moving rates alpha = {alpha:g}, beta = "
+                          f"{beta:g}: the elastic averaging oscillates and diverges (needs "
+                          f"|1 - alpha| < 1 and |1 - beta| < 1)")
+        b_eff = per_step = stats.workers * stats.batch
+        extra = k.k_d * delay_curvature(elastic_drift_delay(stats.tau)) + stale
+        lag_steps = k.k_e * elastic_lag_steps(stats.tau, beta)
+    elif stats.kind == "gossip":
+        if stats.gossip_prob is None:
+            raise ValueError("a gossip run needs gossip_prob")
+        b_eff = per_step = stats.workers * stats.batch
+        delay = mixing_delay(stats.workers, stats.gossip_prob, k.gossip_share, stats.peers)
+        if math.isinf(delay):
+            return _never(profile, stats, "gossip never mixes (push probability 0 or a "
+                          "disconnected peer graph): the replicas never agree on a model")
+        extra = k.k_g * delay_curvature(delay) + stale
+    s_min = profile.ref_steps / steps_integral(profile.noise, profile.ref_batch)
+    factor = steps_integral(profile.noise, b_eff, extra=extra, rule=profile.lr_rule,
+                            ref_batch=profile.ref_batch)
+    if math.isinf(factor):
+        return _never(profile, stats, f"diverges: the {profile.lr_rule} LR rule at batch "
+                      f"{b_eff:g} takes a step beyond the stable range (c K >= 2 in "
+                      f"McCandlish's quadratic model)")
+    steps = s_min * factor + lag_steps
+    samples = steps * per_step
+    eff = profile.ref_samples / samples
+    return ConvergenceResult(
+        steps_to_target=steps, samples_to_target=samples,
+        epochs_to_target=samples / profile.dataset_size if profile.dataset_size else None,
+        time_to_target=steps * stats.update_time, statistical_efficiency=eff,
+        goodput=stats.throughput * eff)
