@@ -2,7 +2,7 @@
 
 Statistical efficiency from the large-batch law (McCandlish et al. 2018) and asynchrony terms
 shaped by theory with constants to be fitted on emulation; docs/convergence.md explains each.
-Imports only numpy, scipy-free code, yaml and the project's errors (no simulator, no
+Imports only numpy, yaml and the project's errors and YAML loader (no simulator, no
 algorithms), so it can be tested with closed forms alone.
 """
 
