@@ -77,3 +77,15 @@ def test_shipped_constants_load_with_sources():
     assert k.k_s == 1.0 and k.gossip_share == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="unknown convergence constant"):
         load_constants({"k_x": 1.0})
+
+
+def test_layer_imports_no_simulator_or_algorithms():
+    import subprocess
+    import sys
+    code = ("import sys, clustersim.convergence; "
+            "print(sorted(m for m in sys.modules if m.startswith('clustersim.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    allowed = {"clustersim._yaml", "clustersim.errors", "clustersim.units"}
+    mods = eval(out)  # noqa: S307 - our own printed list
+    assert [m for m in mods if not m.startswith("clustersim.convergence") and m not in allowed] == []
