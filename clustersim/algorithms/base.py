@@ -132,6 +132,9 @@ class AlgorithmDef:
     servers: Callable[[Mapping[str, Any]], int] = lambda params: 0
     validate: Callable[[dict[str, Any], tuple], None] | None = None
     source: str = ""
+    #: how its statistics behave for time to accuracy (clustersim.convergence's run kinds:
+    #: sync, async, elastic, gossip, hybrid; clustersim/sim/tta.py says what a step is)
+    convergence: str = "sync"
 
     def resolve_params(self, raw: Mapping[str, Any] | None, path: tuple = ("algorithm",)
                        ) -> dict[str, Any]:

@@ -149,6 +149,7 @@ def _actors(job: JobInfo) -> list[ActorSpec]:
 GOSGD = AlgorithmDef(
     name="gosgd",
     family="async",
+    convergence="gossip",
     summary="gossip SGD: each step a worker pushes its weights to a random peer with "
             "probability p; replicas merge by weighted average",
     params={

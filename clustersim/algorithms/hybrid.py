@@ -157,6 +157,7 @@ def _validate(params: dict, path: tuple) -> None:
 HYBRID = AlgorithmDef(
     name="hybrid",
     family="hybrid",
+    convergence="hybrid",
     summary="synchronous all-reduce inside a node (or group of like GPUs), asynchronous "
             "parameter server between them, k-step large mini-batches",
     params={

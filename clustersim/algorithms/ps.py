@@ -439,6 +439,7 @@ SYNC_PS = AlgorithmDef(
 ASYNC_SGD = AlgorithmDef(
     name="async_sgd",
     family="async",
+    convergence="async",
     summary="asynchronous SGD (DOWNPOUR): shards apply pushes FIFO under a lock and answer "
             "with the current weights",
     params={"shards": _shards_param(), "tau": _tau_param()},
@@ -450,6 +451,7 @@ ASYNC_SGD = AlgorithmDef(
 ASYNC_MSGD = AlgorithmDef(
     name="async_msgd",
     family="async",
+    convergence="async",
     summary="asynchronous momentum SGD (MDOWNPOUR): as async_sgd with a momentum step on the "
             "server",
     params={"shards": _shards_param(), "tau": _tau_param()},
@@ -461,6 +463,7 @@ ASYNC_MSGD = AlgorithmDef(
 HOGWILD_SGD = AlgorithmDef(
     name="hogwild_sgd",
     family="async",
+    convergence="async",
     summary="lock-free parameter server: answers a push before applying it",
     params={"shards": _shards_param(), "tau": _tau_param()},
     actors=_async_actors("accumulate", lock_free=True),

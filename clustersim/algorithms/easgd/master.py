@@ -346,8 +346,8 @@ def _definition(name: str, summary: str, source: str) -> AlgorithmDef:
     params = dict(COMMON_PARAMS)
     if VARIANTS[name][3]:
         params["momentum"] = MOMENTUM_PARAM
-    return AlgorithmDef(name=name, family="async", summary=summary, params=params,
-                        actors=actors, servers=lambda _params: 1, validate=validate_rates,
+    return AlgorithmDef(name=name, family="async", convergence="elastic", summary=summary,
+                        params=params, actors=actors, servers=lambda _params: 1, validate=validate_rates,
                         source=source)
 
 

@@ -185,6 +185,7 @@ def _actors(job: JobInfo) -> list[ActorSpec]:
 SYNC = AlgorithmDef(
     name="sync_easgd",
     family="sync",
+    convergence="elastic",
     summary="Sync EASGD: every tau steps one collective sums all workers' weights and moves "
             "the centre (deterministic)",
     params={

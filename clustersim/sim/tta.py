@@ -1,0 +1,102 @@
+"""Time to accuracy of one simulated point: what the run measured, handed to the convergence layer.
+
+Why a module of its own: the convergence layer (:mod:`clustersim.convergence`) knows nothing of
+algorithms or runs - it takes a :class:`~clustersim.convergence.RunStats` in one step unit and
+gives steps and time to the target out.  What an algorithm's *step* is, how long one takes in
+the run just simulated and which of its parameters shape the statistics (momentum, elastic
+rates, gossip probability, group size) is the simulator's knowledge, kept here:
+
+==========  ============================  ==================================================
+kind        one step is                   update_time (simulated s) and batch
+==========  ============================  ==================================================
+sync        one iteration of every worker iteration time; global batch (sum over workers)
+async       one update of the server      shards / server updates per second;
+            (every shard once)            tau x batch per worker (DOWNPOUR pushes tau steps)
+elastic     one local step of every       iteration time of a worker; batch per worker
+            worker
+gossip      one local step of every       iteration time of a worker; batch per worker
+            worker
+hybrid      one push of a group to the    global server updates: shards / updates per second;
+            global server                 k x group x batch per worker
+==========  ============================  ==================================================
+
+Staleness goes in as measured (every sample the run recorded).  Asynchronous EASGD records it
+in *centre versions*: one version moves the centre by alpha = beta/p of the way to one worker,
+so ``p`` versions make one full elastic step - the samples are divided by the worker count to
+count full centre steps, the unit the staleness term is written in (docs/convergence.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from clustersim.convergence import ConvergenceProfile, ConvergenceResult, RunStats, predict
+
+__all__ = ["run_stats", "point_convergence", "TTA_FIELDS"]
+
+#: the metrics a point gains when its workload has a convergence profile
+TTA_FIELDS = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
+              "statistical_efficiency", "goodput")
+
+#: momentum of the workload's optimizer when the algorithm has no momentum parameter
+_OPTIMIZER_MOMENTUM = {"sgd": 0.0, "momentum": 0.9, "nesterov": 0.9, "adam": 0.9}
+
+
+def _momentum(name: str, params: Mapping[str, Any], optimizer: str) -> float:
+    if "momentum" in params:
+        return float(params["momentum"])
+    if name in ("async_sgd", "hogwild_sgd", "easgd_round_robin", "async_easgd",
+                "hogwild_easgd", "sync_easgd"):
+        return 0.0  # plain SGD steps by definition of the method (EASGD's local steps: SGD)
+    return _OPTIMIZER_MOMENTUM.get(optimizer, 0.0)
+
+
+def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, workers: int,
+              batch: float, metrics: Any, staleness: list[float],
+              group: int = 1) -> RunStats | None:
+    """The :class:`RunStats` of one point (``None`` when the run measured no step at all)."""
+    it = float(metrics.iteration_time)
+    mu = _momentum(name, params, optimizer)
+    if kind == "sync":
+        if it <= 0:
+            return None
+        return RunStats("sync", workers, batch * workers, it, metrics.throughput, momentum=mu)
+    if kind in ("async", "hybrid"):
+        shards = int(params.get("shards", 1))
+        rate = metrics.update_rate
+        if not rate:
+            return None
+        per = float(params.get("tau", 1)) * batch
+        if kind == "hybrid":
+            per = float(params.get("k", 1)) * group * batch
+        return RunStats(kind, workers, per, shards / rate, metrics.throughput,
+                        staleness=staleness, momentum=mu, group=group)
+    if it <= 0:
+        return None
+    if kind == "elastic":
+        alpha = float(params.get("alpha", 0.0)) or None
+        beta = float(params.get("beta", 0.9))
+        stale = [s / workers for s in staleness] if staleness and name != "sync_easgd" else []
+        return RunStats("elastic", workers, batch, it, metrics.throughput, staleness=stale,
+                        momentum=mu, alpha=alpha, beta=beta if alpha is None else None,
+                        tau=int(params.get("tau", 1)))
+    if kind == "gossip":
+        return RunStats("gossip", workers, batch, it, metrics.throughput,
+                        staleness=staleness, momentum=mu,
+                        gossip_prob=float(params.get("p", 0.01)))
+    raise ValueError(f"unknown convergence kind {kind!r}")
+
+
+def point_convergence(profile: ConvergenceProfile, stats: RunStats | None
+                      ) -> ConvergenceResult | None:
+    """Time to accuracy of one point; a point that measured no step gets ``None``."""
+    if stats is None:
+        return None
+    return predict(profile, stats)
+
+
+def finite(x: float | None) -> float | None:
+    """``None`` for infinity and NaN (JSON has neither; tables print "never")."""
+    return None if x is None or not math.isfinite(x) else float(x)
