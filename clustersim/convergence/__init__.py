@@ -21,6 +21,7 @@ from clustersim.convergence.predict import (
     RunStats,
     load_constants,
     predict,
+    progress_curve,
 )
 from clustersim.convergence.profile import (
     LR_RULES,
@@ -33,6 +34,6 @@ from clustersim.convergence.profile import (
 __all__ = [
     "LR_RULES", "Constants", "ConvergenceProfile", "ConvergenceResult", "NoiseSchedule",
     "RunStats", "delay_curvature", "gossip_mixing_matrix", "levin_may_bound", "load_constants",
-    "load_profile", "mixing_delay", "optimal_batch", "pollux_efficiency", "predict",
+    "load_profile", "mixing_delay", "optimal_batch", "pollux_efficiency", "predict", "progress_curve",
     "second_eigenvalue_modulus", "shipped_profiles", "steps_integral", "uniform_gossip_rho",
 ]

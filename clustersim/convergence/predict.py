@@ -30,6 +30,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import numpy as np
+
 from clustersim._yaml import safe_load
 from clustersim.convergence.asynchrony import (
     delay_curvature,
@@ -38,10 +40,11 @@ from clustersim.convergence.asynchrony import (
     mixing_delay,
     staleness_term,
 )
-from clustersim.convergence.largebatch import steps_integral
+from clustersim.convergence.largebatch import rule_scale, steps_integral
 from clustersim.convergence.profile import ConvergenceProfile
 
-__all__ = ["KINDS", "RunStats", "ConvergenceResult", "Constants", "load_constants", "predict"]
+__all__ = ["KINDS", "RunStats", "ConvergenceResult", "Constants", "load_constants", "predict",
+           "progress_curve"]
 
 KINDS = ("sync", "async", "elastic", "gossip", "hybrid")
 
@@ -86,6 +89,11 @@ class ConvergenceResult:
     statistical_efficiency: float
     goodput: float
     note: str = ""
+    #: the terms the steps came from (for progress curves, :func:`progress_curve`): the
+    #: effective batch, the asynchrony terms added to K, and the elastic centre's lag in steps
+    batch_eff: float = 0.0
+    extra: float = 0.0
+    lag_steps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -189,4 +197,28 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
         steps_to_target=steps, samples_to_target=samples,
         epochs_to_target=samples / profile.dataset_size if profile.dataset_size else None,
         time_to_target=steps * stats.update_time, statistical_efficiency=eff,
-        goodput=stats.throughput * eff)
+        goodput=stats.throughput * eff, batch_eff=b_eff, extra=extra, lag_steps=lag_steps)
+
+
+def progress_curve(profile: ConvergenceProfile, result: ConvergenceResult,
+                   points: int = 41) -> tuple[list[float], list[float]]:
+    """Progress towards the target (0..1) against the fraction of ``result``'s steps taken.
+
+    Progress is McCandlish's: steps of the ideal run (infinite batch, tuned LR), so equal
+    progress is equal loss improvement in the quadratic model.  A run whose noise scale grows
+    over training spends more of its steps late; the curve shows where.  The elastic centre's
+    lag is spread evenly.  Returns ``([fraction of steps], [progress])``; empty if never."""
+    if not math.isfinite(result.steps_to_target) or result.steps_to_target <= 0:
+        return [], []
+    grid = np.linspace(0.0, 1.0, 8 * (points - 1) + 1)
+    k = 1.0 + profile.noise.values(grid) / result.batch_eff + result.extra
+    if profile.lr_rule != "tuned":
+        s = rule_scale(profile.lr_rule, result.batch_eff, profile.ref_batch)
+        c = s / (1.0 + profile.noise.values(grid) / profile.ref_batch)
+        k = 1.0 / (2.0 * c - c * c * k)
+    cum = np.concatenate(([0.0], np.cumsum((k[1:] + k[:-1]) / 2.0 * np.diff(grid))))
+    s_min = profile.ref_steps / steps_integral(profile.noise, profile.ref_batch)
+    steps = s_min * cum + result.lag_steps * grid
+    frac = steps / steps[-1]
+    idx = np.linspace(0, len(grid) - 1, points).round().astype(int)
+    return [float(x) for x in frac[idx]], [float(x) for x in grid[idx]]
