@@ -11,7 +11,9 @@ point - what the calibration's validation compares.
 
 Outputs in ``out_dir``: ``trace.rank<r>.jsonl`` (one per rank, flushed per event),
 ``trace.chrome.json`` (Perfetto), ``metrics.json``, ``math.rank<r>.json`` and ``.npy`` (with
-``math``: first and final loss, a digest of the weights, the weights) and ``logs/`` (per-rank stdout/stderr/exit/state).
+``math``: first and final loss, a digest of the weights, the weights), ``grad_norms.csv`` (with
+``math``, BSP exchanging gradients on 2+ workers: per step the workers' local and the
+all-reduced gradient's squared norms, :mod:`realrun.gradnorms`) and ``logs/`` (per-rank stdout/stderr/exit/state).
 A failed or hung rank raises :class:`~realrun.launch.RealRunError` naming the rank and its
 log; everything traced up to then stays in ``out_dir``.
 """
@@ -207,7 +209,8 @@ def run_scenario(
                     sets=sets, np=np)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.*")]:
+    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.*"),
+                *out.glob("grad_norms.csv")]:
         old.unlink()  # a previous run's ranks must not mix in
     argv = ["--scenario", str(Path(path).resolve()), "--algorithm", setup.algorithm.title,
             "--collectives", collectives, "--backend", backend, "--out", str(out)]
@@ -230,4 +233,8 @@ def run_scenario(
                            traces, headers, events, metrics, res, maths)
     (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
     write_chrome(out / "trace.chrome.json", events, f"{scn.name} (measured)")
+    if math:  # BSP's per-step gradient norms -> the log `calibrate --convergence` reads
+        from realrun.gradnorms import write_norm_log
+
+        write_norm_log(out, headers, events)
     return result

@@ -67,7 +67,8 @@ def _run(args: argparse.Namespace, holder: list) -> int:
               "servers": setup.servers, "actor_role": spec.role, "actor_index": spec.index,
               "collectives": args.collectives, "math": bool(args.math),
               "iterations": scn.run.iterations, "warmup": scn.run.warmup,
-              "batch": setup.batch, "kernels": plan.totals()}
+              "batch": setup.batch, "kernels": plan.totals(),
+              "math_batch": math.task.batch if math is not None else None}
     ctx = RankContext(args.out, role=spec.role, backend=backend, header=header)
     holder.append(ctx)
     colls = Collectives(ctx, workers=tuple(range(setup.workers)), hosts=setup.hosts,

@@ -26,7 +26,11 @@ model, the same operations carry it - the backward pass returns the gradient, th
 sums it (per bucket: the gradient cut into as many pieces), the update applies the mean; in
 weight averaging the local step uses the worker's own gradient and the average replaces the
 weights.  The operation sequence (kinds, labels, sizes) is the same with and without math,
-plus one ``Record("loss")`` per iteration.
+plus one ``Record("loss")`` per iteration and, when gradients are exchanged, the two squared
+norms the gradient noise scale is estimated from (McCandlish et al. 2018, arXiv 1812.06162;
+:mod:`clustersim.convergence.noise_scale`): ``Record("grad_sq_local")``, the worker's own
+gradient's, and ``Record("grad_sq_mean")``, the all-reduced mean gradient's.  Records take no
+time in the simulator, so the timing is unchanged.
 """
 
 from __future__ import annotations
@@ -149,20 +153,27 @@ def _bsp_math_worker(ctx: ActorContext) -> ActorGen:
                 for k, (lo, hi, nbytes) in enumerate(job.buckets):
                     back = Compute("backward", layers=(lo, hi))
                     if parts is None:  # the proxy's gradient comes out of the first slice
-                        parts = m.split((yield replace(back, fn=m.backward)), nb)
+                        grad = yield replace(back, fn=m.backward)
+                        local = _sq_norm(grad)  # before the exchange touches anything
+                        parts = m.split(grad, nb)
                     else:
                         yield back
                     handles.append((yield AllReduce(nbytes, blocking=False, data=parts[k],
                                                     **kw)))
                 sums = yield Wait(handles)
             else:
-                parts = m.split((yield backward), nb)
+                grad = yield backward
+                local = _sq_norm(grad)
+                parts = m.split(grad, nb)
                 if barrier:
                     yield Barrier()
                 sums = []
                 for k, (_, _, nbytes) in enumerate(job.buckets):
                     sums.append((yield AllReduce(nbytes, data=parts[k], **kw)))
-            yield Compute("update", fn=m.step_mean, data=np.concatenate(sums))
+            total = np.concatenate(sums)
+            yield Compute("update", fn=m.step_mean, data=total)
+            yield Record("grad_sq_local", local)
+            yield Record("grad_sq_mean", _sq_norm(total) / job.workers ** 2)
         else:
             grad = yield backward
             yield Compute("update", fn=m.step, data=grad)
@@ -173,6 +184,12 @@ def _bsp_math_worker(ctx: ActorContext) -> ActorGen:
                 yield Compute("elastic", nbytes=job.grad_bytes, label="average", fn=m.average,
                               data=total)
         yield Record("loss", float(loss))
+
+
+def _sq_norm(x: np.ndarray) -> float:
+    """Squared L2 norm, accumulated in float64 (the gradients are float32)."""
+    v = np.asarray(x, dtype=np.float64).reshape(-1)
+    return float(v @ v)
 
 
 def _validate(params: dict, path: tuple) -> None:

@@ -10,6 +10,8 @@ Two sources of measurements:
   those runs enters the fit.
 * ``clustersim calibrate TRACES...`` fits traces recorded elsewhere (``trace.rank*.jsonl``
   files or directories holding them, e.g. a cluster's ``realrun microbench`` output).
+* ``clustersim calibrate --convergence LOG.csv`` estimates the gradient noise scale of a
+  training log instead (:mod:`clustersim.commands.calibrate_convergence`).
 
 ``--platform`` names the platform the ranks ran on (default ``topologies/localhost.yaml``):
 it says which device and link class the numbers describe.  Exit codes: 0 success, 1 a failed
@@ -24,12 +26,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.errors import InputError
 
 __all__ = ["add_parser", "cmd_calibrate"]
 
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_PLATFORM = "topologies/localhost.yaml"
+DEFAULT_OUT = "calibration.yaml"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -46,13 +50,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                "  clustersim calibrate --real --quick --no-validate\n"
                "  clustersim calibrate cluster-run/ --platform topologies/dgx1_edr8.yaml "
                "--out dgx.yaml\n"
-               "  clustersim predict scenarios/real_bsp_mlp.yaml --calibration profile.yaml",
+               "  clustersim predict scenarios/real_bsp_mlp.yaml --calibration profile.yaml\n"
+               "  clustersim calibrate --convergence runs/bsp/grad_norms.csv --out gns.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", nargs="*", metavar="TRACES",
                    help="trace.rank*.jsonl files or directories with them (instead of --real)")
     p.add_argument("--real", action="store_true", help="measure here on real MPI ranks")
-    p.add_argument("--out", default="calibration.yaml", metavar="FILE",
-                   help="profile to write (default %(default)s)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help=f"profile to write (default {DEFAULT_OUT}; with --convergence: the "
+                        "noise-scale snippet, printed when not given)")
     p.add_argument("--np", type=int, default=2, metavar="N",
                    help="MPI ranks for the microbenchmarks (default %(default)s)")
     p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
@@ -108,6 +114,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="benchmark traces and validation runs (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no tables")
+    add_convergence_arguments(p)
     p.set_defaults(func=cmd_calibrate)
     return p
 
@@ -207,6 +214,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from clustersim.platform.describe import load_platform
     from clustersim.scenario.schema import PROJECT_ROOT
 
+    if args.convergence is not None:  # the gradient noise scale of a training log
+        from clustersim.commands.calibrate_convergence import cmd_convergence
+
+        return cmd_convergence(args)
+    args.out = args.out or DEFAULT_OUT
     _check(args)
     breakpoints = _sizes(args.breakpoints)
     plat_path = Path(args.platform)

@@ -141,3 +141,6 @@ def _print(res: Any, predicted: Any) -> None:
                       f"{row['steps']} steps, weights {row['digest'][:12]}")
     console.print(f"traces: {res.out_dir}/trace.rank*.jsonl, {res.out_dir}/trace.chrome.json; "
                   f"metrics: {res.out_dir}/metrics.json")
+    if (res.out_dir / "grad_norms.csv").is_file():
+        console.print(f"gradient norms: {res.out_dir}/grad_norms.csv (noise scale: `clustersim "
+                      f"calibrate --convergence {res.out_dir}/grad_norms.csv`)")
