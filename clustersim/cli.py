@@ -26,11 +26,12 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
-def _console(quiet: bool = False):
+def _console(quiet: bool = False, wide: bool = False):
     from rich.console import Console
 
-    # when piped or captured, do not squeeze tables into 80 columns
-    width = None if sys.stdout.isatty() else 180
+    # the terminal's width (COLUMNS, else the tty's, else 80 when piped): tables fit it by
+    # leaving out or stacking columns (clustersim.report.layout); --wide: never wrap
+    width = 100_000 if wide else None
     return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 
@@ -82,7 +83,7 @@ def _predict(args: argparse.Namespace) -> int:
     for out in (args.json, args.csv, args.trace):
         if out and Path(out).is_dir():
             raise InputError(f"output {out!r} is a directory")
-    console = _console(args.quiet)
+    console = _console(args.quiet, args.wide)
     if scn.benchmark is not None:
         return _predict_benchmark(scn, args, console)
     return _predict_training(scn, args, console)
@@ -98,7 +99,7 @@ def _predict_benchmark(scn, args, console) -> int:
         rows = run_benchmark(scn, progress=advance)
     console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
     console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
-    print_benchmark(console, rows, scn.benchmark.op)
+    print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
     if args.json:
         write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
                                "rows": [r.to_dict() for r in rows]})
@@ -114,7 +115,7 @@ def _predict_training(scn, args, console) -> int:
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
-    print_training(console, scn, result)
+    print_training(console, scn, result, wide=args.wide)
     if args.json:
         write_json(args.json, training_json(scn, result))
     if args.csv:
@@ -298,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="processes for the sweep's points (default: CLUSTERSIM_JOBS or all "
                          "cores; 1 = this process); results do not depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
+    pr.add_argument("--wide", action="store_true",
+                    help="every table column, whatever the terminal's width (by default "
+                         "tables fit it: less important columns left out, grids stacked)")
     pr.set_defaults(func=cmd_predict)
 
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
