@@ -75,7 +75,9 @@ def _predict(args: argparse.Namespace) -> int:
         sets.append(f"run.fidelity={args.fidelity}")
     if args.seed is not None:
         sets.append(f"run.seed={args.seed}")
-    scn = load_scenario(args.scenario, sets)
+    from clustersim.shipped import scenario_path
+
+    scn = load_scenario(scenario_path(args.scenario), sets)
     if args.calibration:
         from clustersim.calibration.profile import apply_profile
 
@@ -97,8 +99,11 @@ def _predict_benchmark(scn, args, console) -> int:
     total = sum(1 for _ in benchmark_points(scn))
     with _progress(total, "collectives", not args.quiet) as advance:
         rows = run_benchmark(scn, progress=advance)
-    console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
-    console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(scn.name)}[/bold] — {escape(scn.about)}" if scn.about
+                  else escape(scn.name))
+    console.print(f"platform: {escape(scn.platform.describe())}; fidelity: {scn.run.fidelity}")
     print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
     if args.json:
         write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
@@ -146,7 +151,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
     bws = _factors(args.bandwidth, "bandwidth")
     lats = _factors(args.latency, "latency")
-    scn = load_scenario(args.scenario, list(args.set or []))
+    from clustersim.shipped import scenario_path
+
+    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
     if args.calibration:
         from clustersim.calibration.profile import apply_profile
 
@@ -168,10 +175,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from clustersim.scenario.schema import load_scenario
+    from clustersim.shipped import scenario_path
 
-    scn = load_scenario(args.scenario, list(args.set or []))
+    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
     console = _console()
-    console.print(f"ok: {scn.name} — {scn.platform.describe()}")
+    from rich.markup import escape
+
+    console.print(f"ok: {escape(scn.name)} — {escape(scn.platform.describe())}")
     return EXIT_OK
 
 
@@ -284,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", help="simulate a scenario and print the prediction",
                         description="Simulate a scenario: a collective benchmark (nccl-tests "
                                     "style table) or a training sweep (scaling table).")
-    pr.add_argument("scenario", help="scenario YAML file (see scenarios/)")
+    pr.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario "
+                    "(knl_4253, allreduce_crossbar16, ...)")
     pr.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     pr.add_argument("--csv", metavar="FILE", help="write one row per point as CSV")
     pr.add_argument("--trace", metavar="FILE",

@@ -205,13 +205,14 @@ def _load_traces(items: list[str], statistic: str
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from clustersim.calibration.pipeline import calibrate_rows, make_target
     from clustersim.platform.describe import load_platform
-    from clustersim.scenario.schema import PROJECT_ROOT
+    from clustersim.shipped import shipped_roots
 
     _check(args)
     breakpoints = _sizes(args.breakpoints)
     plat_path = Path(args.platform)
-    if not plat_path.is_file() and (PROJECT_ROOT / args.platform).is_file():
-        plat_path = PROJECT_ROOT / args.platform
+    for root in shipped_roots():
+        if not plat_path.is_file() and (root / args.platform).is_file():
+            plat_path = root / args.platform
     platform = load_platform(plat_path)
     validate = args.validate if args.validate is not None else bool(args.real)
     scenarios = _scenarios(args) if validate else []
