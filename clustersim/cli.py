@@ -319,20 +319,26 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Simulate the scenario with the network's bandwidth and "
                                     "latency scaled by factors and write one offline HTML page "
                                     "with Plotly charts and sliders.")
-    wi.add_argument("scenario")
+    wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
     wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
                     help="link bandwidth factors (default %(default)s)")
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
                     help="link latency factors (default %(default)s)")
     wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
-    wi.add_argument("--set", action="append", metavar="KEY=VALUE")
-    wi.add_argument("-q", "--quiet", action="store_true")
+    wi.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a scenario field, as in predict (repeatable)")
+    wi.add_argument("-q", "--quiet", action="store_true", help="no progress, no message")
     wi.set_defaults(func=cmd_whatif)
 
-    va = sub.add_parser("validate", help="check a scenario file without simulating it")
-    va.add_argument("scenario")
-    va.add_argument("--set", action="append", metavar="KEY=VALUE")
+    va = sub.add_parser("validate", help="check a scenario file without simulating it",
+                        description="Read and check a scenario (every field, the platform it "
+                                    "names, --set overrides) without simulating it: prints "
+                                    "'ok' and the platform, or one error naming file, line, "
+                                    "field and the allowed values (exit 2).")
+    va.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    va.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a scenario field, as in predict (repeatable)")
     va.set_defaults(func=cmd_validate)
 
     li = sub.add_parser("list", help="list catalog entries and registered components")

@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "calibration profile",
         description="Fit piecewise alpha-beta per link class (eager/rendezvous breakpoints), "
                     "per-message and per-step overheads, compute efficiency per kernel class, "
-                    "memory and reduction throughput - robust least squares with 95%% "
+                    "memory and reduction throughput - robust least squares with 95% "
                     "confidence intervals - and write a profile for `predict --calibration`.  "
                     "With --real the profile is then validated on end-to-end runs that were "
                     "not in the fit.",
