@@ -26,11 +26,12 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
-def _console(quiet: bool = False):
+def _console(quiet: bool = False, wide: bool = False):
     from rich.console import Console
 
-    # when piped or captured, do not squeeze tables into 80 columns
-    width = None if sys.stdout.isatty() else 180
+    # the terminal's width (COLUMNS, else the tty's, else 80 when piped): tables fit it by
+    # leaving out or stacking columns (clustersim.report.layout); --wide: never wrap
+    width = 100_000 if wide else None
     return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 
@@ -74,7 +75,9 @@ def _predict(args: argparse.Namespace) -> int:
         sets.append(f"run.fidelity={args.fidelity}")
     if args.seed is not None:
         sets.append(f"run.seed={args.seed}")
-    scn = load_scenario(args.scenario, sets)
+    from clustersim.shipped import scenario_path
+
+    scn = load_scenario(scenario_path(args.scenario), sets)
     if args.calibration:
         from clustersim.calibration.profile import apply_profile
 
@@ -82,7 +85,7 @@ def _predict(args: argparse.Namespace) -> int:
     for out in (args.json, args.csv, args.trace):
         if out and Path(out).is_dir():
             raise InputError(f"output {out!r} is a directory")
-    console = _console(args.quiet)
+    console = _console(args.quiet, args.wide)
     if scn.benchmark is not None:
         return _predict_benchmark(scn, args, console)
     return _predict_training(scn, args, console)
@@ -96,9 +99,12 @@ def _predict_benchmark(scn, args, console) -> int:
     total = sum(1 for _ in benchmark_points(scn))
     with _progress(total, "collectives", not args.quiet) as advance:
         rows = run_benchmark(scn, progress=advance)
-    console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
-    console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
-    print_benchmark(console, rows, scn.benchmark.op)
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(scn.name)}[/bold] — {escape(scn.about)}" if scn.about
+                  else escape(scn.name))
+    console.print(f"platform: {escape(scn.platform.describe())}; fidelity: {scn.run.fidelity}")
+    print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
     if args.json:
         write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
                                "rows": [r.to_dict() for r in rows]})
@@ -114,7 +120,7 @@ def _predict_training(scn, args, console) -> int:
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
-    print_training(console, scn, result)
+    print_training(console, scn, result, wide=args.wide)
     if args.json:
         write_json(args.json, training_json(scn, result))
     if args.csv:
@@ -145,7 +151,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
     bws = _factors(args.bandwidth, "bandwidth")
     lats = _factors(args.latency, "latency")
-    scn = load_scenario(args.scenario, list(args.set or []))
+    from clustersim.shipped import scenario_path
+
+    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
     if args.calibration:
         from clustersim.calibration.profile import apply_profile
 
@@ -167,10 +175,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from clustersim.scenario.schema import load_scenario
+    from clustersim.shipped import scenario_path
 
-    scn = load_scenario(args.scenario, list(args.set or []))
+    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
     console = _console()
-    console.print(f"ok: {scn.name} — {scn.platform.describe()}")
+    from rich.markup import escape
+
+    console.print(f"ok: {escape(scn.name)} — {escape(scn.platform.describe())}")
     return EXIT_OK
 
 
@@ -283,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", help="simulate a scenario and print the prediction",
                         description="Simulate a scenario: a collective benchmark (nccl-tests "
                                     "style table) or a training sweep (scaling table).")
-    pr.add_argument("scenario", help="scenario YAML file (see scenarios/)")
+    pr.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario "
+                    "(knl_4253, allreduce_crossbar16, ...)")
     pr.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     pr.add_argument("--csv", metavar="FILE", help="write one row per point as CSV")
     pr.add_argument("--trace", metavar="FILE",
@@ -298,26 +310,35 @@ def build_parser() -> argparse.ArgumentParser:
                     help="processes for the sweep's points (default: CLUSTERSIM_JOBS or all "
                          "cores; 1 = this process); results do not depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
+    pr.add_argument("--wide", action="store_true",
+                    help="every table column, whatever the terminal's width (by default "
+                         "tables fit it: less important columns left out, grids stacked)")
     pr.set_defaults(func=cmd_predict)
 
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
                         description="Simulate the scenario with the network's bandwidth and "
                                     "latency scaled by factors and write one offline HTML page "
                                     "with Plotly charts and sliders.")
-    wi.add_argument("scenario")
+    wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
     wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
                     help="link bandwidth factors (default %(default)s)")
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
                     help="link latency factors (default %(default)s)")
     wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
-    wi.add_argument("--set", action="append", metavar="KEY=VALUE")
-    wi.add_argument("-q", "--quiet", action="store_true")
+    wi.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a scenario field, as in predict (repeatable)")
+    wi.add_argument("-q", "--quiet", action="store_true", help="no progress, no message")
     wi.set_defaults(func=cmd_whatif)
 
-    va = sub.add_parser("validate", help="check a scenario file without simulating it")
-    va.add_argument("scenario")
-    va.add_argument("--set", action="append", metavar="KEY=VALUE")
+    va = sub.add_parser("validate", help="check a scenario file without simulating it",
+                        description="Read and check a scenario (every field, the platform it "
+                                    "names, --set overrides) without simulating it: prints "
+                                    "'ok' and the platform, or one error naming file, line, "
+                                    "field and the allowed values (exit 2).")
+    va.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    va.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a scenario field, as in predict (repeatable)")
     va.set_defaults(func=cmd_validate)
 
     li = sub.add_parser("list", help="list catalog entries and registered components")

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("--benches", type=_names, default=list(BENCHES),
                     help=f"comma list of {', '.join(BENCHES)}")
     mb.add_argument("--sizes", type=_sizes, default=None,
-                    help="message sizes (ping-pong and collectives), e.g. 1K,64K,4MiB")
+                    help="message sizes (ping-pong and collectives), e.g. 1KiB,64KiB,4MiB")
     mb.add_argument("--coll-sizes", type=_sizes, default=None,
                     help="sizes for the collectives only (default: --sizes)")
     mb.add_argument("--ops", type=_names, default=["allreduce"],

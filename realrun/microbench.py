@@ -1,6 +1,6 @@
 """Microbenchmarks that calibrate the model: what one link, one collective, one kernel costs.
 
-What each measures and which model parameter it informs (../shared/DESIGN.md section 3):
+What each measures and which model parameter it informs (docs/calibration.md):
 
 ============ ============================================ =================================
 bench        measures                                     calibrates

@@ -1,4 +1,4 @@
-"""The shipped catalog holds the datasheet figures of REFERENCES.md, with sources."""
+"""The shipped catalog holds the datasheet figures of docs/references.md, with sources."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """The paper's headline figures emerge from the KNL scenarios (You, Buluc, Demmel, SC17).
 
-Targets (../shared/REFERENCES.md; tolerances are the issue's): Sync EASGD's weak-scaling
+Targets (docs/references.md; tolerances are the issue's): Sync EASGD's weak-scaling
 efficiency on 4,253 KNL cores is 91.5% +- 3 points; original EASGD spends 87% of its time
 communicating and Sync EASGD 14% (+- 5 points each); Sync EASGD is 5.3x (+- 20%) faster.
 Nothing here is fitted at test time: the scenarios state their model (GoogLeNet, 8 images per

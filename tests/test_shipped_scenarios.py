@@ -14,5 +14,5 @@ def test_scenario_validates_and_states_its_assumptions(path):
     scn = load_scenario(path)
     assert scn.name and scn.platform.num_devices >= 1
     assert scn.benchmark is not None or scn.algorithms
-    # every scenario says what it assumes beyond its sources (DESIGN.md, REFERENCES.md)
+    # every scenario says what it assumes beyond its sources (docs/references.md)
     assert scn.assumptions and all(len(a) > 20 for a in scn.assumptions)

@@ -1,4 +1,4 @@
-"""Theano-MPI's K80 node against its README table (REFERENCES.md): 8-GPU speedup within 10%.
+"""Theano-MPI's K80 node against its README table (docs/references.md): 8-GPU speedup within 10%.
 
 Parameters: per model, the conv/fc efficiency fitted to the 1-GPU column; for the node, one
 link efficiency, message overhead and QPI peer-to-peer bandwidth (see the scenario files).  The

@@ -10,7 +10,7 @@ from clustersim.errors import InputError
 from clustersim.workload import Layer, Model, NetBuilder, ShapeError, get_model, list_models
 from clustersim.workload.zoo import model_options
 
-# Exact parameter counts: REFERENCES.md (AlexNet grouped, VGG16, ResNet-50/101), torchvision
+# Exact parameter counts: docs/references.md (AlexNet grouped, VGG16, ResNet-50/101), torchvision
 # model summaries (ResNet-18/34/152; Inception v3 without its auxiliary head), LeNet-5 with a
 # fully connected C3 (156 + 2,416 + 48,120 + 10,164 + 850).
 EXACT_PARAMS = {
@@ -25,7 +25,7 @@ EXACT_PARAMS = {
     "lenet5": 61_706,
 }
 
-# Forward multiply-adds per sample, REFERENCES.md "Reference model sizes"; 5% tolerance.
+# Forward multiply-adds per sample, docs/references.md "Reference model sizes"; 5% tolerance.
 REFERENCE_MACS = {
     "lenet5": 0.4e6,
     "alexnet": 0.72e9,
@@ -44,12 +44,12 @@ def test_parameter_counts_exact(name: str) -> None:
 
 
 def test_alexnet_gradient_is_243_9_mb() -> None:
-    # REFERENCES.md: 60,965,224 parameters = 243.9 MB fp32
+    # docs/references.md: 60,965,224 parameters = 243.9 MB fp32
     assert get_model("alexnet").grad_bytes / 1e6 == pytest.approx(243.9, abs=0.05)
 
 
 def test_googlenet_params_in_published_range() -> None:
-    # REFERENCES.md: ~6.8-7.0 M (BVLC model without auxiliary classifiers: 6,998,552)
+    # docs/references.md: ~6.8-7.0 M (BVLC model without auxiliary classifiers: 6,998,552)
     assert 6.8e6 <= get_model("googlenet").params <= 7.0e6
 
 

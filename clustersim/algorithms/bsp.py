@@ -8,7 +8,7 @@ every worker applies the same update.  Two exchange modes (Theano-MPI supports b
 * ``weights``: every worker updates locally and every ``every`` iterations the weights are
   averaged with an all-reduce (model averaging; Theano-MPI's "avg" rule).
 
-Theano-MPI strategies (Ma, Mao, Taylor 2016, arXiv 1605.08325; REFERENCES.md):
+Theano-MPI strategies (Ma, Mao, Taylor 2016, arXiv 1605.08325; docs/references.md):
 
 =========  =====================================================================
 ar         MPI_Allreduce through host memory, barrier first (device->host copy,

@@ -1,7 +1,7 @@
 """Hybrid aggregation for heterogeneous GPU clusters (Kim et al., Cluster Computing 23(3), 2020).
 
 Synchronous inside a node, asynchronous between nodes.  Only the design of the paper is public
-to us (REFERENCES.md); the protocol below is our reading of it, and every step that the design
+to us (docs/references.md); the protocol below is our reading of it, and every step that the design
 does not pin down is stated here.
 
 * **Groups.**  Workers are grouped by machine (``group: node``, the paper's design) or by

@@ -4,7 +4,7 @@ Why a proxy: the operations an algorithm yields describe the *cost* of the scena
 (an AlexNet's FLOPs and bytes), which no test machine can afford to train, while the
 *behaviour* of an algorithm - does BSP keep every replica identical, does Async EASGD still
 converge with stale centres - needs real arithmetic.  So the algorithms attach the math of a
-small stand-in model to their operations (DESIGN.md, "Real math, optional in simulation"):
+small stand-in model to their operations (docs/writing_an_algorithm.md):
 
     grad = yield Compute("backward", fn=ctx.math.backward)
     total = yield AllReduce(ctx.grad_bytes, data=grad)

@@ -8,7 +8,7 @@ link (incast) and its update kernel serialises them (saturation).  Those two lim
 the simulator must show; they are not formulas here but consequences of the flow network and
 of the server's ``Compute`` operations.
 
-Variants (sources in ../shared/REFERENCES.md and the ``source`` of each definition):
+Variants (sources in docs/references.md and the ``source`` of each definition):
 
 =============  ===================================================================================
 sync_ps        every step each worker pushes its gradient to every shard; a shard waits for all

@@ -87,10 +87,10 @@ class ValidationReport:
 
 def default_scenarios(root: str | Path | None = None) -> list[Path]:
     """The shipped real-run scenarios (``scenarios/real_*.yaml``), sorted."""
-    from clustersim.scenario.schema import PROJECT_ROOT
+    from clustersim.shipped import shipped_dir
 
-    base = Path(root) if root is not None else PROJECT_ROOT / "scenarios"
-    return sorted(base.glob("real_*.yaml"))
+    base = Path(root) if root is not None else shipped_dir("scenarios")
+    return sorted(base.glob("real_*.yaml")) if base is not None else []
 
 
 def _main_point(scn: Any, algorithm: str | None, workers: int | None) -> tuple[Any, int]:

@@ -42,7 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "calibration profile",
         description="Fit piecewise alpha-beta per link class (eager/rendezvous breakpoints), "
                     "per-message and per-step overheads, compute efficiency per kernel class, "
-                    "memory and reduction throughput - robust least squares with 95%% "
+                    "memory and reduction throughput - robust least squares with 95% "
                     "confidence intervals - and write a profile for `predict --calibration`.  "
                     "With --real the profile is then validated on end-to-end runs that were "
                     "not in the fit.",
@@ -212,7 +212,7 @@ def _load_traces(items: list[str], statistic: str
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from clustersim.calibration.pipeline import calibrate_rows, make_target
     from clustersim.platform.describe import load_platform
-    from clustersim.scenario.schema import PROJECT_ROOT
+    from clustersim.shipped import shipped_roots
 
     if args.convergence is not None:  # the gradient noise scale of a training log
         from clustersim.commands.calibrate_convergence import cmd_convergence
@@ -222,8 +222,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     _check(args)
     breakpoints = _sizes(args.breakpoints)
     plat_path = Path(args.platform)
-    if not plat_path.is_file() and (PROJECT_ROOT / args.platform).is_file():
-        plat_path = PROJECT_ROOT / args.platform
+    for root in shipped_roots():
+        if not plat_path.is_file() and (root / args.platform).is_file():
+            plat_path = root / args.platform
     platform = load_platform(plat_path)
     validate = args.validate if args.validate is not None else bool(args.real)
     scenarios = _scenarios(args) if validate else []

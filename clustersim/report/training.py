@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from clustersim import __version__
+from clustersim.report.layout import Col, print_hidden, print_table
 
 __all__ = ["print_training", "training_json", "training_rows"]
 
@@ -42,10 +43,14 @@ def _interval(p: Any, key: str, fmt) -> str:
     return base
 
 
-def print_training(console: Console, scn: Any, result: Any) -> None:
+def print_training(console: Console, scn: Any, result: Any, wide: bool = False) -> None:
+    """The scenario's header, one scaling table per algorithm, and the comparison; ``wide``:
+    every column, whatever the terminal's width."""
     wl = scn.workload
-    console.print(f"[bold]{scn.name}[/bold]" + (f" — {scn.about}" if scn.about else ""))
-    console.print(f"platform: {scn.platform.describe()}")
+    # scenario strings are text: a "[/bold]" in them is not rich markup (and no MarkupError)
+    console.print(f"[bold]{escape(scn.name)}[/bold]"
+                  + (f" — {escape(scn.about)}" if scn.about else ""))
+    console.print(f"platform: {escape(scn.platform.describe())}")
     scaling = scn.sweep.scaling if scn.sweep else "single point"
     console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
                   f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
@@ -55,14 +60,10 @@ def print_training(console: Console, scn: Any, result: Any) -> None:
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
     any_async = _has_async(result)
+    cols = list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
+    hidden: list[str] = []
     for title, pts in result.points.items():
-        t = Table(title=f"{title}", title_justify="left")
-        for col in ("workers", "batch/w", "iter (ms)", "samples/s", "speedup", "efficiency",
-                    "comm exposed", "comm total", "compute ms", "comm ms", "wait ms"):
-            t.add_column(col, justify="right")
-        if any_async:
-            for col in ("staleness mean/p90", "server util", "updates/s"):
-                t.add_column(col, justify="right")
+        rows = []
         for p in pts:
             row = [str(p.workers), f"{p.batch_per_worker:g}", _interval(p, "iteration_time", _ms),
                    _interval(p, "throughput", lambda v: f"{v:,.0f}"), f"{p.speedup:.2f}",
@@ -70,13 +71,31 @@ def print_training(console: Console, scn: Any, result: Any) -> None:
                    _ms(p.compute), _ms(p.comm), _ms(p.wait)]
             if any_async:
                 row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
-            t.add_row(*row)
-        console.print(t)
+            rows.append(row)
+        hidden += print_table(console, f"{title}", cols, rows, wide=wide, note=False)
     if len(result.points) > 1:
-        _print_comparison(console, result)
+        hidden += _print_comparison(console, result, wide)
+    print_hidden(console, hidden)
 
 
-def _print_comparison(console: Console, result: Any) -> None:
+# Columns and their priority at a narrow terminal (0 = always; larger numbers are left out
+# first, see clustersim.report.layout): the scaling figures a reader compares first, then
+# the time breakdown that explains them.
+SCALING_COLUMNS = (
+    Col("workers", priority=0), Col("batch/w", priority=5), Col("iter (ms)"),
+    Col("samples/s"), Col("speedup", priority=2), Col("efficiency"),
+    Col("comm exposed", priority=2), Col("comm total", priority=5),
+    Col("compute ms", priority=4), Col("comm ms", priority=4), Col("wait ms", priority=4),
+)
+ASYNC_COLUMNS = (Col("staleness mean/p90", priority=3), Col("server util", priority=3),
+                 Col("updates/s", priority=4))
+COMPARISON_COLUMNS = (
+    Col("algorithm", justify="left", priority=0), Col("samples/s"), Col("vs fastest"),
+    Col("efficiency"), Col("comm exposed", priority=2), Col("not computing", priority=2),
+)
+
+
+def _print_comparison(console: Console, result: Any, wide: bool = False) -> list[str]:
     """One line per algorithm at the largest common point, fastest first."""
     largest = min(pts[-1].workers for pts in result.points.values())
     rows = []
@@ -86,24 +105,20 @@ def _print_comparison(console: Console, result: Any) -> None:
             rows.append((title, p))
     rows.sort(key=lambda r: -r[1].throughput)
     best = rows[0][1].throughput if rows else 1.0
-    t = Table(title=f"comparison at {largest} workers (fastest first)", title_justify="left")
     # "not computing" = 1 - worker utilisation: exposed communication plus waiting for peers or
     # a master - the time breakdown papers report as "communication share"; with asynchronous
     # algorithms, what tells them apart: staleness, the servers' load and update rate
     any_async = _has_async(result)
-    cols = ["algorithm", "samples/s", "vs fastest", "efficiency", "comm exposed",
-            "not computing"]
-    if any_async:
-        cols += ["staleness mean/p90", "server util", "updates/s"]
-    for col in cols:
-        t.add_column(col, justify="right" if col != "algorithm" else "left")
+    cols = list(COMPARISON_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
+    cells = []
     for title, p in rows:
-        row = [title, f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
+        row = [escape(title), f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
                _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization)]
         if any_async:
             row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
-        t.add_row(*row)
-    console.print(t)
+        cells.append(row)
+    return print_table(console, f"comparison at {largest} workers (fastest first)", cols, cells,
+                       wide=wide, note=False)
 
 
 def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from clustersim.report.htmlpage import escape_text as _esc
+from clustersim.report.htmlpage import figure_script, standalone_page
 from clustersim.scenario.schema import Scenario
 
 __all__ = ["scaled_platform", "whatif_grid", "whatif_html"]
@@ -92,6 +94,8 @@ def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
     combos = grid_points(bws, grid["latencies"])
     labels = [f"bandwidth x{bw:g}, latency x{lat:g}" for bw, lat in combos]
     algs = list(grid["cells"][combos[0]].keys())
+    names = {a: _esc(a) for a in algs}  # labels come from the scenario: text, not markup
+    name = _esc(scn.name)
     active = combos.index((1.0, 1.0))
 
     thr = go.Figure()
@@ -102,14 +106,14 @@ def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
         for a in algs:
             pts = data[a]
             w = [p["workers"] for p in pts]
-            thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=a,
+            thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=names[a],
                                      mode="lines+markers", visible=(k == active),
                                      hovertemplate="%{x} workers: %{y:,.0f} samples/s"))
-            eff.add_trace(go.Scatter(x=w, y=[100 * p["efficiency"] for p in pts], name=a,
+            eff.add_trace(go.Scatter(x=w, y=[100 * p["efficiency"] for p in pts], name=names[a],
                                      mode="lines+markers", visible=(k == active),
                                      hovertemplate="%{x} workers: %{y:.1f}%"))
         for part, color in (("compute", "#4C78A8"), ("comm", "#F58518"), ("wait", "#B0B0B0")):
-            brk.add_trace(go.Bar(x=algs, y=[1e3 * data[a][-1][part] for a in algs], name=part,
+            brk.add_trace(go.Bar(x=[names[a] for a in algs], y=[1e3 * data[a][-1][part] for a in algs], name=part,
                                  marker_color=color, visible=(k == active),
                                  hovertemplate="%{x}: %{y:.2f} ms"))
     ticks = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
@@ -117,13 +121,13 @@ def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
         (thr, "Throughput vs workers", "samples/s", True),
         (eff, "Parallel efficiency vs workers", "efficiency (%)", False),
     ):
-        fig.update_layout(title=f"{scn.name}: {title}",
+        fig.update_layout(title=f"{name}: {title}",
                           xaxis={"title": "workers", "type": "log", "tickvals": ticks},
                           yaxis={"title": ytitle, "type": "log" if log else "linear"},
                           template="plotly_white", height=520)
         _slider(fig, labels, len(algs), "", active)
     brk.update_layout(barmode="stack", template="plotly_white", height=520,
-                      title=f"{scn.name}: one iteration at the largest point, where time goes",
+                      title=f"{name}: one iteration at the largest point, where time goes",
                       yaxis={"title": "ms per iteration"})
     _slider(brk, labels, 3, "", active)
 
@@ -132,10 +136,10 @@ def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
     for a in algs:
         xs = list(bws)
         ys = [100 * grid["cells"][(bw, base_lat)][a][-1]["efficiency"] for bw in bws]
-        sens.add_trace(go.Scatter(x=xs, y=ys, name=a, mode="lines+markers",
+        sens.add_trace(go.Scatter(x=xs, y=ys, name=names[a], mode="lines+markers",
                                   hovertemplate="bandwidth x%{x}: %{y:.1f}%"))
     largest = grid["cells"][combos[0]][algs[0]][-1]["workers"]
-    sens.update_layout(title=f"{scn.name}: efficiency at {largest} workers vs network bandwidth",
+    sens.update_layout(title=f"{name}: efficiency at {largest} workers vs network bandwidth",
                        xaxis={"title": "link bandwidth (x scenario)", "type": "log"},
                        yaxis={"title": "efficiency (%)"}, template="plotly_white", height=480)
     return [thr, eff, brk, sens]
@@ -155,10 +159,10 @@ def _benchmark_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
         for alg, ranks in keys:
             sel = [r for r in rows if r["algorithm"] == alg and r["ranks"] == ranks]
             fig.add_trace(go.Scatter(x=[r["size"] for r in sel], y=[r["busbw"] / 1e9 for r in sel],
-                                     name=f"{alg}, {ranks} ranks", mode="lines+markers",
+                                     name=_esc(f"{alg}, {ranks} ranks"), mode="lines+markers",
                                      visible=(k == active),
                                      hovertemplate="%{x:.3s}B: %{y:.3f} GB/s"))
-    fig.update_layout(title=f"{scn.name}: bus bandwidth by message size",
+    fig.update_layout(title=f"{_esc(scn.name)}: bus bandwidth by message size",
                       xaxis={"title": "message size (bytes)", "type": "log"},
                       yaxis={"title": "busbw (GB/s)"}, template="plotly_white", height=600)
     _slider(fig, labels, len(keys), "", active)
@@ -166,24 +170,19 @@ def _benchmark_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
 
 
 def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
-    """A standalone page (plotly.js embedded); deterministic div ids so that the same scenario
+    """A standalone page (plotly.js embedded) that is safe to open whoever wrote the scenario
+    (see :mod:`clustersim.report.htmlpage`); deterministic div ids so that the same scenario
     and seed give the same bytes."""
     figs = (_benchmark_figures(scn, grid) if scn.benchmark is not None
             else _training_figures(scn, grid))
-    parts = []
-    for k, fig in enumerate(figs):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(k == 0),
-                                 div_id=f"clustersim-fig-{k}", config={"displaylogo": False}))
-    about = f"<p>{scn.about}</p>" if scn.about else ""
-    assumptions = "".join(f"<li>{a}</li>" for a in scn.assumptions)
-    return (
-        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-        f"<title>clustersim what-if: {scn.name}</title>"
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}</style></head><body>"
-        f"<h1>What if: {scn.name}</h1>{about}"
-        f"<p>Platform: {scn.platform.describe()}. Move the sliders: every position is a full "
-        "simulation with all link bandwidths / latencies scaled by that factor.</p>"
-        + "".join(parts)
-        + (f"<h3>Assumptions</h3><ul>{assumptions}</ul>" if assumptions else "")
-        + "</body></html>\n"
+    config = {"displaylogo": False, "responsive": True}
+    parts = [figure_script(fig, f"clustersim-fig-{k}", config) for k, fig in enumerate(figs)]
+    about = f"<p>{_esc(scn.about)}</p>" if scn.about else ""
+    assumptions = "".join(f"<li>{_esc(a)}</li>" for a in scn.assumptions)
+    before = (
+        f"<h1>What if: {_esc(scn.name)}</h1>{about}"
+        f"<p>Platform: {_esc(scn.platform.describe())}. Move the sliders: every position is a "
+        "full simulation with all link bandwidths / latencies scaled by that factor.</p>"
     )
+    after = f"<h3>Assumptions</h3><ul>{assumptions}</ul>" if assumptions else ""
+    return standalone_page(f"clustersim what-if: {scn.name}", before, parts, after)

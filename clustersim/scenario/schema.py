@@ -143,7 +143,9 @@ def _search_roots(base: Path | None) -> list[Path]:
     roots = []
     if base is not None:
         roots += [base, base.parent]
-    roots += [Path.cwd(), PROJECT_ROOT]
+    from clustersim.shipped import shipped_roots
+
+    roots += [Path.cwd(), *shipped_roots()]
     out: list[Path] = []
     for r in roots:
         if r not in out:
@@ -167,7 +169,9 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
     for c in cands:
         if c.is_file():
             return c
-    available = sorted(q.stem for q in (PROJECT_ROOT / "topologies").glob("*.yaml"))
+    from clustersim.shipped import shipped_names
+
+    available = shipped_names("topologies")
     from clustersim.errors import did_you_mean
 
     hint = did_you_mean(p.stem, available)
