@@ -29,6 +29,31 @@ def _staleness(p: Any) -> str:
     return "—" if p.staleness_mean is None else f"{p.staleness_mean:.1f}/{p.staleness_p90:.0f}"
 
 
+def _duration(seconds: float | None) -> str:
+    """A time to target people read at a glance: s, min, h or days."""
+    if seconds is None:
+        return "never"
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _steps(x: float | None) -> str:
+    return "never" if x is None else f"{x:,.0f}"
+
+
+def _has_tta(result: Any) -> bool:
+    """Whether the points carry time to accuracy (the workload has a convergence profile)."""
+    return any(p.time_to_target is not None or p.tta_note
+               for pts in result.points.values() for p in pts)
+
+
+def _tta_cells(p: Any) -> list[str]:
+    return [_duration(p.time_to_target), _steps(p.steps_to_target),
+            _pct(p.statistical_efficiency), "—" if p.goodput is None else f"{p.goodput:,.0f}"]
+
+
 def _has_async(result: Any) -> bool:
     """Whether any point has the asynchronous metrics (staleness, servers)."""
     return any(p.staleness_mean is not None or p.server_utilization is not None
@@ -60,7 +85,9 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
     any_async = _has_async(result)
-    cols = list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
+    tta = _has_tta(result)
+    cols = (list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
+            + (list(TTA_COLUMNS) if tta else []))
     hidden: list[str] = []
     for title, pts in result.points.items():
         rows = []
@@ -71,6 +98,8 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                    _ms(p.compute), _ms(p.comm), _ms(p.wait)]
             if any_async:
                 row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
+            if tta:
+                row += _tta_cells(p)
             rows.append(row)
         hidden += print_table(console, f"{title}", cols, rows, wide=wide, note=False)
     if len(result.points) > 1:
@@ -89,6 +118,9 @@ SCALING_COLUMNS = (
 )
 ASYNC_COLUMNS = (Col("staleness mean/p90", priority=3), Col("server util", priority=3),
                  Col("updates/s", priority=4))
+# time to accuracy: the headline when a profile exists (priority 1), its parts after it
+TTA_COLUMNS = (Col("time to target", priority=1), Col("steps to target", priority=3),
+               Col("stat. eff.", priority=2), Col("goodput", priority=3))
 COMPARISON_COLUMNS = (
     Col("algorithm", justify="left", priority=0), Col("samples/s"), Col("vs fastest"),
     Col("efficiency"), Col("comm exposed", priority=2), Col("not computing", priority=2),
@@ -103,22 +135,36 @@ def _print_comparison(console: Console, result: Any, wide: bool = False) -> list
         p = next((q for q in pts if q.workers == largest), None)
         if p is not None:
             rows.append((title, p))
-    rows.sort(key=lambda r: -r[1].throughput)
-    best = rows[0][1].throughput if rows else 1.0
+    tta = _has_tta(result)
+    if tta:  # the question users ask: which gets to the target first (never: last)
+        rows.sort(key=lambda r: (r[1].time_to_target is None, r[1].time_to_target or 0.0,
+                                 -r[1].throughput))
+    else:
+        rows.sort(key=lambda r: -r[1].throughput)
+    best = max((p.throughput for _, p in rows), default=1.0)
     # "not computing" = 1 - worker utilisation: exposed communication plus waiting for peers or
     # a master - the time breakdown papers report as "communication share"; with asynchronous
     # algorithms, what tells them apart: staleness, the servers' load and update rate
     any_async = _has_async(result)
-    cols = list(COMPARISON_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
+    cols = (list(COMPARISON_COLUMNS[:1]) + (list(TTA_COLUMNS) if tta else [])
+            + list(COMPARISON_COLUMNS[1:]) + (list(ASYNC_COLUMNS) if any_async else []))
     cells = []
     for title, p in rows:
-        row = [escape(title), f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
-               _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization)]
+        row = ([escape(title)] + (_tta_cells(p) if tta else [])
+               + [f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
+                  _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization)])
         if any_async:
             row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
         cells.append(row)
-    return print_table(console, f"comparison at {largest} workers (fastest first)", cols, cells,
-                       wide=wide, note=False)
+    order = "first to the target first" if tta else "fastest first"
+    hidden = print_table(console, f"comparison at {largest} workers ({order})", cols, cells,
+                         wide=wide, note=False)
+    notes = {p.tta_note for _, p in rows if p.tta_note}
+    for title, p in rows:
+        if p.tta_note in notes:
+            notes.discard(p.tta_note)
+            console.print(f"never reaches the target: {escape(title)} — {escape(p.tta_note)}")
+    return hidden
 
 
 def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:

@@ -55,6 +55,16 @@ class PointMetrics:
     efficiency: float = 1.0
     seeds: int = 1
     interval: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # time to accuracy (clustersim.convergence via sim/tta.py), when the workload has a
+    # convergence profile; None where it has none, or the target is never reached (then
+    # ``tta_note`` says why).  Steps count the algorithm's own step (sim/tta.py).
+    steps_to_target: float | None = None
+    samples_to_target: float | None = None
+    epochs_to_target: float | None = None
+    time_to_target: float | None = None
+    statistical_efficiency: float | None = None
+    goodput: float | None = None
+    tta_note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +123,11 @@ _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total",
         "comm_share_total", "worker_utilization", "bytes_per_iteration")
 
 
+#: time-to-accuracy figures averaged over seeds (when every seed has one)
+_TTA = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
+        "statistical_efficiency", "goodput")
+
+
 def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
     """Mean over seeds, with a 90% interval (5th-95th percentile) of the key metrics."""
     if len(samples) == 1:
@@ -123,5 +138,9 @@ def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
         setattr(base, key, float(vals.mean()))
         lo, hi = np.percentile(vals, [5, 95])
         base.interval[key] = (float(lo), float(hi))
+    for key in _TTA:
+        vals = [getattr(s, key) for s in samples]
+        if all(v is not None for v in vals):
+            setattr(base, key, float(np.mean(vals)))
     base.seeds = len(samples)
     return base
