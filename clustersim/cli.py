@@ -8,7 +8,9 @@ inside the commands so that ``clustersim --help`` and bad-input errors are insta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,9 +31,14 @@ class _Parser(argparse.ArgumentParser):
 def _console(quiet: bool = False):
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own handler exits 1; main() turns this into a quiet exit 141
+            raise BrokenPipeError
+
     # when piped or captured, do not squeeze tables into 80 columns
     width = None if sys.stdout.isatty() else 180
-    return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
+    return _Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 
 def _progress(total: int, what: str, enabled: bool):
@@ -79,9 +86,10 @@ def _predict(args: argparse.Namespace) -> int:
         from clustersim.calibration.profile import apply_profile
 
         scn = apply_profile(scn, args.calibration)
-    for out in (args.json, args.csv, args.trace):
-        if out and Path(out).is_dir():
-            raise InputError(f"output {out!r} is a directory")
+    from clustersim.report.output import check_outputs
+
+    # before any simulating: a bad output path is an input error, not a traceback later
+    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace})
     console = _console(args.quiet)
     if scn.benchmark is not None:
         return _predict_benchmark(scn, args, console)
@@ -89,43 +97,68 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _predict_benchmark(scn, args, console) -> int:
-    from clustersim.report.output import write_csv, write_json
-    from clustersim.report.tables import print_benchmark
-    from clustersim.sim.collective_bench import benchmark_points, run_benchmark
+    from clustersim.report.output import csv_text, json_text, write_outputs
+    from clustersim.report.tables import BENCH_CSV_COLUMNS, print_benchmark, with_units
+    from clustersim.sim.collective_bench import benchmark_points, benchmark_trace, run_benchmark
 
+    traces = benchmark_trace(scn) if args.trace else []  # refuses a too-large trace up front
     total = sum(1 for _ in benchmark_points(scn))
     with _progress(total, "collectives", not args.quiet) as advance:
         rows = run_benchmark(scn, progress=advance)
-    console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
-    console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
-    print_benchmark(console, rows, scn.benchmark.op)
+    outputs = []
     if args.json:
-        write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
-                               "rows": [r.to_dict() for r in rows]})
+        outputs.append((args.json, json_text({"scenario": scn.name,
+                                              "kind": "collective_benchmark",
+                                              "rows": [r.to_dict() for r in rows]})))
     if args.csv:
-        write_csv(args.csv, [r.to_dict() for r in rows])
+        outputs.append((args.csv, csv_text(with_units([r.to_dict() for r in rows],
+                                                      BENCH_CSV_COLUMNS))))
+    if args.trace:
+        outputs.append((args.trace, _chrome_processes(traces)))
+    write_outputs(outputs)  # all or none, before the table: a closed pipe cannot lose them
+    if not args.quiet:
+        console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
+        console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
+        print_benchmark(console, rows, scn.benchmark.op)
     return EXIT_OK
 
 
+def _chrome_processes(traces) -> str:
+    """One Chrome/Perfetto trace with a process per (title, events) pair."""
+    import json
+
+    from clustersim.trace import to_chrome
+
+    merged: list = []
+    for pid, (title, events) in enumerate(traces):
+        for ev in to_chrome(events, title)["traceEvents"]:
+            merged.append({**ev, "pid": pid})
+    return json.dumps({"traceEvents": merged, "displayTimeUnit": "ms"})
+
+
 def _predict_training(scn, args, console) -> int:
-    from clustersim.report.output import write_csv, write_json
+    from clustersim.report.output import csv_text, json_text, write_outputs
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
     from clustersim.report.training import print_training, training_json, training_rows
     from clustersim.sim.sweep import run_sweep
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
-    print_training(console, scn, result)
+    outputs = []
     if args.json:
-        write_json(args.json, training_json(scn, result))
+        outputs.append((args.json, json_text(training_json(scn, result))))
     if args.csv:
-        write_csv(args.csv, training_rows(scn, result))
+        outputs.append((args.csv, csv_text(with_units(training_rows(scn, result),
+                                                      TRAINING_CSV_COLUMNS))))
     if args.trace:
         import json
 
-        from clustersim.report.output import atomic_write
         from clustersim.trace import to_chrome
 
-        atomic_write(args.trace, json.dumps(to_chrome(result.trace_events(), scn.name)))
+        outputs.append((args.trace, json.dumps(to_chrome(result.trace_events(), scn.name))))
+    write_outputs(outputs)  # all or none, before the table: a closed pipe cannot lose them
+    if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
+        print_training(console, scn, result)
     return EXIT_OK
 
 
@@ -151,9 +184,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
         scn = apply_profile(scn, args.calibration)
     out = Path(args.output)
-    if out.is_dir():
-        raise InputError(f"output {str(out)!r} is a directory")
-    from clustersim.report.output import atomic_write
+    from clustersim.report.output import atomic_write, check_outputs
+
+    check_outputs({"--output": args.output})
     from clustersim.report.whatif import grid_points, whatif_grid, whatif_html
 
     n = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
@@ -267,6 +300,19 @@ def _list_algorithm(console, name: str) -> int:
     return EXIT_OK
 
 
+def _jobs(text: str) -> int:
+    """``-j N``: a whole number >= 1 (0 or a negative count used to mean 1, silently)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 1 (1 = this process; the pool never uses more "
+            f"processes than there are points), not {text!r}")
+    return n
+
+
 # --------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
@@ -294,9 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, help="override run.seed")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
-    pr.add_argument("-j", "--jobs", type=int, metavar="N",
-                    help="processes for the sweep's points (default: CLUSTERSIM_JOBS or all "
-                         "cores; 1 = this process); results do not depend on it")
+    pr.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                    help="processes for the sweep's points, a whole number >= 1 (default: "
+                         "CLUSTERSIM_JOBS or all cores; 1 = this process); results do not "
+                         "depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     pr.set_defaults(func=cmd_predict)
 
@@ -344,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from clustersim import _signals
+
+    _signals.install()  # SIGTERM/SIGHUP unwind like Ctrl-C: real runs stop their processes
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -354,11 +404,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_signals.Terminated)
+        signum = getattr(exc, "signum", 2)
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            print("interrupted" if signum == 2 else f"terminated by {exc}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
-        return EXIT_OK
+        # the reader went away (`clustersim predict ... | head`): stop quietly, as Unix tools
+        # do when SIGPIPE kills them; stdout goes to /dev/null so that the interpreter's final
+        # flush does not fail again ("Exception ignored ... BrokenPipeError")
+        _drop_stdout()
+        return 128 + 13  # 141, SIGPIPE
+
+
+def _drop_stdout() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
