@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "CATCH", "as_interrupt", "deferred", "install"]
+__all__ = ["Terminated", "CATCH", "as_interrupt", "deferred"]
 
 #: the signals turned into :class:`Terminated` (SIGINT keeps raising KeyboardInterrupt)
 CATCH = (signal.SIGTERM, signal.SIGHUP)
@@ -44,21 +44,12 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def install() -> None:
-    """Make SIGTERM/SIGHUP raise :class:`Terminated` for the rest of the process.
+@contextmanager
+def as_interrupt() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise :class:`Terminated` in the block; the previous handlers after.
 
     A signal the parent told us to ignore (``nohup`` ignores SIGHUP) stays ignored.
     """
-    if not _main_thread():
-        return
-    for sig in CATCH:
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, _raise)
-
-
-@contextmanager
-def as_interrupt() -> Iterator[None]:
-    """:func:`install` for the duration of the block, the previous handlers restored after."""
     if not _main_thread():
         yield
         return

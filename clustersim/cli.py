@@ -393,7 +393,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from clustersim import _signals
 
-    _signals.install()  # SIGTERM/SIGHUP unwind like Ctrl-C: real runs stop their processes
+    # SIGTERM/SIGHUP unwind like Ctrl-C (real runs stop their processes, temporary files go);
+    # the previous handlers come back when main returns (it is also called in-process)
+    with _signals.as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -149,12 +149,11 @@ def check_rank_count(np: int, *, hostfile: object = None, oversubscribe: bool = 
         raise InputError(f"{np} MPI ranks but this machine has {cores} core(s): the ranks "
                          f"would share cores and measure oversubscription; use fewer ranks "
                          f"(--np/--workers), a --hostfile for a cluster, or {flag} to run up "
-                         f"to {limit} ranks ({OVERSUBSCRIBE_LIMIT} per core) here anyway",
-                         path=("np",))
+                         f"to {limit} ranks ({OVERSUBSCRIBE_LIMIT} per core) here anyway")
     if np > limit:
         raise InputError(f"{np} MPI ranks is more than {flag} allows on this machine: at "
                          f"most {limit} ({OVERSUBSCRIBE_LIMIT} per core, {cores} core(s)); use "
-                         f"fewer ranks or a --hostfile", path=("np",))
+                         f"fewer ranks or a --hostfile")
 
 
 @lru_cache(maxsize=8)
