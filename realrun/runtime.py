@@ -240,7 +240,8 @@ class RankContext:
         self._t0 = time.perf_counter()
         head["wall0"] = time.time()
         tpath = trace_path(self.out_dir, self.rank)
-        _trace_note(log_dir, self.rank).write_text(f"{tpath.resolve()}\n")
+        if os.environ.get(LOG_DIR_VAR):  # under realrun.launch: it trims the trace after
+            _trace_note(log_dir, self.rank).write_text(f"{tpath.resolve()}\n")
         self.trace = TraceFile(tpath, header=head)
         self.state.set("run")
 
