@@ -15,6 +15,7 @@ the run's processes are being stopped would otherwise abandon them half-way).
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,8 +36,17 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise(signum: int, _frame: Any) -> None:
-    raise Terminated(signum)
+def _raiser(owner: int) -> Any:
+    def _raise(signum: int, _frame: Any) -> None:
+        if os.getpid() != owner:
+            # a forked child (a process-pool worker) inherited the handler: it dies of the
+            # signal as it would have by default - Pool.terminate() stops its workers with
+            # SIGTERM, and a traceback per worker is noise
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+    return _raise
 
 
 def _main_thread() -> bool:
@@ -54,10 +64,11 @@ def as_interrupt() -> Iterator[None]:
         yield
         return
     old = {sig: signal.getsignal(sig) for sig in CATCH}
+    handler = _raiser(os.getpid())
     try:
         for sig, prev in old.items():
             if prev is not signal.SIG_IGN:
-                signal.signal(sig, _raise)
+                signal.signal(sig, handler)
         yield
     finally:
         for sig, prev in old.items():

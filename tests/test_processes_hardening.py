@@ -185,3 +185,54 @@ def test_signalled_calibration_leaves_no_process(tmp_path):
     _no_strays_under(work)
     for f in work.rglob("trace.rank*.jsonl"):
         assert "header" in _strict_lines(f)[0]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] not in ("Z", "X"):
+                out.append(int(name))
+    return out
+
+
+def test_signalled_pooled_prediction_stops_its_workers_quietly():
+    """SIGTERM during a sweep on a process pool: exit 143, one line on stderr (no traceback
+    per worker: forked workers die of the signal as before), no worker left."""
+    proc = subprocess.Popen([sys.executable, "-m", "clustersim", "predict",
+                             str(ROOT / "scenarios" / "knl_4253.yaml"), "-q", "-j", "2"],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 120
+        while len(kids := _children(proc.pid)) < 2 and time.monotonic() < end:
+            assert proc.poll() is None
+            time.sleep(0.05)
+        assert len(kids) == 2
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143 and out == "" and err == "terminated by SIGTERM\n"
+    time.sleep(0.2)
+    assert [k for k in kids if k in _children(proc.pid) or Path(f"/proc/{k}").exists()] == []
+
+
+@pytest.mark.mpi
+def test_traces_of_a_killed_rank_are_clean(tmp_path):
+    from realrun.api import run_selftest
+    from realrun.launch import RealRunError
+
+    with pytest.raises(RealRunError):
+        run_selftest(3, out_dir=tmp_path, iterations=40, fault="kill", fault_rank=1,
+                     fault_after=6, timeout=60)
+    for r in range(3):
+        raw = (tmp_path / f"trace.rank{r}.jsonl").read_bytes()
+        assert b"\0" not in raw and raw.endswith(b"\n")
+        assert "header" in _strict_lines(tmp_path / f"trace.rank{r}.jsonl")[0]
+    no_strays(tmp_path / "logs")
