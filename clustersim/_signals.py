@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "CATCH", "as_interrupt", "deferred"]
+__all__ = ["Terminated", "CATCH", "as_interrupt", "deferred", "drop_stdout"]
 
 #: the signals turned into :class:`Terminated` (SIGINT keeps raising KeyboardInterrupt)
 CATCH = (signal.SIGTERM, signal.SIGHUP)
@@ -106,3 +107,15 @@ def deferred() -> Iterator[None]:
             if got[0] == signal.SIGINT:
                 raise KeyboardInterrupt
             raise Terminated(got[0])
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away (SIGPIPE's stand-in in Python,
+    which ignores SIGPIPE and raises BrokenPipeError): the interpreter's final flush would
+    fail again and print "Exception ignored ... BrokenPipeError" on the way out."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        pass

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,23 +98,17 @@ def _predict(args: argparse.Namespace) -> int:
 def _predict_benchmark(scn, args, console) -> int:
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.tables import BENCH_CSV_COLUMNS, print_benchmark, with_units
-    from clustersim.sim.collective_bench import benchmark_points, benchmark_trace, run_benchmark
+    from clustersim.sim.collective_bench import benchmark_chrome, benchmark_points, run_benchmark
 
-    traces = benchmark_trace(scn) if args.trace else []  # refuses a too-large trace up front
+    trace = benchmark_chrome(scn) if args.trace else ""  # refuses a too-large trace up front
     total = sum(1 for _ in benchmark_points(scn))
     with _progress(total, "collectives", not args.quiet) as advance:
         rows = run_benchmark(scn, progress=advance)
-    outputs = []
-    if args.json:
-        outputs.append((args.json, json_text({"scenario": scn.name,
-                                              "kind": "collective_benchmark",
-                                              "rows": [r.to_dict() for r in rows]})))
-    if args.csv:
-        outputs.append((args.csv, csv_text(with_units([r.to_dict() for r in rows],
-                                                      BENCH_CSV_COLUMNS))))
-    if args.trace:
-        outputs.append((args.trace, _chrome_processes(traces)))
-    write_outputs(outputs)  # all or none, before the table: a closed pipe cannot lose them
+    write_outputs([  # all or none, before the table: a closed pipe cannot lose them
+        (args.json, lambda: json_text({"scenario": scn.name, "kind": "collective_benchmark",
+                                       "rows": [r.to_dict() for r in rows]})),
+        (args.csv, lambda: csv_text(with_units([r.to_dict() for r in rows], BENCH_CSV_COLUMNS))),
+        (args.trace, trace)])
     if not args.quiet:
         console.print(f"[bold]{scn.name}[/bold] — {scn.about}" if scn.about else scn.name)
         console.print(f"platform: {scn.platform.describe()}; fidelity: {scn.run.fidelity}")
@@ -123,40 +116,22 @@ def _predict_benchmark(scn, args, console) -> int:
     return EXIT_OK
 
 
-def _chrome_processes(traces) -> str:
-    """One Chrome/Perfetto trace with a process per (title, events) pair."""
+def _predict_training(scn, args, console) -> int:
     import json
 
-    from clustersim.trace import to_chrome
-
-    merged: list = []
-    for pid, (title, events) in enumerate(traces):
-        for ev in to_chrome(events, title)["traceEvents"]:
-            merged.append({**ev, "pid": pid})
-    return json.dumps({"traceEvents": merged, "displayTimeUnit": "ms"})
-
-
-def _predict_training(scn, args, console) -> int:
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
     from clustersim.report.training import print_training, training_json, training_rows
     from clustersim.sim.sweep import run_sweep
+    from clustersim.trace import to_chrome
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
-    outputs = []
-    if args.json:
-        outputs.append((args.json, json_text(training_json(scn, result))))
-    if args.csv:
-        outputs.append((args.csv, csv_text(with_units(training_rows(scn, result),
-                                                      TRAINING_CSV_COLUMNS))))
-    if args.trace:
-        import json
-
-        from clustersim.trace import to_chrome
-
-        outputs.append((args.trace, json.dumps(to_chrome(result.trace_events(), scn.name))))
-    write_outputs(outputs)  # all or none, before the table: a closed pipe cannot lose them
+    write_outputs([  # all or none, before the table: a closed pipe cannot lose them
+        (args.json, lambda: json_text(training_json(scn, result))),
+        (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
+                                               TRAINING_CSV_COLUMNS))),
+        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name)))])
     if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
         print_training(console, scn, result)
     return EXIT_OK
@@ -302,10 +277,7 @@ def _list_algorithm(console, name: str) -> int:
 
 def _jobs(text: str) -> int:
     """``-j N``: a whole number >= 1 (0 or a negative count used to mean 1, silently)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
+    n = int(text) if text.lstrip("-").isdigit() else 0
     if n < 1:
         raise argparse.ArgumentTypeError(
             f"must be a whole number >= 1 (1 = this process; the pool never uses more "
@@ -395,18 +367,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # SIGTERM/SIGHUP unwind like Ctrl-C (real runs stop their processes, temporary files go);
     # the previous handlers come back when main returns (it is also called in-process)
-    with _signals.as_interrupt():
-        return _main(argv)
-
-
-def _main(argv: Sequence[str] | None) -> int:
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return EXIT_INPUT
-        return int(args.func(args) or 0)
+        with _signals.as_interrupt():
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if not getattr(args, "func", None):
+                parser.print_help()
+                return EXIT_INPUT
+            return int(args.func(args) or 0)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -419,17 +387,10 @@ def _main(argv: Sequence[str] | None) -> int:
         # the reader went away (`clustersim predict ... | head`): stop quietly, as Unix tools
         # do when SIGPIPE kills them; stdout goes to /dev/null so that the interpreter's final
         # flush does not fail again ("Exception ignored ... BrokenPipeError")
-        _drop_stdout()
+        from clustersim._signals import drop_stdout
+
+        drop_stdout()
         return 128 + 13  # 141, SIGPIPE
-
-
-def _drop_stdout() -> None:
-    try:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, sys.stdout.fileno())
-        os.close(fd)
-    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,7 @@ import math
 import os
 import secrets
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +117,25 @@ def _stage(path: Path, data: bytes, made: list[Path]) -> Path:
     return tmp
 
 
-def write_outputs(files: Sequence[tuple[str | Path, str | bytes]]) -> None:
-    """Write every ``(path, text)`` or none of them (see the module docstring)."""
+Text = str | bytes
+
+
+def write_outputs(files: Sequence[tuple[str | Path | None, Text | Callable[[], Text]]]
+                  ) -> None:
+    """Write every ``(path, text)`` or none of them (see the module docstring).
+
+    A pair whose path is ``None`` (an option not given) is skipped; ``text`` may be a
+    function, called only for the paths given (a trace's JSON is not built for nothing).
+    """
     made: list[Path] = []
     staged: list[tuple[Path, Path]] = []  # (temporary, final)
     direct: list[tuple[Path, bytes]] = []
     done: list[tuple[Path, Path | None]] = []  # (final, backup of what it replaced)
     try:
-        for raw, text in files:
+        for raw, content in files:
+            if not raw:
+                continue
+            text = content() if callable(content) else content
             data = text.encode("utf-8") if isinstance(text, str) else text
             p = _target(raw)
             if p.exists() and not p.is_file() and not p.is_dir():

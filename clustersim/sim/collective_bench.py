@@ -11,6 +11,7 @@ so a person can see *why* one algorithm beats another: how many steps, which ran
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
@@ -18,10 +19,10 @@ from clustersim.collectives import build_schedule
 from clustersim.errors import InputError
 from clustersim.network.fidelity import cost_collective
 from clustersim.scenario.schema import Scenario
-from clustersim.trace import TraceEvent
+from clustersim.trace import TraceEvent, to_chrome
 
-__all__ = ["BenchRow", "MAX_TRACE_EVENTS", "run_benchmark", "benchmark_points",
-           "benchmark_trace"]
+__all__ = ["BenchRow", "MAX_TRACE_EVENTS", "run_benchmark", "benchmark_chrome",
+           "benchmark_points", "benchmark_trace"]
 
 #: a trace beyond this many events is refused: Perfetto struggles past a few million, and a
 #: 4,253-rank ring is 36 million transfers
@@ -124,3 +125,11 @@ def benchmark_trace(scn: Scenario) -> list[tuple[str, list[TraceEvent]]]:
         out.append((f"{b.op} · {alg} · {ranks} ranks · {size:g} B "
                     f"({getattr(cost, 'fidelity', scn.run.fidelity)})", events))
     return out
+
+
+def benchmark_chrome(scn: Scenario) -> str:
+    """:func:`benchmark_trace` as one Chrome/Perfetto JSON text, a process per algorithm."""
+    merged: list[dict] = []
+    for pid, (title, events) in enumerate(benchmark_trace(scn)):
+        merged += [{**ev, "pid": pid} for ev in to_chrome(events, title)["traceEvents"]]
+    return json.dumps({"traceEvents": merged, "displayTimeUnit": "ms"})
