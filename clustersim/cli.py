@@ -8,6 +8,7 @@ inside the commands so that ``clustersim --help`` and bad-input errors are insta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import sys
 from collections.abc import Sequence
@@ -29,10 +30,15 @@ class _Parser(argparse.ArgumentParser):
 def _console(quiet: bool = False, wide: bool = False):
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own handler exits 1; main() turns this into a quiet exit 141
+            raise BrokenPipeError
+
     # the terminal's width (COLUMNS, else the tty's, else 80 when piped): tables fit it by
     # leaving out or stacking columns (clustersim.report.layout); --wide: never wrap
     width = 100_000 if wide else None
-    return Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
+    return _Console(stderr=False, quiet=quiet, highlight=False, soft_wrap=False, width=width)
 
 
 def _progress(total: int, what: str, enabled: bool):
@@ -82,9 +88,10 @@ def _predict(args: argparse.Namespace) -> int:
         from clustersim.calibration.profile import apply_profile
 
         scn = apply_profile(scn, args.calibration)
-    for out in (args.json, args.csv, args.trace):
-        if out and Path(out).is_dir():
-            raise InputError(f"output {out!r} is a directory")
+    from clustersim.report.output import check_outputs
+
+    # before any simulating: a bad output path is an input error, not a traceback later
+    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace})
     console = _console(args.quiet, args.wide)
     if scn.benchmark is not None:
         return _predict_benchmark(scn, args, console)
@@ -92,46 +99,48 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _predict_benchmark(scn, args, console) -> int:
-    from clustersim.report.output import write_csv, write_json
-    from clustersim.report.tables import print_benchmark
-    from clustersim.sim.collective_bench import benchmark_points, run_benchmark
+    from clustersim.report.output import csv_text, json_text, write_outputs
+    from clustersim.report.tables import BENCH_CSV_COLUMNS, print_benchmark, with_units
+    from clustersim.sim.collective_bench import benchmark_chrome, benchmark_points, run_benchmark
 
+    trace = benchmark_chrome(scn) if args.trace else ""  # refuses a too-large trace up front
     total = sum(1 for _ in benchmark_points(scn))
     with _progress(total, "collectives", not args.quiet) as advance:
         rows = run_benchmark(scn, progress=advance)
-    from rich.markup import escape
+    write_outputs([  # all or none, before the table: a closed pipe cannot lose them
+        (args.json, lambda: json_text({"scenario": scn.name, "kind": "collective_benchmark",
+                                       "rows": [r.to_dict() for r in rows]})),
+        (args.csv, lambda: csv_text(with_units([r.to_dict() for r in rows], BENCH_CSV_COLUMNS))),
+        (args.trace, trace)])
+    if not args.quiet:
+        from rich.markup import escape
 
-    console.print(f"[bold]{escape(scn.name)}[/bold] — {escape(scn.about)}" if scn.about
-                  else escape(scn.name))
-    console.print(f"platform: {escape(scn.platform.describe())}; fidelity: {scn.run.fidelity}")
-    print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
-    if args.json:
-        write_json(args.json, {"scenario": scn.name, "kind": "collective_benchmark",
-                               "rows": [r.to_dict() for r in rows]})
-    if args.csv:
-        write_csv(args.csv, [r.to_dict() for r in rows])
+        console.print(f"[bold]{escape(scn.name)}[/bold] — {escape(scn.about)}" if scn.about
+                      else escape(scn.name))
+        console.print(f"platform: {escape(scn.platform.describe())}; "
+                      f"fidelity: {scn.run.fidelity}")
+        print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
     return EXIT_OK
 
 
 def _predict_training(scn, args, console) -> int:
-    from clustersim.report.output import write_csv, write_json
+    import json
+
+    from clustersim.report.output import csv_text, json_text, write_outputs
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
     from clustersim.report.training import print_training, training_json, training_rows
     from clustersim.sim.sweep import run_sweep
+    from clustersim.trace import to_chrome
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
-    print_training(console, scn, result, wide=args.wide)
-    if args.json:
-        write_json(args.json, training_json(scn, result))
-    if args.csv:
-        write_csv(args.csv, training_rows(scn, result))
-    if args.trace:
-        import json
-
-        from clustersim.report.output import atomic_write
-        from clustersim.trace import to_chrome
-
-        atomic_write(args.trace, json.dumps(to_chrome(result.trace_events(), scn.name)))
+    write_outputs([  # all or none, before the table: a closed pipe cannot lose them
+        (args.json, lambda: json_text(training_json(scn, result))),
+        (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
+                                               TRAINING_CSV_COLUMNS))),
+        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name)))])
+    if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
+        print_training(console, scn, result, wide=args.wide)
     return EXIT_OK
 
 
@@ -159,9 +168,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
         scn = apply_profile(scn, args.calibration)
     out = Path(args.output)
-    if out.is_dir():
-        raise InputError(f"output {str(out)!r} is a directory")
-    from clustersim.report.output import atomic_write
+    from clustersim.report.output import atomic_write, check_outputs
+
+    check_outputs({"--output": args.output})
     from clustersim.report.whatif import grid_points, whatif_grid, whatif_html
 
     n = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
@@ -278,6 +287,16 @@ def _list_algorithm(console, name: str) -> int:
     return EXIT_OK
 
 
+def _jobs(text: str) -> int:
+    """``-j N``: a whole number >= 1 (0 or a negative count used to mean 1, silently)."""
+    n = int(text) if text.lstrip("-").isdigit() else 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 1 (1 = this process; the pool never uses more "
+            f"processes than there are points), not {text!r}")
+    return n
+
+
 # --------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
@@ -306,9 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, help="override run.seed")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
-    pr.add_argument("-j", "--jobs", type=int, metavar="N",
-                    help="processes for the sweep's points (default: CLUSTERSIM_JOBS or all "
-                         "cores; 1 = this process); results do not depend on it")
+    pr.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                    help="processes for the sweep's points, a whole number >= 1 (default: "
+                         "CLUSTERSIM_JOBS or all cores; 1 = this process); results do not "
+                         "depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     pr.add_argument("--wide", action="store_true",
                     help="every table column, whatever the terminal's width (by default "
@@ -365,21 +385,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from clustersim import _signals
+
+    # SIGTERM/SIGHUP unwind like Ctrl-C (real runs stop their processes, temporary files go);
+    # the previous handlers come back when main returns (it is also called in-process)
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return EXIT_INPUT
-        return int(args.func(args) or 0)
+        with _signals.as_interrupt():
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if not getattr(args, "func", None):
+                parser.print_help()
+                return EXIT_INPUT
+            return int(args.func(args) or 0)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_signals.Terminated)
+        signum = getattr(exc, "signum", 2)
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            print("interrupted" if signum == 2 else f"terminated by {exc}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
-        return EXIT_OK
+        # the reader went away (`clustersim predict ... | head`): stop quietly, as Unix tools
+        # do when SIGPIPE kills them; stdout goes to /dev/null so that the interpreter's final
+        # flush does not fail again ("Exception ignored ... BrokenPipeError")
+        from clustersim._signals import drop_stdout
+
+        drop_stdout()
+        return 128 + 13  # 141, SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

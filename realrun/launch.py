@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from clustersim._signals import as_interrupt, deferred
 from clustersim.errors import InputError
 from realrun.proctree import MARKER, find_marked, kill_marked
 from realrun.rankstate import LOG_DIR_VAR, blame_hang, read_states
+from realrun.runtime import trim_traces
 
-__all__ = ["LaunchResult", "RealRunError", "launch", "find_mpiexec", "mpiexec_flavor",
-           "rank_log"]
+__all__ = ["LaunchResult", "RealRunError", "check_rank_count", "launch", "find_mpiexec",
+           "mpiexec_flavor", "rank_log"]
 
 # One line, no newlines: passed through mpiexec's argv to every rank.
 WRAPPER = (
@@ -54,6 +56,10 @@ WRAPPER = (
 )
 
 POLL_SECONDS = 0.05
+#: ranks per core allowed on one machine even with ``oversubscribe``: beyond this the ranks
+#: spend their time being scheduled, not computing, and a few thousand processes can exhaust
+#: the machine's memory and process table
+OVERSUBSCRIBE_LIMIT = 8
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -121,6 +127,33 @@ def find_mpiexec(mpiexec: str | os.PathLike[str] | None = None) -> str:
         raise InputError("no mpiexec found: install the 'mpi' extra (pip install "
                          "'clustersim[mpi]') or give --mpiexec PATH", path=("mpiexec",))
     return path
+
+
+def check_rank_count(np: int, *, hostfile: object = None, oversubscribe: bool = False,
+                     cores: int | None = None, flag: str = "--oversubscribe") -> None:
+    """Refuse to start more ranks on this machine than it has cores, unless asked to.
+
+    Why: a scenario sized for a cluster (``knl_4253.yaml``: 4,253 ranks) would otherwise start
+    every rank here - each spinning in MPI at 100% of a core - and measure only the
+    oversubscription.  With ``oversubscribe`` up to :data:`OVERSUBSCRIBE_LIMIT` ranks per core
+    are allowed; with a hostfile the ranks are spread over the hosts it lists and nothing here
+    is checked.
+    """
+    if hostfile is not None:
+        return
+    cores = cores or os.cpu_count() or 1
+    if np <= cores:
+        return
+    limit = OVERSUBSCRIBE_LIMIT * cores
+    if not oversubscribe:
+        raise InputError(f"{np} MPI ranks but this machine has {cores} core(s): the ranks "
+                         f"would share cores and measure oversubscription; use fewer ranks "
+                         f"(--np/--workers), a --hostfile for a cluster, or {flag} to run up "
+                         f"to {limit} ranks ({OVERSUBSCRIBE_LIMIT} per core) here anyway")
+    if np > limit:
+        raise InputError(f"{np} MPI ranks is more than {flag} allows on this machine: at "
+                         f"most {limit} ({OVERSUBSCRIBE_LIMIT} per core, {cores} core(s)); use "
+                         f"fewer ranks or a --hostfile")
 
 
 @lru_cache(maxsize=8)
@@ -307,7 +340,7 @@ def launch(
     logs = Path(log_dir).resolve()
     logs.mkdir(parents=True, exist_ok=True)
     for r in range(np):  # stale files of an earlier run would confuse the blame
-        for stream in ("out", "err", "exit", "state"):
+        for stream in ("out", "err", "exit", "state", "trace"):
             rank_log(logs, r, stream).unlink(missing_ok=True)
 
     run_id = uuid.uuid4().hex
@@ -325,29 +358,38 @@ def launch(
 
     start = time.monotonic()
     deadline = start + timeout
-    with (logs / "mpiexec.log").open("wb") as lf:
-        proc = subprocess.Popen(cmd, env=full_env, stdout=lf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
     timed_out = False
     culprit: tuple[int | None, str] = (None, "")
-    try:
-        while proc.poll() is None:
-            if any(code != 0 for code, _ in _exit_codes(logs, np).values()):
-                # a rank died: hydra normally ends the others by itself, give it a moment
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=grace)
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                culprit = blame_hang(read_states(logs, np))
-                _dump_stacks(logs, np, run_id)
-                break
-            time.sleep(POLL_SECONDS)
-        codes = _exit_codes(logs, np)  # before _stop: killed wrappers must not muddy them
-    finally:
-        strays = _stop(proc, run_id, grace)
+    proc: subprocess.Popen[bytes] | None = None
+    # SIGTERM/SIGHUP raise like Ctrl-C, so the finally below stops mpiexec and its ranks
+    # (they run in their own sessions: dying without it would orphan them)
+    with as_interrupt():
+        try:
+            with (logs / "mpiexec.log").open("wb") as lf:
+                proc = subprocess.Popen(cmd, env=full_env, stdout=lf, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+            while proc.poll() is None:
+                if any(code != 0 for code, _ in _exit_codes(logs, np).values()):
+                    # a rank died: hydra normally ends the others by itself, give it a moment
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=grace)
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    culprit = blame_hang(read_states(logs, np))
+                    _dump_stacks(logs, np, run_id)
+                    break
+                time.sleep(POLL_SECONDS)
+            codes = _exit_codes(logs, np)  # before _stop: killed wrappers must not muddy them
+        finally:
+            with deferred():  # a second signal must not abandon the cleanup half-way
+                # a signal between fork and Popen's return leaves proc None: the marker
+                # scan still finds mpiexec and everything it started
+                strays = (_stop(proc, run_id, grace) if proc is not None
+                          else [f"pid {p.pid}: {p.cmdline[:120]}" for p in kill_marked(run_id)])
+                trim_traces(logs, np)
     elapsed = time.monotonic() - start
-    rc = proc.returncode if proc.returncode is not None else -1
+    rc = proc.returncode if proc is not None and proc.returncode is not None else -1
 
     err = _verdict(logs, np, codes, timed_out, culprit, rc, timeout)
     if err is not None:

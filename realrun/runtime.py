@@ -30,11 +30,69 @@ from clustersim.trace import SCHEMA_VERSION, TraceEvent
 from realrun.arrays import Backend, get_backend
 from realrun.rankstate import LOG_DIR_VAR, StateFile, state_path
 
-__all__ = ["RankContext", "TraceFile", "event_line", "trace_path", "write_json"]
+__all__ = ["RankContext", "TraceFile", "event_line", "trace_path", "trim_padding",
+           "trim_traces", "write_json"]
 
 
 def trace_path(out_dir: str | Path, rank: int) -> Path:
     return Path(out_dir) / f"trace.rank{rank}.jsonl"
+
+
+def _trace_note(log_dir: str | Path, rank: int) -> Path:
+    """``rank<r>.trace`` in the log directory: the path of the rank's trace, for the launcher."""
+    return Path(log_dir) / f"rank{rank}.trace"
+
+
+def trim_padding(path: str | Path) -> bool:
+    """Cut a trace left open by a dead rank back to its last complete line; True if cut.
+
+    Why: :class:`TraceFile` pads the file with NULs up to its mapping size while it is open;
+    a rank killed before :meth:`TraceFile.close` leaves up to 1 MiB of NULs (and possibly half
+    a line) that a line-by-line JSON reader chokes on.  A cleanly closed file (ending in a
+    newline) is not touched.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        end = size
+        while end > 0:  # the padding is at most one CHUNK, but do not assume it
+            start = max(0, end - TraceFile.CHUNK)
+            block = os.pread(fd, end - start, start).rstrip(b"\0")
+            if block:
+                end = start + len(block)
+                break
+            end = start
+        if end == size and (size == 0 or os.pread(fd, 1, size - 1) == b"\n"):
+            return False
+        keep = 0
+        pos = end
+        while pos > 0:  # back to the last newline: a half-written line is not data
+            start = max(0, pos - 65536)
+            nl = os.pread(fd, pos - start, start).rfind(b"\n")
+            if nl >= 0:
+                keep = start + nl + 1
+                break
+            pos = start
+        os.ftruncate(fd, keep)
+        return True
+    finally:
+        os.close(fd)
+
+
+def trim_traces(log_dir: str | Path, np: int) -> list[Path]:
+    """Launcher side, after a run: :func:`trim_padding` every rank's trace; the ones cut."""
+    cut = []
+    for r in range(np):
+        try:
+            path = Path(_trace_note(log_dir, r).read_text().strip())
+        except OSError:
+            continue
+        if path.is_file() and trim_padding(path):
+            cut.append(path)
+    return cut
 
 
 _ENC = json.JSONEncoder(sort_keys=True)
@@ -181,7 +239,10 @@ class RankContext:
         self.comm.Barrier()
         self._t0 = time.perf_counter()
         head["wall0"] = time.time()
-        self.trace = TraceFile(trace_path(self.out_dir, self.rank), header=head)
+        tpath = trace_path(self.out_dir, self.rank)
+        if os.environ.get(LOG_DIR_VAR):  # under realrun.launch: it trims the trace after
+            _trace_note(log_dir, self.rank).write_text(f"{tpath.resolve()}\n")
+        self.trace = TraceFile(tpath, header=head)
         self.state.set("run")
 
     # --- time and trace ---------------------------------------------------------------------

@@ -43,7 +43,7 @@ def test_json_csv_trace(tmp_path, small, capsys):
     assert [p["workers"] for p in pts] == [1, 2, 4]
     assert pts[-1]["seeds"] == 2 and "iteration_time" in pts[-1]["interval"]
     rows = list(csv.DictReader(c.open()))
-    assert len(rows) == 6 and {"algorithm", "workers", "throughput"} <= set(rows[0])
+    assert len(rows) == 6 and {"algorithm", "workers", "throughput_samples_per_s"} <= set(rows[0])
     trace = json.loads(t.read_text())["traceEvents"]
     xs = [e for e in trace if e["ph"] == "X"]
     assert {e["cat"] for e in xs} >= {"compute", "allreduce"}

@@ -15,7 +15,8 @@ Two sources of measurements:
 
 ``--platform`` names the platform the ranks ran on (default ``topologies/localhost.yaml``):
 it says which device and link class the numbers describe.  Exit codes: 0 success, 1 a failed
-real run (the message names the rank and its log), 2 bad input.
+real run (the message names the rank and its log), 2 bad input, 143/129 stopped by
+SIGTERM/SIGHUP (130 for Ctrl-C; every MPI process is ended, the traces so far are kept).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "pools every round's benchmarks, the validation every round's runs - "
                         "on a shared machine this averages both over the same load "
                         "(default %(default)s)")
-    p.add_argument("--work-dir", default="calibration-runs", metavar="DIR",
+    p.add_argument("--work-dir", default="out/calibration-runs", metavar="DIR",
                    help="benchmark traces and validation runs (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no tables")
@@ -158,9 +159,10 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--rounds must be >= 1, not {args.rounds}")
     if args.rounds > 1 and not args.real:
         raise InputError("--rounds needs --real (recorded traces are fitted as they are)")
-    out = Path(args.out)
-    if out.is_dir():
-        raise InputError(f"--out {args.out!r} is a directory; give a file name")
+    from clustersim.report.output import check_outputs
+
+    # before minutes of measuring: an output that cannot be written is an input error now
+    check_outputs({"--out": args.out, "--json": args.json})
 
 
 def _trace_files(items: list[str]) -> list[Path]:

@@ -5,7 +5,9 @@ One MPI rank per actor (workers, then servers) runs the scenario's algorithm for
 simulator's prediction for the same point (same scenario, overrides and seed; with
 ``--calibration``, the calibrated prediction) and leaves traces, logs and ``metrics.json`` in
 ``--out``.  Exit codes: 0 success, 1 a failed or hung run (the message names the rank and its
-log; the partial traces stay in ``--out``), 2 bad input.
+log; the partial traces stay in ``--out``), 2 bad input (also: more ranks than this machine
+has cores without ``--oversubscribe``), 143/129 stopped by SIGTERM/SIGHUP (130 for Ctrl-C):
+every process of the run is ended and the traces written so far are kept.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from clustersim.errors import InputError
 __all__ = ["add_parser", "cmd_run"]
 
 DEFAULT_TIMEOUT = 300.0
+DEFAULT_OUT = "out/realrun"  # under out/ (git-ignored): a run leaves nothing in a work tree
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -27,7 +30,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Run one point of a training scenario on real MPI processes (one rank "
                     "per worker and server, the pip MPICH's mpiexec unless --mpiexec), "
                     "trace every operation and print measured vs predicted metrics.",
-        epilog="Example:\n  clustersim run --real scenarios/real_bsp_mlp.yaml --out runs/bsp",
+        epilog="Example:\n  clustersim run --real scenarios/real_bsp_mlp.yaml --out out/runs/bsp",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="training scenario YAML (see scenarios/real_*.yaml)")
     p.add_argument("--real", action="store_true",
@@ -50,10 +53,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="array backend (default: CuPy when a GPU is present)")
     p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
     p.add_argument("--hostfile", metavar="FILE", help="hostfile passed to mpiexec")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow more ranks than this machine has cores (at most "
+                        "8 per core; without a --hostfile the default is to refuse)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="end the run (and name the culprit) after this long (default "
                         "%(default)s)")
-    p.add_argument("--out", default="realrun-out", metavar="DIR",
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="traces, logs and metrics.json (default %(default)s)")
     p.add_argument("--calibration", metavar="FILE",
                    help="predict with this calibration profile for the comparison")
@@ -69,13 +75,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "(to simulate a scenario use `clustersim predict SCENARIO`)")
     if args.timeout <= 0:
         raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
-    from realrun.launch import RealRunError
+    from clustersim.report.output import check_outputs
+    from realrun.launch import RealRunError, check_rank_count
     from realrun.train import prepare, run_scenario
 
     sets = list(args.set or [])
     # resolve first: bad input must fail (exit 2) before any process starts
     setup = prepare(args.scenario, algorithm=args.algorithm, workers=args.workers,
                     iterations=args.iterations, sets=sets, np=args.np)
+    check_rank_count(setup.np, hostfile=args.hostfile, oversubscribe=args.oversubscribe)
+    check_outputs({"--json": args.json})
     try:
         res = run_scenario(args.scenario, np=args.np, algorithm=args.algorithm,
                            iterations=args.iterations, out_dir=args.out, timeout=args.timeout,
@@ -87,6 +96,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"partial traces (everything measured before the failure) are in {args.out}",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # also SIGTERM/SIGHUP (clustersim._signals): processes are gone
+        print(f"partial traces (everything measured before the stop) are in {args.out}",
+              file=sys.stderr)
+        raise
     predicted = _predict(setup, args.calibration)
     if args.json:
         from clustersim.report.output import write_json

@@ -1,35 +1,180 @@
-"""Writing machine-readable output safely.
+"""Writing machine-readable output safely: checked first, written whole, all or none.
 
-"Nothing half-written": every file is written to a temporary sibling and renamed into place
-only when complete, so an error or Ctrl-C never leaves a truncated JSON/CSV behind.
+"Nothing half-written":
+
+* :func:`check_outputs` runs *before* a simulation or a real run: an output that cannot be
+  written (its directory cannot be created, is not a directory, is read-only, the path is a
+  directory, two options name the same file) is a clear input error (exit 2) at once, not a
+  traceback after minutes of work.
+* :func:`write_outputs` writes every file to a temporary sibling and renames it into place
+  only when all of them are complete; if any step fails, files already renamed are put back
+  as they were (a hard-linked backup of a file being replaced) and directories it created are
+  removed - so a command leaves either all its outputs or none.
+* New files get the mode the umask says (``0o666 & ~umask``, like ``open()``), a replaced file
+  keeps its mode; ``tempfile.mkstemp`` would make every output 0600.
+* A symbolic link is followed (its target is replaced, the link stays); an existing file that
+  is not a regular file (``/dev/stdout``, a FIFO) is written in place, since renaming over it
+  would replace the device node itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
-import tempfile
-from collections.abc import Sequence
+import secrets
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "write_json", "write_csv", "clean_json"]
+from clustersim.errors import InputError
+
+__all__ = ["atomic_write", "check_outputs", "clean_json", "csv_text", "json_text",
+           "write_csv", "write_json", "write_outputs"]
 
 
-def atomic_write(path: str | Path, text: str) -> None:
+def _target(path: str | Path) -> Path:
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    return p.resolve() if p.is_symlink() else p
+
+
+def _missing_dirs(parent: Path) -> tuple[Path, list[Path]]:
+    """The nearest existing ancestor of ``parent`` and the directories below it to create."""
+    todo: list[Path] = []
+    d = parent
+    while not d.exists() and d != d.parent:
+        todo.append(d)
+        d = d.parent
+    return d, todo[::-1]
+
+
+def _cannot(flag: str, path: Any, why: str) -> InputError:
+    return InputError(f"cannot write {flag} {str(path)!r}: {why}")
+
+
+def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
+    """Raise :class:`InputError` naming the option for the first output that cannot be written.
+
+    ``outputs`` maps an option (``--json``) to its path (``None``: not asked for).  Writability
+    is tested by creating (and removing) a temporary file or directory where the output will
+    go - the only test that also holds for root and for file systems such as ``/proc``.
+    """
+    seen: dict[str, str] = {}
+    for flag, raw in outputs.items():
+        if raw is None or raw == "":
+            continue
+        p = _target(raw)
+        key = os.path.abspath(p)
+        if key in seen:
+            raise _cannot(flag, raw, f"{seen[key]} writes the same file")
+        seen[key] = flag
+        if p.is_dir():
+            raise _cannot(flag, raw, "it is a directory; give a file name")
+        if p.exists() and not p.is_file():
+            if not os.access(p, os.W_OK):
+                raise _cannot(flag, raw, "it is not writable")
+            continue  # a device or FIFO: written in place
+        base, todo = _missing_dirs(p.parent)
+        if not base.is_dir():
+            raise _cannot(flag, raw, f"{str(base)!r} is not a directory")
+        try:
+            if todo:  # can the first missing directory be made?
+                probe = base / f".{todo[0].name}.{secrets.token_hex(4)}.probe"
+                probe.mkdir()
+                probe.rmdir()
+            else:
+                probe = base / f".{p.name}.{secrets.token_hex(4)}.probe"
+                os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                probe.unlink()
+        except OSError as exc:
+            where = todo[0] if todo else base
+            what = "cannot create directory" if todo else "cannot create files in"
+            raise _cannot(flag, raw, f"{what} {str(where)!r} "
+                                     f"({exc.strerror or exc})") from None
+
+
+def _stage(path: Path, data: bytes, made: list[Path]) -> Path:
+    """Write ``data`` to a new temporary sibling of ``path`` (mode from the umask or the file
+    it replaces) and return its path; directories created on the way are added to ``made``."""
+    _, todo = _missing_dirs(path.parent)
+    for d in todo:
+        d.mkdir()
+        made.append(d)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the kernel applies umask
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
+        with os.fdopen(fd, "wb") as fh:
+            if path.is_file():
+                os.fchmod(fh.fileno(), stat.S_IMODE(path.stat().st_mode))
+            fh.write(data)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    return tmp
+
+
+Text = str | bytes
+
+
+def write_outputs(files: Sequence[tuple[str | Path | None, Text | Callable[[], Text]]]
+                  ) -> None:
+    """Write every ``(path, text)`` or none of them (see the module docstring).
+
+    A pair whose path is ``None`` (an option not given) is skipped; ``text`` may be a
+    function, called only for the paths given (a trace's JSON is not built for nothing).
+    """
+    made: list[Path] = []
+    staged: list[tuple[Path, Path]] = []  # (temporary, final)
+    direct: list[tuple[Path, bytes]] = []
+    done: list[tuple[Path, Path | None]] = []  # (final, backup of what it replaced)
+    try:
+        for raw, content in files:
+            if not raw:
+                continue
+            text = content() if callable(content) else content
+            data = text.encode("utf-8") if isinstance(text, str) else text
+            p = _target(raw)
+            if p.exists() and not p.is_file() and not p.is_dir():
+                direct.append((p, data))
+            else:
+                staged.append((_stage(p, data, made), p))
+        for tmp, final in staged:
+            backup = None
+            if final.is_file():
+                backup = final.parent / f".{final.name}.{secrets.token_hex(6)}.bak"
+                os.link(final, backup)
+            done.append((final, backup))
+            os.replace(tmp, final)
+        for p, data in direct:
+            with p.open("wb") as fh:
+                fh.write(data)
+    except BaseException:
+        for final, backup in reversed(done):  # put back what was there
+            try:
+                if backup is not None:
+                    os.replace(backup, final)
+                else:  # it did not exist before
+                    final.unlink(missing_ok=True)
+            except OSError:
+                pass
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    for _, backup in done:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+
+
+def atomic_write(path: str | Path, text: str | bytes) -> None:
+    """One file, written whole or not at all."""
+    write_outputs([(path, text)])
 
 
 def clean_json(obj: Any) -> Any:
@@ -45,11 +190,11 @@ def clean_json(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    atomic_write(path, json.dumps(clean_json(obj), indent=2, sort_keys=True) + "\n")
+def json_text(obj: Any) -> str:
+    return json.dumps(clean_json(obj), indent=2, sort_keys=True) + "\n"
 
 
-def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if rows:
         fields = list(rows[0].keys())
@@ -57,4 +202,12 @@ def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({k: clean_json(v) for k, v in r.items()})
-    atomic_write(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    atomic_write(path, json_text(obj))
+
+
+def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    atomic_write(path, csv_text(rows))

@@ -10,7 +10,7 @@ from rich.console import Console
 from clustersim.report.layout import Col, print_table
 from clustersim.units import format_size
 
-__all__ = ["print_benchmark"]
+__all__ = ["BENCH_CSV_COLUMNS", "TRAINING_CSV_COLUMNS", "print_benchmark", "with_units"]
 
 
 def _size(nbytes: float) -> str:
@@ -54,3 +54,39 @@ def _summary_cells(rows: Sequence, op: str) -> list[tuple[int, str, list[str], l
                 for a in algs], best])
         out.append((p, f"{op} on {p} ranks: time (us), fastest in bold", algs, cells))
     return out
+
+
+# CSV column names carry their unit (SI, as the values are: seconds, bytes, B/s; fractions are
+# 0..1 where the tables print percent), because a spreadsheet shows no table header saying "ms".
+TRAINING_CSV_COLUMNS = {
+    "batch_per_worker": "batch_per_worker_samples",
+    "iteration_time": "iteration_time_s",
+    "throughput": "throughput_samples_per_s",
+    "compute": "compute_s",
+    "comm": "comm_s",
+    "wait": "wait_s",
+    "comm_total": "comm_total_s",
+    "comm_share": "comm_share_fraction",
+    "comm_share_total": "comm_share_total_fraction",
+    "worker_utilization": "worker_utilization_fraction",
+    "server_utilization": "server_utilization_fraction",
+    "update_rate": "update_rate_per_s",
+    "staleness_mean": "staleness_mean_versions",
+    "staleness_p90": "staleness_p90_versions",
+    "staleness_max": "staleness_max_versions",
+    "bytes_per_iteration": "bytes_per_iteration_B",
+    "makespan": "makespan_s",
+}
+BENCH_CSV_COLUMNS = {
+    "size": "size_B",
+    "time": "time_s",
+    "algbw": "algbw_B_per_s",
+    "busbw": "busbw_B_per_s",
+    "comm": "comm_s",
+    "reduce": "reduce_s",
+}
+
+
+def with_units(rows: Sequence[dict], columns: dict[str, str]) -> list[dict]:
+    """The rows with their keys renamed to the unit-carrying CSV column names."""
+    return [{columns.get(k, k): v for k, v in r.items()} for r in rows]

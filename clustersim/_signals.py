@@ -1,0 +1,121 @@
+"""SIGTERM and SIGHUP end the command the way Ctrl-C does: as an exception, so cleanup runs.
+
+Why: Python's default action for SIGTERM and SIGHUP is to die on the spot - no ``finally``, no
+``with`` exit.  A real run then leaves ``mpiexec`` and its ranks behind (they live in their own
+sessions, re-parented to init, spinning), a process pool its workers, an output its temporary
+file.  SIGINT already raises :class:`KeyboardInterrupt` and everything unwinds; raising
+:class:`Terminated` - a ``KeyboardInterrupt`` - for the other two reuses every cleanup path that
+Ctrl-C already exercises (``multiprocessing.Pool`` terminates its workers on it, the launcher
+stops its processes).  The command then exits ``128 + signal`` (143, 129), as a shell reports a
+process killed by that signal.
+
+:func:`deferred` shields a cleanup from a second signal (an impatient ``kill`` or Ctrl-C while
+the run's processes are being stopped would otherwise abandon them half-way).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["Terminated", "CATCH", "as_interrupt", "deferred", "drop_stdout"]
+
+#: the signals turned into :class:`Terminated` (SIGINT keeps raising KeyboardInterrupt)
+CATCH = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop by ``signum`` (SIGTERM, SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raiser(owner: int) -> Any:
+    def _raise(signum: int, _frame: Any) -> None:
+        if os.getpid() != owner:
+            # a forked child (a process-pool worker) inherited the handler: it dies of the
+            # signal as it would have by default - Pool.terminate() stops its workers with
+            # SIGTERM, and a traceback per worker is noise
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+    return _raise
+
+
+def _main_thread() -> bool:
+    # signal handlers can only be set from the main thread of the main interpreter
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def as_interrupt() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise :class:`Terminated` in the block; the previous handlers after.
+
+    A signal the parent told us to ignore (``nohup`` ignores SIGHUP) stays ignored.
+    """
+    if not _main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in CATCH}
+    handler = _raiser(os.getpid())
+    try:
+        for sig, prev in old.items():
+            if prev is not signal.SIG_IGN:
+                signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, prev in old.items():
+            signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP off until the block is done, then act on the first one.
+
+    If the block is left by an exception (typically the :class:`Terminated` that started the
+    cleanup) a signal that arrived meanwhile is dropped: the command is ending anyway.
+    """
+    if not _main_thread():
+        yield
+        return
+    sigs = (signal.SIGINT, *CATCH)
+    got: list[int] = []
+    old = {sig: signal.getsignal(sig) for sig in sigs}
+
+    def _hold(signum: int, _frame: Any) -> None:
+        got.append(signum)
+
+    for sig, prev in old.items():
+        if prev is not signal.SIG_IGN:
+            signal.signal(sig, _hold)
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        for sig, prev in old.items():
+            signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+        if ok and got:
+            if got[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise Terminated(got[0])
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away (SIGPIPE's stand-in in Python,
+    which ignores SIGPIPE and raises BrokenPipeError): the interpreter's final flush would
+    fail again and print "Exception ignored ... BrokenPipeError" on the way out."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        pass

@@ -1,0 +1,238 @@
+"""Processes: a signalled real run leaves no process behind and keeps clean traces; a
+cluster-sized scenario is not launched on this machine; SIGTERM/SIGHUP unwind like Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _procs import no_strays
+
+from clustersim import _signals
+from clustersim.cli import main
+from clustersim.errors import InputError
+from clustersim.trace import TraceEvent, TraceWriter, read_jsonl
+from realrun.launch import OVERSUBSCRIBE_LIMIT, check_rank_count
+from realrun.runtime import TraceFile, trim_padding, trim_traces
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "CLUSTERSIM_JOBS": "1"}
+
+
+def _events(n: int) -> list[TraceEvent]:
+    return [TraceEvent(0, "worker", "allreduce", i * 1e-3, i * 1e-3 + 5e-4, "ring", 4096.0, i)
+            for i in range(n)]
+
+
+def _strict_lines(path: Path) -> list[dict]:
+    """What a strict line-by-line JSON reader sees: every line must parse."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+# --- traces of a rank that died --------------------------------------------------------------
+_DIE = """
+import os, sys
+from realrun.runtime import TraceFile
+from clustersim.trace import TraceEvent
+t = TraceFile(sys.argv[1], header={"rank": 0})
+for i in range(int(sys.argv[2])):
+    t.write(TraceEvent(0, "worker", "allreduce", i * 1e-3, i * 1e-3 + 5e-4, "ring", 4096.0, i))
+if len(sys.argv) > 3:  # die in the middle of a line
+    t._append(b'{"actor": 0, "end": 0.1')
+os._exit(0)  # killed: no close(), the mapping's NUL padding stays on disk
+"""
+
+
+@pytest.mark.parametrize("half_line", [False, True])
+def test_trace_of_a_killed_rank_is_cut_to_what_was_written(tmp_path, half_line):
+    path = tmp_path / "trace.rank0.jsonl"
+    argv = [sys.executable, "-c", _DIE, str(path), "7"] + (["half"] if half_line else [])
+    subprocess.run(argv, check=True, env=_env(), timeout=60)
+    raw = path.read_bytes()
+    assert len(raw) == TraceFile.CHUNK and raw.endswith(b"\0")  # the defect, reproduced
+    (tmp_path / "rank0.trace").write_text(f"{path}\n")  # what RankContext records
+    assert trim_traces(tmp_path, 1) == [path]
+    # byte for byte what the simulator's TraceWriter writes for the same events
+    ref = tmp_path / "ref.jsonl"
+    with TraceWriter(ref, header={"rank": 0}) as w:
+        for ev in _events(7):
+            w.write(ev)
+    assert path.read_bytes() == ref.read_bytes()
+    assert len(_strict_lines(path)) == 8
+    assert trim_padding(path) is False  # a clean file is left alone
+
+
+def test_trim_leaves_a_closed_trace_alone(tmp_path):
+    path = tmp_path / "t.jsonl"
+    t = TraceFile(path, header={"rank": 3})
+    for ev in _events(3):
+        t.write(ev)
+    t.close()
+    before = path.read_bytes()
+    assert trim_padding(path) is False and path.read_bytes() == before
+    assert len(read_jsonl(path)[1]) == 3
+
+
+# --- too many ranks for this machine ---------------------------------------------------------
+def test_rank_count_limits():
+    check_rank_count(4, cores=4)
+    check_rank_count(4253, cores=2, hostfile="hosts")  # a cluster: not ours to judge
+    with pytest.raises(InputError, match="5 MPI ranks but this machine has 4 core"):
+        check_rank_count(5, cores=4)
+    check_rank_count(OVERSUBSCRIBE_LIMIT * 4, cores=4, oversubscribe=True)
+    with pytest.raises(InputError, match=f"at most {OVERSUBSCRIBE_LIMIT * 4}"):
+        check_rank_count(OVERSUBSCRIBE_LIMIT * 4 + 1, cores=4, oversubscribe=True)
+
+
+@pytest.mark.parametrize("extra", [[], ["--oversubscribe"]])
+def test_run_real_refuses_a_cluster_scenario(tmp_path, capsys, extra):
+    out = tmp_path / "out"
+    code = main(["run", "--real", str(ROOT / "scenarios" / "knl_4253.yaml"), "--out", str(out),
+                 *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and "4253 MPI ranks" in err and "Traceback" not in err
+    assert ("--oversubscribe to run" in err) != bool(extra)
+    assert not out.exists()  # nothing launched
+
+
+# --- SIGTERM/SIGHUP as exceptions ------------------------------------------------------------
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signals_raise_terminated(sig):
+    with _signals.as_interrupt(), pytest.raises(KeyboardInterrupt) as exc:
+        os.kill(os.getpid(), sig)
+        time.sleep(5)
+    assert isinstance(exc.value, _signals.Terminated) and exc.value.signum == sig
+    assert signal.getsignal(sig) is signal.SIG_DFL  # restored
+
+
+def test_deferred_holds_a_signal_until_cleanup_is_done():
+    done = []
+    with _signals.as_interrupt(), pytest.raises(_signals.Terminated), _signals.deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        done.append("cleanup finished")
+    assert done == ["cleanup finished"]
+
+
+# --- real runs, signalled --------------------------------------------------------------------
+def _wait_for_events(traces: Path, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until every rank's trace holds events (the ranks are past MPI start-up, computing)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, proc.communicate()
+        files = sorted(traces.rglob("trace.rank*.jsonl"))
+        if len(files) >= 2 and all(f.stat().st_size and f.read_bytes().count(b"\n") > 3
+                                   for f in files):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the run never started tracing")
+
+
+def _no_strays_under(root: Path) -> None:
+    for state in {p.parent for p in root.rglob("rank*.state")}:
+        no_strays(state)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_signalled_real_run_leaves_no_process_and_clean_traces(tmp_path, sig, code):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "clustersim", "run", "--real",
+                             str(ROOT / "scenarios" / "real_bsp_mlp.yaml"),
+                             "--iterations", "100000", "--out", str(out)],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_events(out, proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert f"terminated by {signal.Signals(sig).name}" in err and "Traceback" not in err
+    assert f"partial traces (everything measured before the stop) are in {out}" in err
+    no_strays(out / "logs")
+    for r in (0, 1):  # kept, and clean: every line is JSON, no NUL padding
+        lines = _strict_lines(out / f"trace.rank{r}.jsonl")
+        assert "header" in lines[0] and len(lines) > 3
+
+
+@pytest.mark.mpi
+def test_signalled_calibration_leaves_no_process(tmp_path):
+    work = tmp_path / "work"
+    proc = subprocess.Popen([sys.executable, "-m", "clustersim", "calibrate", "--real",
+                             "--quick", "--no-validate", "-q", "--work-dir", str(work),
+                             "--out", str(tmp_path / "p.yaml")],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_events(work, proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and not (tmp_path / "p.yaml").exists()
+    _no_strays_under(work)
+    for f in work.rglob("trace.rank*.jsonl"):
+        assert "header" in _strict_lines(f)[0]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] not in ("Z", "X"):
+                out.append(int(name))
+    return out
+
+
+def test_signalled_pooled_prediction_stops_its_workers_quietly():
+    """SIGTERM during a sweep on a process pool: exit 143, one line on stderr (no traceback
+    per worker: forked workers die of the signal as before), no worker left."""
+    proc = subprocess.Popen([sys.executable, "-m", "clustersim", "predict",
+                             str(ROOT / "scenarios" / "knl_4253.yaml"), "-q", "-j", "2"],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 120
+        while len(kids := _children(proc.pid)) < 2 and time.monotonic() < end:
+            assert proc.poll() is None
+            time.sleep(0.05)
+        assert len(kids) == 2
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143 and out == "" and err == "terminated by SIGTERM\n"
+    time.sleep(0.2)
+    assert [k for k in kids if k in _children(proc.pid) or Path(f"/proc/{k}").exists()] == []
+
+
+@pytest.mark.mpi
+def test_traces_of_a_killed_rank_are_clean(tmp_path):
+    from realrun.api import run_selftest
+    from realrun.launch import RealRunError
+
+    with pytest.raises(RealRunError):
+        run_selftest(3, out_dir=tmp_path, iterations=40, fault="kill", fault_rank=1,
+                     fault_after=6, timeout=60)
+    for r in range(3):
+        raw = (tmp_path / f"trace.rank{r}.jsonl").read_bytes()
+        assert b"\0" not in raw and raw.endswith(b"\n")
+        assert "header" in _strict_lines(tmp_path / f"trace.rank{r}.jsonl")[0]
+    no_strays(tmp_path / "logs")
