@@ -76,6 +76,12 @@ TRAINING_CSV_COLUMNS = {
     "staleness_max": "staleness_max_versions",
     "bytes_per_iteration": "bytes_per_iteration_B",
     "makespan": "makespan_s",
+    "steps_to_target": "steps_to_target_steps",
+    "samples_to_target": "samples_to_target_samples",
+    "epochs_to_target": "epochs_to_target_epochs",
+    "time_to_target": "time_to_target_s",
+    "statistical_efficiency": "statistical_efficiency_fraction",
+    "goodput": "goodput_samples_per_s",
 }
 BENCH_CSV_COLUMNS = {
     "size": "size_B",
