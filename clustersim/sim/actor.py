@@ -29,6 +29,16 @@ if TYPE_CHECKING:
     from clustersim.sim.engine import Engine
 
 
+def _result(entry: tuple, i: int) -> Any:
+    """The value a ``Wait`` hands actor ``i`` for one handle's ``(event, rendezvous)``: a
+    collective's result for this member (:class:`~clustersim.sim.reductions.PerMember`), or
+    the event's value."""
+    v = entry[0]._value  # noqa: SLF001
+    if entry[1] is not None and v is not None:
+        return v.values[i]
+    return v
+
+
 class _SideCompute:
     """A non-blocking ``Compute`` in flight (see :meth:`Engine._compute`)."""
 
@@ -125,6 +135,11 @@ class _Actor:
         """A blocking collective or send is done (its value goes back to the generator)."""
         self.run(ev._value, None)  # noqa: SLF001
 
+    def _collected(self, ev: simpy.Event) -> None:
+        """A blocking collective is done: its result for this member goes back."""
+        v = ev._value  # noqa: SLF001
+        self.run(None if v is None else v.values[self.i], None)
+
     def _mailed(self, _ev: simpy.Event) -> None:
         """Mail arrived while blocked in ``Recv``: take it, or wait again."""
         op = self.recv_op
@@ -170,9 +185,9 @@ class _Actor:
             if eng.trace:
                 eng._ev(self.i, "wait", t0, now, "wait handles")
         if len(entries) == 1:
-            self.run([entries[0][0]._value], None)  # noqa: SLF001
+            self.run([_result(entries[0], self.i)], None)
         else:
-            self.run([e._value for e, _ in entries], None)  # noqa: SLF001
+            self.run([_result(e, self.i) for e in entries], None)
 
     def _ended(self, _ev: simpy.Event | None) -> None:
         env = self.eng.env
@@ -260,7 +275,7 @@ class _Actor:
                     self.gkey = members
                 rv = eng._arrive(i, op, self.group)
                 if op.blocking:
-                    rv.done.callbacks.append(self._resumed)
+                    rv.done.callbacks.append(self._collected)
                     return
                 n = eng._next_handle  # eng._handle(rv.done, rv), inline
                 eng._next_handle = n + 1
@@ -306,7 +321,7 @@ class _Actor:
                     entry = handles.pop(hs[0].id)
                     e = entry[0]
                     if e.callbacks is None:
-                        value = [e._value]  # noqa: SLF001
+                        value = [_result(entry, i)]
                         op = None
                         continue
                     self.entries = [entry]
@@ -323,7 +338,7 @@ class _Actor:
                     else:
                         _AllOf(env, pending, self._waited)
                     return
-                value = [e._value for e, _ in entries]  # noqa: SLF001
+                value = [_result(e, i) for e in entries]
             elif kind is Compute:  # non-blocking: runs beside the actor
                 value = eng._compute(i, self.spec, op)
             else:

@@ -17,6 +17,7 @@ from clustersim.algorithms.ops import Collective
 from clustersim.collectives import build_schedule
 from clustersim.network.analytic import cost_schedule
 from clustersim.network.flowsim import schedule_process
+from clustersim.sim.reductions import collective_results
 
 __all__ = ["COLLECTIVE_FLOW_MAX_RANKS", "CollectiveRunner"]
 
@@ -47,13 +48,16 @@ class _Group:
 class _Rendezvous:
     """Arrivals at one collective instance: (actor index, arrival time, blocking)."""
 
-    __slots__ = ("n", "parts", "done", "last")
+    __slots__ = ("n", "parts", "done", "last", "data")
 
     def __init__(self, env: simpy.Environment, n: int) -> None:
         self.n = n
         self.parts: list[tuple[int, float, bool]] = []
         self.done = env.event()
         self.last = 0.0
+        #: actor index -> the data it brought (``None`` until one brings some: timing-only
+        #: collectives never build it)
+        self.data: dict[int, Any] | None = None
 
 
 
@@ -109,6 +113,10 @@ class CollectiveRunner:
         now = self.env._now
         parts = rv.parts
         parts.append((i, now, op.blocking))
+        if op.data is not None:
+            if rv.data is None:
+                rv.data = {}
+            rv.data[i] = op.data
         if len(parts) == rv.n:
             del opened[seq]
             rv.last = now
@@ -179,4 +187,7 @@ class CollectiveRunner:
                 yield self.env.timeout(staging)
         # actors sharing a device (or a group of one) exchange through memory: no network time
         self._settle(op, rv)
-        rv.done.succeed(op.data)
+        # every member's own result (see clustersim.sim.reductions); None without data
+        data = rv.data
+        rv.done.succeed(None if data is None
+                        else collective_results(op.op, op.root, g.members, data))

@@ -176,7 +176,10 @@ class Engine(CollectiveRunner, PointToPoint):
                             getattr(costs, "draw_jitter", None))
 
     # -- running ---------------------------------------------------------------------------
-    def run(self) -> RunResult:
+    def run(self, watch: Any = None) -> RunResult:
+        """Run every actor to its end.  ``watch``: an observer called before each event with
+        its time, which may stop the run (:meth:`_Environment.run_watched`; the convergence
+        emulation's sampler) - ``None`` for every timing run."""
         env = self.env
         queue = env._queue
         for i, a in enumerate(self.actors):
@@ -195,7 +198,10 @@ class Engine(CollectiveRunner, PointToPoint):
         gc_was_on = gc.isenabled()
         gc.disable()
         try:
-            env.run(until=self.until)
+            if watch is None:
+                env.run(until=self.until)
+            else:
+                env.run_watched(watch)
         finally:
             if gc_was_on:
                 gc.enable()

@@ -108,6 +108,48 @@ class _Environment(simpy.Environment):
                 heappush(queue, lane.popleft())
         return None
 
+    def run_watched(self, watch: Any) -> None:
+        """:meth:`run` with an observer: ``watch(t)`` is called before each event with the
+        event's time (the clock still at the previous event's), and a true return stops the
+        run there, the rest of the events unprocessed.
+
+        For the convergence emulation, which samples the models between events and stops at
+        its target: the observer schedules nothing, so the events, their order and
+        ``sim_events`` are those of :meth:`run`; timing-only runs never come here (no call
+        per event)."""
+        queue = self._queue
+        lane = self._lane
+        take = lane.popleft
+        pop = heappop
+        self._laned = True
+        self.push_now = lane.append
+        try:
+            while True:
+                if lane:
+                    head = queue[0] if queue and queue[0] < lane[0] else lane[0]
+                elif queue:
+                    head = queue[0]
+                else:
+                    break
+                if watch(head[0]):
+                    break
+                if lane and head is lane[0]:
+                    self._now, _, _, event = take()
+                else:
+                    self._now, _, _, event = pop(queue)
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
+        finally:
+            self._laned = False
+            self.push_now = self._heap_push
+            while lane:
+                heappush(queue, lane.popleft())
+
 
 def _at(env: simpy.Environment, delay: float, priority: int, callback) -> simpy.Event:
     """Schedule ``callback(event)`` after ``delay`` (an int 0 keeps the clock's type, as
