@@ -48,7 +48,8 @@ from clustersim.scenario.emulation import EmulationSpec
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.engine import Engine, RunResult
 
-__all__ = ["EMULATED_ALGORITHMS", "EmulationResult", "emulate_point", "hook_actors"]
+__all__ = ["EMULATED_ALGORITHMS", "Emulation", "EmulationResult", "emulate_point",
+           "hook_actors", "run_emulation"]
 
 #: algorithms whose math hooks are complete (the others ignore ``ctx.math``)
 EMULATED_ALGORITHMS = ("bsp", "sync_easgd", "async_sgd", "async_msgd", "hogwild_sgd",
@@ -204,11 +205,28 @@ class _Sampler:
         return False
 
 
+@dataclass
+class Emulation:
+    """One emulated run: its curve, the engine's result, and every actor's model (in rank
+    order: what the tests compare with hand-written loops)."""
+
+    result: EmulationResult
+    run: RunResult
+    models: list[TaskModel]
+
+
 def emulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                   title: str | None = None) -> tuple[EmulationResult, RunResult]:
     """Emulate the convergence of ``alg`` on ``workers`` workers (``run.emulation``'s task
     and limits); the run's timing is that of :func:`~clustersim.sim.sweep.simulate_point`
     with ``run.iterations`` replaced by ``max_iterations``."""
+    em = run_emulation(scn, alg, workers, seed, title)
+    return em.result, em.run
+
+
+def run_emulation(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                  title: str | None = None) -> Emulation:
+    """:func:`emulate_point`, with the actors' models."""
     from clustersim.sim.sweep import prepare_point  # the sweep imports this module
 
     spec = scn.run.emulation
@@ -240,4 +258,4 @@ def emulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
         sampler.sample(engine.env.now)
         if not res.stopped:
             res.stopped = "max_iterations"
-    return res, run
+    return Emulation(res, run, maths)
