@@ -4,8 +4,8 @@
 1998): 1,797 8x8 grey-level images of the digits 0-9, installed with scikit-learn - nothing
 to download, the same bytes on every machine.  Pixels (0-16) are scaled to [0, 1]; a seeded
 permutation holds out ``test_fraction`` of the images for the curve's loss and accuracy; the
-rest is the training set, which worker ``w`` of ``W`` reads as its shard (image ``i`` belongs
-to worker ``i % W``, as the proxy model's shards) in its own seeded order, epoch after epoch.
+rest is the training set, dealt to the workers every epoch as PyTorch's
+``DistributedSampler`` deals it (:meth:`Digits.sampler`).
 
 The model: softmax regression (``hidden = 0``) or a one-hidden-layer tanh perceptron with a
 softmax output (``hidden > 0``), cross-entropy loss, Glorot-scaled seeded initial weights,
@@ -41,6 +41,15 @@ def digits_data(seed: int, test_fraction: float
     out = (x[train], y[train], x[test], y[test])
     for a in out:
         a.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _deal(seed: int, n: int, epoch: int) -> np.ndarray:
+    """Epoch ``epoch``'s permutation of ``n`` training images: computed once and shared by
+    the workers (they run through their epochs at about the same pace)."""
+    out = np.random.default_rng([seed, 0xE90C, epoch]).permutation(n)
+    out.setflags(write=False)
     return out
 
 
@@ -92,19 +101,31 @@ class Digits:
         return tuple(w[cut].reshape(shape) for cut, shape in self._cuts)
 
     def sampler(self, shard: int, shards: int, stream: int) -> Callable[[], np.ndarray]:
+        """Worker ``shard`` of ``shards``'s mini-batches, as PyTorch's ``DistributedSampler``
+        deals them: every epoch one seeded permutation of the whole training set, of which
+        worker ``w`` takes positions ``w, w + W, ...``; its batches run on through the
+        epochs.  Why not fixed shards: with hundreds of workers a fixed shard of 1,437
+        images holds a handful, which each worker would fit alone; re-dealt every epoch,
+        every worker sees the whole set, as in real data-parallel training.  ``stream``
+        plays no part (the deal is the job's)."""
         x, y, _, _ = self.data()
-        xs, ys = x[shard::shards], y[shard::shards]
-        rng = np.random.default_rng([self.seed, 0x5EED, stream])
-        b = self.batch
-        state = {"order": np.empty(0, dtype=np.int64), "pos": 0}
+        n, b, seed = len(y), self.batch, self.seed
+        state = {"epoch": -1, "mine": np.empty(0, dtype=np.int64), "pos": 0}
 
         def draw() -> tuple[np.ndarray, np.ndarray]:
-            pos = state["pos"]
-            if pos + b > len(state["order"]):  # a new epoch over the shard
-                state["order"], pos = rng.permutation(len(ys)), 0
-            idx = state["order"][pos: pos + b]
-            state["pos"] = pos + b
-            return xs[idx], ys[idx]
+            parts, need = [], b
+            while need > 0:
+                mine, pos = state["mine"], state["pos"]
+                if pos >= len(mine):  # the next epoch's deal
+                    state["epoch"] += 1
+                    mine = state["mine"] = _deal(seed, n, state["epoch"])[shard::shards]
+                    pos = 0
+                take = mine[pos: pos + need]
+                state["pos"] = pos + len(take)
+                parts.append(take)
+                need -= len(take)
+            idx = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            return x[idx], y[idx]
 
         return draw
 
