@@ -128,3 +128,27 @@ def test_curve_columns_and_target() -> None:
     # time samples at multiples of 0.5 s until the target
     assert all(abs(t / 0.5 - round(t / 0.5)) < 1e-9 for t in r.time)
     assert r.metric[0] < 0.3  # the start is near chance (1/10)
+
+
+def test_the_sweep_exposes_one_result_per_algorithm_and_point() -> None:
+    from _emulation import BASE
+
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import run_sweep
+
+    emulation = {"task": "teacher_student", "target": 0.9, "max_iterations": 200,
+                 "lr": 0.05, "features": 8}
+    scn = load_scenario(BASE, [
+        "workload.jitter=0", "sweep.workers=[2, 4]", "run.convergence=emulate",
+        f"run.emulation={json.dumps(emulation)}",
+        'algorithm={"name": "async_sgd", "label": "A"}',
+        'compare=[{"name": "bsp", "label": "B"}]'])
+    out = run_sweep(scn, jobs=1)
+    assert list(out.emulation) == list(out.points) == ["A", "B"]
+    for title, results in out.emulation.items():
+        assert [r.workers for r in results] == [p.workers for p in out.points[title]]
+        for r in results:
+            assert r.algorithm == title and r.reached and r.metric[-1] >= 0.9
+            assert r.steps_to_target <= 200 * r.workers
+    plain = run_sweep(load_scenario(BASE, ["workload.jitter=0", "sweep.workers=[2]"]), jobs=1)
+    assert plain.emulation == {}
