@@ -152,3 +152,24 @@ def test_the_sweep_exposes_one_result_per_algorithm_and_point() -> None:
             assert r.steps_to_target <= 200 * r.workers
     plain = run_sweep(load_scenario(BASE, ["workload.jitter=0", "sweep.workers=[2]"]), jobs=1)
     assert plain.emulation == {}
+
+
+def test_gossip_conserves_the_alphas_and_trains() -> None:
+    """GOSGD with the math: a push halves the sender's alpha and the merge adds it to the
+    receiver's (Blot et al. 2016), so once every push is merged the alphas sum to 1 (to
+    float64 rounding: after many halvings a sum needs more than 53 bits; seen 1 - 8e-16);
+    the replicas' mean learns."""
+    em = emulate("gosgd", {"p": 0.3}, 4, {**TS, "max_iterations": 300})  # to the end
+    assert abs(sum(m.alpha for m in em.models) - 1.0) < 1e-12
+    assert any(m.alpha != 0.25 for m in em.models)  # pushes happened
+    r = em.result
+    assert r.stopped == "max_iterations" and r.metric[0] == 0.0 and r.metric[-1] >= 0.95
+    # the curve's model is the replicas' mean: re-evaluate it at the end
+    mean = np.mean([m.weights for m in em.models], axis=0, dtype=np.float32)
+    assert em.models[0].task.evaluate(mean)[1] >= 0.95
+
+
+def test_one_gossip_worker_is_sequential_sgd() -> None:
+    em = emulate("gosgd", {"p": 0.5}, 1, TS)
+    ref = sgd_loop(TS, TS["max_iterations"])
+    assert em.models[0].weights.tobytes() == ref.tobytes()

@@ -58,5 +58,5 @@ def test_an_algorithm_without_math_is_refused() -> None:
     from _emulation import emulate
 
     with pytest.raises(InputError) as exc:
-        emulate("gosgd", {}, 2, {"task": "teacher_student"})
-    assert "gosgd has none" in exc.value.message and exc.value.path == ("run", "convergence")
+        emulate("hybrid", {}, 2, {"task": "teacher_student"})
+    assert "hybrid has none" in exc.value.message and exc.value.path == ("run", "convergence")

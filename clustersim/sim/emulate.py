@@ -23,11 +23,12 @@ easgd_round_robin,           the centre (the master's weights)
 async_easgd, async_measgd,
 hogwild_easgd
 sync_easgd                   the centre (worker 0's copy: the root's with reduce_broadcast)
+gosgd                        the mean of the replicas (an update: any worker's local step)
 ============================ ============================================================
 
 ``updates`` counts the reference model's updates (server applies, centre moves, BSP steps);
 ``steps`` the workers' gradient computations; ``samples`` = steps x the task's batch.
-gosgd and hybrid attach no math yet and are refused with a clear error.
+hybrid attaches no math yet and is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ __all__ = ["EMULATED_ALGORITHMS", "Emulation", "EmulationResult", "emulate_point
 #: algorithms whose math hooks are complete (the others ignore ``ctx.math``)
 EMULATED_ALGORITHMS = ("bsp", "sync_easgd", "async_sgd", "async_msgd", "hogwild_sgd",
                        "sync_ps", "easgd_round_robin", "async_easgd", "async_measgd",
-                       "hogwild_easgd")
+                       "hogwild_easgd", "gosgd")
 
 
 @dataclass
@@ -134,6 +135,9 @@ def _reference(name: str, params: dict[str, Any], actors: list[ActorSpec],
         start = w0.params()
         return ((lambda: getattr(w0, "centre", start)),
                 (lambda: getattr(w0, "centre_moves", 0)))
+    if name == "gosgd":  # the replicas' mean; every local step moves it
+        return ((lambda: np.mean([m.weights for m in workers], axis=0, dtype=np.float32)),
+                (lambda: sum(m.steps for m in workers)))
     if params.get("exchange") == "weights":
         return ((lambda: np.mean([m.weights for m in workers], axis=0, dtype=np.float32)),
                 (lambda: w0.steps))
