@@ -35,12 +35,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from clustersim.algorithms.base import ActorContext, ActorSpec, AlgorithmDef, JobInfo, Param
 from clustersim.algorithms.ops import ActorGen, Compute, Record, Recv, Send
+from clustersim.algorithms.proxy import attach
 
 __all__ = ["TAG_GOSSIP", "ALPHA_BYTES", "GossipPlan", "gossip_plan", "push_weight", "merge",
            "gosgd_worker", "GOSGD"]
@@ -107,6 +108,9 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
     blend = Compute("accumulate", nbytes=nbytes, label="gossip merge")
 
     def body(ctx: ActorContext) -> ActorGen:
+        if ctx.math is not None:
+            yield from _gosgd_math_worker(ctx, plan, nbytes, blend)
+            return
         me = ctx.index
         # sender -> iterations of its pushes to me, in order (messages from one sender keep
         # their order, so the k-th message from s is s's k-th scheduled push to me)
@@ -138,6 +142,50 @@ def gosgd_worker(plan: GossipPlan, nbytes: float) -> Callable[[ActorContext], Ac
             yield Record("staleness", abs(ctx.iterations - origin[msg.src].popleft()))
 
     return body
+
+
+def _gosgd_math_worker(ctx: ActorContext, plan: GossipPlan, nbytes: float, blend: Compute
+                       ) -> ActorGen:
+    """:func:`gosgd_worker` with the math hook (``ctx.math``): the same operations, the local
+    step trains the replica, a push carries ``(weights, alpha)`` after halving alpha, a merge
+    applies :func:`merge` (``ctx.math.alpha`` holds the replica's weight, for observers)."""
+    m = ctx.math
+    me = ctx.index
+    m.alpha = 1.0 / ctx.job.workers
+    origin: dict[int, deque[int]] = {}
+    for s, t in plan.inbox[me]:
+        origin.setdefault(s, deque()).append(t)
+    mine = deque(plan.pushes[me])
+    expected = plan.received(me)
+    forward, backward = replace(FORWARD, fn=m.forward), replace(BACKWARD, fn=m.backward)
+
+    def take(data: tuple[np.ndarray, float]) -> np.ndarray:
+        x, m.alpha = merge(m.weights, m.alpha, np.asarray(data[0], dtype=m.weights.dtype),
+                           data[1])
+        return m.load(x)
+
+    got = 0
+    for it in range(ctx.iterations):
+        yield Record("iteration", it)
+        while got < expected:
+            msg = yield POLL
+            if msg is None:
+                break
+            got += 1
+            yield attach(blend, take, msg.data)
+            yield Record("staleness", abs(it - origin[msg.src].popleft()))
+        yield forward
+        grad = yield backward
+        yield replace(STEP, fn=m.step, data=grad)
+        if mine and mine[0][0] == it:
+            _, peer = mine.popleft()
+            m.alpha = push_weight(m.alpha)
+            yield Send(peer, nbytes + ALPHA_BYTES, TAG_GOSSIP, label="gossip push",
+                       data=(m.params(), m.alpha))
+    for _ in range(expected - got):
+        msg = yield DRAIN
+        yield attach(blend, take, msg.data)
+        yield Record("staleness", abs(ctx.iterations - origin[msg.src].popleft()))
 
 
 def _actors(job: JobInfo) -> list[ActorSpec]:

@@ -20,6 +20,7 @@ from typing import Any
 from clustersim.catalog import Catalog, builtin_catalog
 from clustersim.errors import InputError, format_path
 from clustersim.network.params import NetworkParams
+from clustersim.scenario.emulation import CONVERGENCE_MODES, EmulationSpec, parse_emulation
 from clustersim.scenario.fields import (
     Section,
     as_bool,
@@ -99,6 +100,10 @@ class RunSpec:
     seed: int = 0
     fidelity: str = "auto"
     repeats: int = 1
+    #: convergence layer: auto | emulate | analytic | off (clustersim.scenario.emulation)
+    convergence: str = "auto"
+    #: settings of ``convergence: emulate`` (defaults when the section is absent)
+    emulation: EmulationSpec = EmulationSpec()
 
 
 @dataclass(frozen=True)
@@ -365,13 +370,17 @@ def _parse_sweep(raw: Any) -> SweepSpec:
 
 
 def _parse_run(raw: Any) -> RunSpec:
-    s = Section(raw, ("run",), ("iterations", "warmup", "seed", "fidelity", "repeats"))
+    s = Section(raw, ("run",), ("iterations", "warmup", "seed", "fidelity", "repeats",
+                                "convergence", "emulation"))
     run = RunSpec(
         iterations=s.get("iterations", as_int, 20, minimum=1),
         warmup=s.get("warmup", as_int, 2, minimum=0),
         seed=s.get("seed", as_int, 0, minimum=0),
         fidelity=s.get("fidelity", as_choice, "auto", choices=FIDELITIES, kind="fidelity"),
         repeats=s.get("repeats", as_int, 1, minimum=1),
+        convergence=s.get("convergence", as_choice, "auto", choices=CONVERGENCE_MODES,
+                          kind="convergence mode"),
+        emulation=parse_emulation(s.get("emulation", None, None)),
     )
     if run.warmup >= run.iterations:
         raise InputError(f"warmup ({run.warmup}) must be smaller than iterations "

@@ -13,24 +13,29 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clustersim.algorithms.base import AlgorithmDef, JobInfo, get_algorithm
+from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
 from clustersim.errors import InputError
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.costs import CostModel
+from clustersim.sim.emulate import EmulationResult, emulate_point
 from clustersim.sim.engine import Engine, RunResult
 from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
 from clustersim.trace import TraceEvent
 
-__all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors"]
+__all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors",
+           "prepare_point"]
 
 
 @dataclass
 class SweepResult:
     points: dict[str, list[PointMetrics]] = field(default_factory=dict)
     runs: dict[tuple[str, int], RunResult] = field(default_factory=dict)
+    #: ``run.convergence: emulate``: per algorithm title (as in ``points``), one
+    #: :class:`~clustersim.sim.emulate.EmulationResult` per sweep point, in the same order
+    emulation: dict[str, list[EmulationResult]] = field(default_factory=dict)
 
     def trace_events(self) -> list[TraceEvent]:
         """Trace of the run kept for ``--trace``: the largest point of the first algorithm."""
@@ -107,19 +112,32 @@ def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
             gc.enable()
 
 
-def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
-                    trace: bool) -> tuple[PointMetrics, RunResult]:
+def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                  iterations: int | None = None
+                  ) -> tuple[Scenario, JobInfo, list[ActorSpec], list[int], CostModel]:
+    """What a point runs: the point's scenario, its job (``iterations``: instead of
+    ``run.iterations``, for the convergence emulation), the algorithm's actors, their
+    placement and the cost model."""
     scn = scn.at_workers(workers)  # the point's own fields (sweep.at), if it has any
     defn = get_algorithm(alg.name)
     batch = batch_per_worker(scn, workers)
     costs = CostModel(scn, batch, seed)
     job = build_job(scn, alg, defn, workers, seed, costs)
+    if iterations is not None:
+        job = replace(job, iterations=iterations)
     actors = defn.actors(job)
     if [a.rank for a in actors] != list(range(len(actors))):
         raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
     servers = [a for a in actors if a.role != "worker"]
     placement = place_actors(workers, len(servers), scn.platform.num_devices,
                              [a.colocate for a in servers])
+    return scn, job, actors, placement, costs
+
+
+def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                    trace: bool) -> tuple[PointMetrics, RunResult]:
+    scn, job, actors, placement, costs = prepare_point(scn, alg, workers, seed)
+    batch = costs.batch
     engine = Engine(scn.platform, job, actors, placement, costs, params=scn.network,
                     fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
     res = engine.run()
@@ -233,4 +251,7 @@ def run_sweep(scn: Scenario, trace: bool = False,
             p.speedup = p.throughput / base.throughput if base.throughput > 0 else 0.0
             p.efficiency = p.speedup / (p.workers / base.workers)
         out.points[title] = pts
+        if s.run.convergence == "emulate":  # one run per point, at the scenario's seed
+            out.emulation[title] = [emulate_point(s, cases[ci][2], w, s.run.seed, title)[0]
+                                    for w in worker_counts(s)]
     return out

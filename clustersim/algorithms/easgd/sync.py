@@ -122,6 +122,9 @@ def _sync_worker_math(ctx: ActorContext) -> ActorGen:
     alpha = moving_rate(p, workers)
     beta = workers * alpha
     centre = m.params()  # every worker's copy (allreduce) or the root's (reduce_broadcast)
+    # where an observer finds the centre and how often it moved (the convergence emulation's
+    # reference model: clustersim.sim.emulate)
+    m.centre, m.centre_moves = centre, 0
     forward, backward, update = local_step(False)
     forward, backward = replace(forward, fn=m.forward), replace(backward, fn=m.backward)
     read: list[np.ndarray] = []  # the centre before the root moved it (reduce_broadcast)
@@ -133,11 +136,13 @@ def _sync_worker_math(ctx: ActorContext) -> ActorGen:
     def move_and_pull(total: np.ndarray) -> np.ndarray:
         old = centre.copy()
         centre[...] = sync_centre(old, (np.asarray(total) / workers)[None, :], beta)
+        m.centre_moves += 1
         return pull(old)
 
     def move(total: np.ndarray) -> np.ndarray:
         read.append(centre.copy())
         centre[...] = sync_centre(read[-1], (np.asarray(total) / workers)[None, :], beta)
+        m.centre_moves += 1
         return centre
 
     for it in range(job.iterations):
