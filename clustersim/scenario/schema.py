@@ -70,6 +70,8 @@ class WorkloadSpec:
     jitter: float = 0.0
     compute: Any = None
     pipeline: Any = None
+    #: a clustersim.convergence.ConvergenceProfile (time to accuracy), or None
+    convergence: Any = None
 
 
 @dataclass(frozen=True)
@@ -286,11 +288,12 @@ def _parse_benchmark(raw: Any) -> BenchmarkSpec:
 
 
 def _parse_workload(raw: Any) -> WorkloadSpec:
+    from clustersim.convergence.profile import load_profile
     from clustersim.workload import OPTIMIZERS, ComputeOverrides, InputPipeline, resolve_model
 
     path = ("workload",)
     s = Section(raw, path, ("model", "batch_per_worker", "global_batch", "optimizer", "bucket",
-                            "input", "jitter", "compute"))
+                            "input", "jitter", "compute", "convergence"))
     model = resolve_model(s.get("model"), (*path, "model"))
     bpw = s.get("batch_per_worker", as_int, None, minimum=1)
     gb = s.get("global_batch", as_int, None, minimum=1)
@@ -314,6 +317,7 @@ def _parse_workload(raw: Any) -> WorkloadSpec:
         jitter=s.get("jitter", as_float, 0.0, minimum=0.0, maximum=1.0),
         compute=ComputeOverrides.from_dict(s.get("compute", default=None), (*path, "compute")),
         pipeline=pipeline,
+        convergence=load_profile(model.name, s.raw.get("convergence"), (*path, "convergence")),
     )
 
 
@@ -470,6 +474,14 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         raise InputError("is required when a workload is given", path=("algorithm",))
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
     run = _parse_run(s.get("run", default=None))
+    if (run.convergence == "analytic" and workload is not None
+            and workload.convergence is None):
+        from clustersim.convergence.profile import REQUIRED_HINT
+
+        raise InputError(f"'analytic' needs a convergence profile and model "
+                         f"{workload.model.name!r} has none shipped (or it is off): give "
+                         f"workload.convergence with {REQUIRED_HINT}",
+                         path=("run", "convergence"))
     ndev = platform.num_devices
     if bench is not None:
         for i, r in enumerate(bench.ranks):

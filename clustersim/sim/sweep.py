@@ -23,6 +23,7 @@ from clustersim.sim.costs import CostModel
 from clustersim.sim.emulate import EmulationResult, emulate_point
 from clustersim.sim.engine import Engine, RunResult
 from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
+from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
 
 __all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors",
@@ -143,6 +144,9 @@ def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     res = engine.run()
     m = point_metrics(alg.title, workers, [batch] * workers, res,
                       scn.run.iterations - scn.run.warmup)
+    profile = scn.workload.convergence if scn.run.convergence != "off" else None
+    if profile is not None:
+        attach_convergence(m, profile, alg, job, res, scn.workload.optimizer)
     return m, res
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from clustersim.convergence import ConvergenceProfile, ConvergenceResult, RunStats, predict
 
-__all__ = ["run_stats", "point_convergence", "TTA_FIELDS"]
+__all__ = ["run_stats", "point_convergence", "attach_convergence", "TTA_FIELDS"]
 
 #: the metrics a point gains when its workload has a convergence profile
 TTA_FIELDS = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
@@ -95,6 +95,36 @@ def point_convergence(profile: ConvergenceProfile, stats: RunStats | None
     if stats is None:
         return None
     return predict(profile, stats)
+
+
+def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
+                       run: Any, optimizer: str) -> None:
+    """Fill ``m``'s time-to-accuracy fields (a :class:`~clustersim.sim.metrics.PointMetrics`)
+    from the run just simulated: staleness samples of every actor, the algorithm's kind and
+    parameters, the job's batch and the hybrid's group size."""
+    from clustersim.algorithms.base import get_algorithm
+
+    defn = get_algorithm(alg.name)
+    params = dict(alg.params)
+    stale = [float(v) for a in run.actors for v in a.records.get("staleness", [])]
+    group = 1
+    if defn.convergence == "hybrid":
+        from clustersim.algorithms.hybrid import worker_groups
+
+        group = max(1, round(job.workers / len(worker_groups(job, params["group"]))))
+    stats = run_stats(defn.convergence, alg.name, params, optimizer, job.workers,
+                      float(job.batch), m, stale, group)
+    res = point_convergence(profile, stats)
+    if res is None:
+        m.tta_note = "the run measured no complete step (too few iterations)"
+        return
+    m.steps_to_target = finite(res.steps_to_target)
+    m.samples_to_target = finite(res.samples_to_target)
+    m.epochs_to_target = finite(res.epochs_to_target)
+    m.time_to_target = finite(res.time_to_target)
+    m.statistical_efficiency = float(res.statistical_efficiency)
+    m.goodput = float(res.goodput)
+    m.tta_note = res.note
 
 
 def finite(x: float | None) -> float | None:
