@@ -281,6 +281,19 @@ def _parse_run(raw: Any) -> RunSpec:
     return run
 
 
+#: Bounds on run counts (checked beside ``_parse_run``): a simulated iteration costs
+#: milliseconds to seconds and per-iteration records, so a billion is a typo, not a plan.
+MAX_ITERATIONS = 1_000_000
+MAX_REPEATS = 1_000
+
+
+def _check_run_bounds(run: RunSpec) -> None:
+    for name, top in (("iterations", MAX_ITERATIONS), ("repeats", MAX_REPEATS)):
+        value = getattr(run, name, None)
+        if isinstance(value, int) and value > top:
+            raise InputError(f"must be <= {top:,}, not {value:,}", path=("run", name))
+
+
 def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
     """Validate a parsed scenario mapping.  Errors get the file and line filled in.
 
@@ -322,6 +335,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         raise InputError("is required when a workload is given", path=("algorithm",))
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
     run = _parse_run(s.get("run", default=None))
+    _check_run_bounds(run)
     ndev = platform.num_devices
     if bench is not None:
         for i, r in enumerate(bench.ranks):
