@@ -239,7 +239,11 @@ def load_yaml(path: str | Path, *, what: str = "file") -> Any:
 
 
 def origin_of(root: Any, path: Sequence[Any]) -> str | None:
-    """Where the value at ``path`` came from when not from the file (a ``--set`` item)."""
+    """Where the value at ``path`` came from when not from the file (a ``--set`` item).
+
+    An error about a whole section ("the platform would have more than 16,384 devices")
+    names a ``--set`` item that changed something inside it: that is what the user changed.
+    """
     node = root
     for part in path:
         if isinstance(node, LineDict) and part in node:
@@ -249,7 +253,16 @@ def origin_of(root: Any, path: Sequence[Any]) -> str | None:
         elif isinstance(node, LineList) and isinstance(part, int) and 0 <= part < len(node):
             node = node[part]
         else:
-            break
+            return None
+    todo = [node]
+    while todo:  # the subtree is a bounded document (MAX_VALUES)
+        item = todo.pop()
+        if isinstance(item, LineDict):
+            if item.set_from:
+                return next(iter(item.set_from.values()))
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
     return None
 
 
