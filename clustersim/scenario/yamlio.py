@@ -100,13 +100,21 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
             raise InputError("mapping keys must be plain values", line=key_node.start_mark.line + 1)
         if key in out:
             raise InputError(f"duplicate key {key!r}", line=key_node.start_mark.line + 1)
-        out[key] = loader.construct_object(value_node, deep=True)
+        try:
+            out[key] = loader.construct_object(value_node, deep=True)
+        except InputError as exc:  # a bad number: name its field as well as its line
+            raise exc.located(prefix=(key,)) from None
         out.key_lines[key] = key_node.start_mark.line + 1
     return out
 
 
 def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
-    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out = LineList()
+    for i, child in enumerate(node.value):
+        try:
+            out.append(loader.construct_object(child, deep=True))
+        except InputError as exc:
+            raise exc.located(prefix=(i,)) from None
     out.line = node.start_mark.line + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     return out
