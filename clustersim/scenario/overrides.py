@@ -66,8 +66,9 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
             try:
                 value = load_yaml_text(text)
             except InputError as exc:
+                field = tuple(p for p in key.strip().split(".") if p)
                 raise InputError(f"the value {text[:80]!r} cannot be used: {exc.message}",
-                                 origin=origin) from None
+                                 origin=origin, path=field) from None
         _put(raw, key, value, origin)
     return raw
 

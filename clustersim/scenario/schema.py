@@ -189,8 +189,9 @@ def _parse_workload(raw: Any) -> WorkloadSpec:
     s = Section(raw, path, ("model", "batch_per_worker", "global_batch", "optimizer", "bucket",
                             "input", "jitter", "compute"))
     model = resolve_model(s.get("model"), (*path, "model"))
-    bpw = s.get("batch_per_worker", as_int, None, minimum=1)
-    gb = s.get("global_batch", as_int, None, minimum=1)
+    # a million samples per worker (or 10**9 in all) is far past any GPU's memory: a typo
+    bpw = s.get("batch_per_worker", as_int, None, minimum=1, maximum=1_000_000)
+    gb = s.get("global_batch", as_int, None, minimum=1, maximum=1_000_000_000)
     if bpw is None and gb is None:
         raise InputError("needs batch_per_worker (weak scaling) or global_batch (strong scaling)",
                          path=path)
