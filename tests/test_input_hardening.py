@@ -151,6 +151,11 @@ def test_huge_and_bad_values_from_set(capsys, scenario, setting, words):
         assert w in err, err
 
 
+def test_set_key_too_deep(capsys):
+    code, err = run(capsys, XBAR, "--set", "a" + ".a" * 3000 + "=1")
+    assert code == 2 and "at most 12 parts" in err and "--set a.a.a" in err, err
+
+
 def test_set_accepts_yaml12_numbers(capsys):
     code, err = run(capsys, XBAR, "--set", "run.iterations=1e2")
     assert code == 0, err

@@ -20,6 +20,9 @@ from clustersim.scenario.yamlio import LineDict, load_yaml_text
 
 __all__ = ["apply_overrides", "set_fields", "parse_variants", "with_points"]
 
+#: the deepest dotted field a scenario has is 4 parts (platform.catalog.devices.x)
+MAX_KEY_PARTS = 12
+
 #: the scenario parser (raw mapping, file) -> Scenario; passed in to avoid an import cycle
 Parse = Callable[[Any, "str | None"], Any]
 
@@ -29,6 +32,9 @@ def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
     if not parts:
         raise InputError(f"needs a field name like run.seed, got {str(dotted)[:80]!r}",
                          origin=origin)
+    if len(parts) > MAX_KEY_PARTS:
+        raise InputError(f"a field path has at most {MAX_KEY_PARTS} parts (like "
+                         f"platform.node.devices), not {len(parts)}", origin=origin)
     node = raw
     for i, p in enumerate(parts):
         last = i == len(parts) - 1
