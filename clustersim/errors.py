@@ -15,6 +15,9 @@ __all__ = ["InputError", "did_you_mean", "format_path", "unknown_name"]
 
 PathPart = str | int
 
+#: longest message printed: an error that echoes a value must not print megabytes
+MAX_MESSAGE = 1000
+
 
 def format_path(path: Sequence[PathPart]) -> str:
     """``("platform", "links", 3, "bandwidth")`` -> ``platform.links[3].bandwidth``."""
@@ -42,7 +45,10 @@ class InputError(Exception):
     """Input the user can fix: a scenario, platform, catalog or command-line value.
 
     ``file`` and ``path`` locate the problem; ``line`` is filled in by the YAML loader when the
-    node's position is known.  ``str()`` gives the one-line message the CLI prints.
+    node's position is known.  ``origin`` replaces the line when the value did not come from
+    the file at all (``--set run.seed=[1``): pointing at a line that does not hold the value
+    would send the user to the wrong place.  ``str()`` gives the one-line message the CLI
+    prints; a message that echoes a huge value is cut to :data:`MAX_MESSAGE` characters.
     """
 
     def __init__(
@@ -52,12 +58,17 @@ class InputError(Exception):
         file: str | None = None,
         path: Sequence[PathPart] = (),
         line: int | None = None,
+        origin: str | None = None,
     ) -> None:
+        if len(message) > MAX_MESSAGE:
+            half = MAX_MESSAGE // 2
+            message = f"{message[:half]} … {message[-half:]}"
         super().__init__(message)
         self.message = message
         self.file = file
         self.path = tuple(path)
         self.line = line
+        self.origin = origin[:MAX_MESSAGE // 4] if origin else origin
 
     def located(
         self,
@@ -65,18 +76,23 @@ class InputError(Exception):
         file: str | None = None,
         prefix: Sequence[PathPart] = (),
         line: int | None = None,
+        origin: str | None = None,
     ) -> InputError:
         """A copy with more location filled in (outer layers know the file and prefix)."""
+        own = self.origin or origin
         return InputError(
             self.message,
             file=self.file or file,
             path=tuple(prefix) + self.path,
-            line=self.line if self.line is not None else line,
+            line=None if own else (self.line if self.line is not None else line),
+            origin=own,
         )
 
     def __str__(self) -> str:
         where = []
-        if self.file:
+        if self.origin:
+            where.append(f"{self.file} ({self.origin})" if self.file else self.origin)
+        elif self.file:
             where.append(self.file + (f":{self.line}" if self.line else ""))
         if self.path:
             where.append(format_path(self.path))

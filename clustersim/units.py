@@ -66,12 +66,24 @@ def _prefix(unit_prefix: str, text: str, kind: str) -> float:
     raise UnitError(f"unknown prefix {unit_prefix!r} in {text!r} ({kind})")
 
 
+#: Sane ranges (least non-zero, most) per kind.  Why: a typo such as ``latency: 1e308`` or
+#: ``bandwidth: 1e-300`` would pass as "positive and finite" and then overflow the simulated
+#: clock to inf/NaN.  The bounds are far outside any real hardware: an exbibyte, four months,
+#: 1 B/s to 10 PB/s, 1 FLOP/s to 10 EFLOP/s per device.
+_RANGES = {"size": (0.0, 2.0**60), "time": (0.0, 1e7), "bandwidth": (1.0, 1e16),
+           "compute rate": (1.0, 1e19)}
+
+
 def _check(value: float, text: object, kind: str, allow_zero: bool) -> float:
     if not math.isfinite(value):
-        raise UnitError(f"{kind} {text!r} is not finite")
+        raise UnitError(f"{kind} {str(text)[:40]!r} is not finite")
     if value < 0 or (value == 0 and not allow_zero):
         need = "non-negative" if allow_zero else "positive"
-        raise UnitError(f"{kind} {text!r} must be {need}")
+        raise UnitError(f"{kind} {str(text)[:40]!r} must be {need}")
+    low, high = _RANGES.get(kind, (0.0, math.inf))
+    if value > high or 0 < value < low:
+        raise UnitError(f"{kind} {str(text)[:40]!r} is outside the sane range "
+                        f"{low:g} to {high:g} (SI units: bytes, seconds, bytes/s, FLOP/s)")
     return value
 
 
@@ -79,7 +91,10 @@ def _number(value: object, kind: str, allow_zero: bool) -> float | None:
     if isinstance(value, bool):
         raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
     if isinstance(value, (int, float)):
-        return _check(float(value), value, kind, allow_zero)
+        try:
+            return _check(float(value), value, kind, allow_zero)
+        except OverflowError:  # an integer beyond any float
+            raise UnitError(f"{kind} {str(value)[:40]} is not finite") from None
     if not isinstance(value, str):
         raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
     return None

@@ -159,6 +159,10 @@ class AlgorithmDef:
                 if p.kind is int and value != int(value):
                     raise InputError(f"{key} must be a whole number, not {value!r}", path=where)
                 value = p.kind(value)
+                # a parameter with no stated maximum still gets one: a count of 10**18 (shards,
+                # workers) is a typo that would hang the simulation, not a plan
+                if p.maximum is None and abs(value) > 1_000_000:
+                    raise InputError(f"{key} must be <= 1,000,000, not {value!r}", path=where)
                 if p.minimum is not None and value < p.minimum:
                     raise InputError(f"{key} must be >= {p.minimum}, not {value!r}", path=where)
                 if p.maximum is not None and value > p.maximum:

@@ -153,13 +153,13 @@ class Catalog:
     def device(self, name: str, **loc: Any) -> DeviceSpec:
         try:
             return self.devices[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: a list or mapping where a name belongs
             raise unknown_name("device", name, self.devices, **loc) from None
 
     def link(self, name: str, **loc: Any) -> LinkSpec:
         try:
             return self.links[name]
-        except KeyError:
+        except (KeyError, TypeError):
             raise unknown_name("link class", name, self.links, **loc) from None
 
     def extended(self, raw: dict[str, Any] | None, path: tuple = ("catalog",)) -> Catalog:

@@ -25,9 +25,6 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from clustersim._yaml import safe_load
 from clustersim.catalog import (
     Catalog,
     DeviceSpec,
@@ -39,6 +36,7 @@ from clustersim.catalog import (
 from clustersim.errors import InputError, unknown_name
 from clustersim.platform.builders import TOPOLOGIES, list_topologies
 from clustersim.platform.explicit import ExplicitLink, ExplicitNode, explicit
+from clustersim.platform.fabric import MAX_COUNT
 from clustersim.platform.model import Platform
 from clustersim.platform.node import LAYOUTS, NodeSpec
 
@@ -93,45 +91,18 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
 
 def load_platform(file: str | Path, catalog: Catalog | None = None) -> Platform:
     """Read a topology file; errors carry the file name and, when known, the line."""
+    from clustersim.scenario.yamlio import line_of, load_yaml
+
     file = str(file)
-    try:
-        text = Path(file).read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read platform file: {exc.strerror}", file=file) from None
-    try:
-        raw = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=file,
-                         line=mark.line + 1 if mark else None) from None
+    raw = load_yaml(file, what="platform file")  # the limits and rules of every input file
+    built = raw
     if isinstance(raw, dict) and "name" not in raw:
-        raw = {**raw, "name": Path(file).stem}
+        built = {**raw, "name": Path(file).stem}
     try:
-        return build_platform(raw, catalog or builtin_catalog(), path=())
+        return build_platform(built, catalog or builtin_catalog(), path=())
     except InputError as exc:
-        raise exc.located(file=file, line=yaml_line(text, exc.path)) from None
-
-
-def yaml_line(text: str, path: tuple) -> int | None:
-    """1-based line of the YAML node at ``path`` (deepest existing prefix), if any."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in path:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if k.value == str(part)), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
-                and 0 <= part < len(node.value):
-            nxt = node.value[part]
-        else:
-            nxt = None
-        if nxt is None:
-            break
-        node = nxt
-        line = node.start_mark.line + 1
-    return line
+        line = exc.line if exc.line is not None else line_of(raw, exc.path)
+        raise exc.located(file=file, line=line) from None
 
 
 # -- field parsers --------------------------------------------------------------------------
@@ -179,7 +150,7 @@ def parse_node(value: Any, catalog: Catalog, path: tuple) -> NodeSpec:
         elif key == "layout" and not isinstance(item, str):
             raise unknown_name("layout", str(item), LAYOUTS, path=where)
         else:
-            kwargs[key] = item
+            kwargs[key] = _whole(item)
     try:
         return NodeSpec(**kwargs)
     except InputError as exc:
@@ -194,10 +165,17 @@ def _parse_param(key: str, value: Any, catalog: Catalog, where: tuple) -> Any:
     if key == "node":
         return parse_node(value, catalog, where)
     if key == "dims" and isinstance(value, list):
-        return tuple(value)
+        return tuple(_whole(v) for v in value)
     if key == "name" and not isinstance(value, str):
         raise InputError(f"name must be a string, not {value!r}", path=where)
-    return value  # counts and choices: the builder checks them and names the field
+    return _whole(value)  # counts and choices: the builder checks them and names the field
+
+
+def _whole(value: Any) -> Any:
+    """``1e3`` (a float in YAML 1.2) as the count 1000; anything else unchanged."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
@@ -247,7 +225,14 @@ def _explicit_node(raw: Any, i: int, device: DeviceSpec | None, catalog: Catalog
             raise InputError("device node needs a 'device' (or give a top-level 'device')",
                              path=(*path, "device"))
         dev = device
-    return ExplicitNode(name=str(raw["name"]), kind=kind, device=dev, host=raw.get("host"))
+    host = _whole(raw.get("host"))
+    if host is not None and (isinstance(host, bool) or not isinstance(host, int)
+                             or not 0 <= host <= MAX_COUNT):
+        raise InputError(f"host must be an integer >= 0 and <= {MAX_COUNT:,}, not {host!r}",
+                         path=(*path, "host"))
+    if not isinstance(raw["name"], (str, int)) or isinstance(raw["name"], bool):
+        raise InputError(f"name must be a string, not {raw['name']!r}", path=(*path, "name"))
+    return ExplicitNode(name=str(raw["name"]), kind=kind, device=dev, host=host)
 
 
 def _explicit_link(raw: Any, default: LinkSpec | None, catalog: Catalog,
@@ -280,6 +265,10 @@ def _explicit_link(raw: Any, default: LinkSpec | None, catalog: Catalog,
         spec = default
     else:
         spec = parse_link(spec_raw, catalog, spec_path)
-    if isinstance(cost, bool) or not isinstance(cost, int) or cost < 1:
-        raise InputError(f"cost must be an integer >= 1, not {cost!r}", path=(*path, "cost"))
+    cost = _whole(cost)
+    if isinstance(cost, bool) or not isinstance(cost, int) or not 1 <= cost <= MAX_COUNT:
+        raise InputError(f"cost must be an integer >= 1 and <= {MAX_COUNT:,}, not {cost!r}",
+                         path=(*path, "cost"))
+    if not all(isinstance(e, (str, int)) and not isinstance(e, bool) for e in ends):
+        raise InputError(f"a link joins two node names, not {ends!r}", path=path)
     return ExplicitLink(str(ends[0]), str(ends[1]), spec, cost)

@@ -17,7 +17,7 @@ from itertools import product
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
-from clustersim.platform.fabric import check_count, check_link, check_node
+from clustersim.platform.fabric import MAX_COUNT, check_count, check_link, check_node
 from clustersim.platform.model import Platform, PlatformBuilder
 from clustersim.platform.node import NodeSpec, add_machine
 
@@ -38,8 +38,12 @@ def torus(dims: Sequence[int], device: DeviceSpec, link: LinkSpec, *,
         raise InputError(f"dims must be a list of sizes like [4, 4] or [4, 4, 4], not "
                          f"{dims!r}", path=("dims",))
     for i, d in enumerate(dims):
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise InputError(f"torus sizes must be integers >= 1, not {d!r}", path=("dims", i))
+        if isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_COUNT:
+            raise InputError(f"torus sizes must be integers >= 1 and <= {MAX_COUNT:,}, not {d!r}",
+                             path=("dims", i))
+    if _size(tuple(dims)) > MAX_COUNT:
+        raise InputError(f"a torus of {' x '.join(map(str, dims))} hosts is larger than "
+                         f"{MAX_COUNT:,}", path=("dims",))
     return _direct(tuple(dims), device, link, node, name, "torus")
 
 

@@ -13,15 +13,23 @@ from clustersim.errors import InputError
 from clustersim.platform.model import PlatformBuilder
 from clustersim.platform.node import Machine, NodeSpec, add_machine
 
-__all__ = ["check_count", "check_link", "check_node", "plug_machines"]
+__all__ = ["check_count", "check_link", "check_node", "plug_machines", "MAX_COUNT"]
+
+#: largest value of any count parameter (hosts, leaves, groups, ...); the platform as a whole
+#: is bounded by :data:`~clustersim.platform.model.MAX_NODES` and ``MAX_LINKS``
+MAX_COUNT = 100_000
 
 
-def check_count(name: str, value: object, minimum: int = 1) -> int:
-    """An integer parameter ``>= minimum`` (bools are not integers here)."""
+def check_count(name: str, value: object, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An integer parameter in ``[minimum, maximum]`` (bools are not integers here; a whole
+    float such as ``1e3`` - YAML 1.2 reads it as a float - is)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{name} must be an integer, not {value!r}", path=(name,))
-    if value < minimum:
-        raise InputError(f"{name} must be >= {minimum}, not {value}", path=(name,))
+    if not minimum <= value <= maximum:
+        raise InputError(f"{name} must be >= {minimum} and <= {maximum:,}, not {value}",
+                         path=(name,))
     return value
 
 

@@ -62,6 +62,15 @@ class _LinkRes:
     kind: str
 
 
+#: Bounds on a platform's size.  Why: a typo (``hosts: 1e12``, a 1024-device NVLink mesh) must
+#: end in a clear error, not in minutes of building and gigabytes of memory.  The largest
+#: shipped platform (cori_knl_cores) has 4,352 devices and about 4,500 nodes and links; these
+#: leave room for 4x that while keeping a build under a few seconds.
+MAX_DEVICES = 16_384
+MAX_NODES = 50_000
+MAX_LINKS = 100_000
+
+
 class PlatformBuilder:
     """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`.
 
@@ -79,6 +88,9 @@ class PlatformBuilder:
         self._res: list[_LinkRes] = []
 
     def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
+        if len(self._devices) >= MAX_DEVICES:
+            raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
+                             f"it smaller (fewer hosts or devices per machine)")
         self._new_node(name, {"kind": "device", "spec": spec, "host": host, **attrs})
         self._devices.append(name)
         return name
@@ -88,6 +100,9 @@ class PlatformBuilder:
         return name
 
     def _new_node(self, name: str, attrs: dict[str, Any]) -> None:
+        if len(self.nodes) >= MAX_NODES:
+            raise InputError(f"the platform would have more than {MAX_NODES:,} nodes "
+                             f"(devices, NICs, switches); make it smaller")
         if name in self.nodes:
             raise InputError(f"duplicate node {name!r}")
         self.nodes[name] = attrs
@@ -128,6 +143,9 @@ class PlatformBuilder:
         if b in adj[a]:
             raise InputError(f"duplicate link {a}-{b}")
         rid = len(self._res)
+        if rid >= MAX_LINKS:
+            raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
+                             f"it smaller (fewer hosts, switches or devices per machine)")
         self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd))
         adj[a][b] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
         if dup:

@@ -65,6 +65,11 @@ SHARED_MEMORY = LinkSpec(
     source="order of magnitude for an MPI shared-memory copy between cores; calibrate",
 )
 
+#: (field, least, most) of a machine's counts: the most is far beyond any machine built
+#: (the largest shipped node is a 68-core KNL; a DGX has 8 GPUs and 4-8 NICs)
+_COUNTS = (("devices", 1, 1024), ("nics", 0, 64), ("sockets", 1, 64),
+           ("devices_per_switch", 0, 1024))
+
 _NVLINK_LAYOUTS = ("nvlink_mesh", "hybrid_cube_mesh")
 _TREE_LAYOUTS = ("pcie_tree", *_NVLINK_LAYOUTS)
 
@@ -98,12 +103,14 @@ class NodeSpec:
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise unknown_name("layout", self.layout, LAYOUTS, path=("layout",))
-        for name, low in (("devices", 1), ("nics", 0), ("sockets", 1),
-                          ("devices_per_switch", 0)):
+        for name, low, high in _COUNTS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"{name} must be an integer >= {low}, not {value!r}",
-                                 path=(name,))
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+                object.__setattr__(self, name, value)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name} must be an integer >= {low} and <= {high}, not "
+                                 f"{value!r}", path=(name,))
         if not isinstance(self.gpudirect, bool):
             raise InputError(f"gpudirect must be true or false, not {self.gpudirect!r}",
                              path=("gpudirect",))

@@ -15,7 +15,13 @@ from dataclasses import replace
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError, unknown_name
-from clustersim.platform.fabric import check_count, check_link, check_node, plug_machines
+from clustersim.platform.fabric import (
+    MAX_COUNT,
+    check_count,
+    check_link,
+    check_node,
+    plug_machines,
+)
 from clustersim.platform.model import Platform, PlatformBuilder
 from clustersim.platform.node import NodeSpec, add_machine
 
@@ -70,9 +76,10 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, device: DeviceSpec
     ports = hosts_per_leaf * _ports_per_machine(node) * host_link.bandwidth
     if oversubscription is not None:
         if isinstance(oversubscription, bool) or not isinstance(oversubscription, (int, float)) \
-                or not oversubscription > 0:
-            raise InputError(f"oversubscription must be a positive number, not "
-                             f"{oversubscription!r}", path=("oversubscription",))
+                or not 1e-3 <= oversubscription <= 1e3:
+            raise InputError(f"oversubscription must be a positive number from 0.001 to 1000 (1 is "
+                             f"non-blocking), not {oversubscription!r}",
+                             path=("oversubscription",))
         base = uplink if uplink is not None else host_link
         check_link("uplink", base)
         uplink = replace(base, name=f"{base.name}_uplink",
@@ -110,7 +117,7 @@ def fat_tree(k: int, device: DeviceSpec, link: LinkSpec, *, hosts: int | None = 
     hosts, filled edge switch by edge switch.  All switches are built even when fewer hosts
     are used, so the fabric stays non-blocking (full bisection) with equal links.
     """
-    check_count("k", k, 2)
+    check_count("k", k, 2, 64)  # k=64: 65,536 hosts and 5,120 switches
     if k % 2:
         raise InputError(f"k must be even (k/2 ports up, k/2 down), not {k}", path=("k",))
     check_link("link", link)
@@ -219,6 +226,10 @@ def dragonfly(groups: int, routers_per_group: int, hosts_per_router: int, device
     if global_links_per_router is None:
         global_links_per_router = max(1, -(-(groups - 1) // a))
     check_count("global_links_per_router", global_links_per_router)
+    if groups * a > MAX_COUNT or a * global_links_per_router > MAX_COUNT:
+        raise InputError(f"{groups} groups x {a} routers x {global_links_per_router} global "
+                         f"links is too large: routers and global ports per group must each "
+                         f"stay <= {MAX_COUNT:,}", path=("groups",))
     if groups > 1 and a * global_links_per_router < groups - 1:
         raise InputError(
             f"{a} routers x {global_links_per_router} global links cannot reach the other "

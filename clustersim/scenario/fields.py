@@ -7,6 +7,7 @@ raises :class:`InputError` naming the path and what was allowed.  Sections use
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,10 +27,19 @@ def _type_name(value: Any) -> str:
                                                                          type(value).__name__)
 
 
+#: no whole number read from a scenario is larger (2**63: a 64-bit integer, as numpy seeds)
+MAX_INT = 2**63 - 1
+
+
 def as_int(value: Any, path: Path, *, minimum: int | None = None,
            maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise InputError(f"must be a whole number, not {_type_name(value)} {value!r}", path=path)
+    """A whole number (``1e3`` counts: YAML 1.2 reads it as a float) within the bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or (isinstance(value, float) and not math.isfinite(value)) or value != int(value):
+        raise InputError(f"must be a whole number, not {_type_name(value)} "
+                         f"{str(value)[:40]}", path=path)
+    if maximum is None and abs(value) > MAX_INT:
+        raise InputError(f"must be <= {MAX_INT} (a 64-bit integer), not {value:.3g}", path=path)
     value = int(value)
     if minimum is not None and value < minimum:
         raise InputError(f"must be >= {minimum}, not {value}", path=path)
@@ -42,7 +52,12 @@ def as_float(value: Any, path: Path, *, minimum: float | None = None,
              maximum: float | None = None, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"must be a number, not {_type_name(value)} {value!r}", path=path)
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond any float
+        value = math.inf
+    if not math.isfinite(value):
+        raise InputError(f"must be a finite number, not {value}", path=path)
     if positive and not value > 0:
         raise InputError(f"must be positive, not {value}", path=path)
     if minimum is not None and value < minimum:

@@ -10,15 +10,13 @@ See docs/scenarios.md for the full format.
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from clustersim.catalog import Catalog, builtin_catalog
-from clustersim.errors import InputError, format_path
+from clustersim.errors import InputError
 from clustersim.network.params import NetworkParams
 from clustersim.scenario.emulation import CONVERGENCE_MODES, EmulationSpec, parse_emulation
 from clustersim.scenario.fields import (
@@ -32,13 +30,14 @@ from clustersim.scenario.fields import (
     as_str,
     as_time,
 )
-from clustersim.scenario.yamlio import LineDict, line_of, load_yaml
+from clustersim.scenario.overrides import apply_overrides, parse_variants, with_points
+from clustersim.scenario.platform_file import PROJECT_ROOT, parse_platform
+from clustersim.scenario.yamlio import line_of, load_yaml, origin_of
 
 __all__ = ["Scenario", "BenchmarkSpec", "WorkloadSpec", "AlgorithmSpec", "SweepSpec", "RunSpec",
-           "load_scenario", "parse_scenario", "FIDELITIES", "PROJECT_ROOT"]
+           "load_scenario", "parse_scenario", "apply_overrides", "FIDELITIES", "PROJECT_ROOT"]
 
 FIDELITIES = ("flow", "analytic", "auto")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _TOP = ("name", "about", "platform", "catalog", "network", "benchmark", "workload", "algorithm",
         "compare", "sweep", "run", "assumptions", "variants", "label")
@@ -145,103 +144,6 @@ class Scenario:
         return self
 
 
-# --------------------------------------------------------------------------------------------
-def _search_roots(base: Path | None) -> list[Path]:
-    roots = []
-    if base is not None:
-        roots += [base, base.parent]
-    from clustersim.shipped import shipped_roots
-
-    roots += [Path.cwd(), *shipped_roots()]
-    out: list[Path] = []
-    for r in roots:
-        if r not in out:
-            out.append(r)
-    return out
-
-
-def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
-    """Find a platform file: as a path (relative to the scenario, its folder's parent, the
-    working directory or the project), or as a bare name in ``topologies/``."""
-    cands: list[Path] = []
-    p = Path(name)
-    names = [p]
-    if p.suffix == "":
-        names += [Path("topologies") / f"{name}.yaml", p.with_suffix(".yaml")]
-    if p.is_absolute():
-        cands = [p]
-    else:
-        for root in _search_roots(base):
-            cands += [root / n for n in names]
-    for c in cands:
-        if c.is_file():
-            return c
-    from clustersim.shipped import shipped_names
-
-    available = shipped_names("topologies")
-    from clustersim.errors import did_you_mean
-
-    hint = did_you_mean(p.stem, available)
-    raise InputError(
-        f"platform file {name!r} not found{hint} (shipped: {', '.join(available) or 'none'})",
-        path=path,
-    )
-
-
-def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = dict(copy.deepcopy(dict(base)))
-    for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _deep_merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def _parse_platform(raw: Any, base: Path | None, catalog: Catalog,
-                    scenario_file: str | None) -> tuple[Any, dict[str, Any]]:
-    from clustersim.platform.describe import build_platform
-
-    path = ("platform",)
-    if raw is None:
-        raise InputError("is required (a file in topologies/ or an inline description)",
-                         path=path)
-    overrides: Mapping[str, Any] = {}
-    pfile: Path | None = None
-    if isinstance(raw, str):
-        pfile = resolve_platform_file(raw, base, path)
-    elif isinstance(raw, Mapping):
-        if "file" in raw:
-            pfile = resolve_platform_file(as_str(raw["file"], (*path, "file")), base,
-                                          (*path, "file"))
-            overrides = {k: v for k, v in raw.items() if k != "file"}
-        else:
-            overrides = raw
-    else:
-        raise InputError("must be a platform file name or a mapping", path=path)
-    merged: dict[str, Any]
-    file_raw: Any = None
-    if pfile is not None:
-        file_raw = load_yaml(pfile, what="platform file")
-        if not isinstance(file_raw, Mapping):
-            raise InputError("platform file must hold a mapping", file=str(pfile))
-        file_raw = dict(file_raw)
-        # a platform file may carry its own catalog extensions
-        catalog = catalog.extended(file_raw.pop("catalog", None))
-        merged = _deep_merge(file_raw, overrides)
-    else:
-        merged = dict(overrides)
-    try:
-        platform = build_platform(merged, catalog, path)
-    except InputError as exc:
-        sub = exc.path[1:] if exc.path[:1] == ("platform",) else exc.path
-        if pfile is not None and (not sub or sub[0] not in overrides):
-            line = line_of(file_raw, sub)
-            raise InputError(exc.message, file=str(pfile), path=exc.path, line=line) from None
-        raise
-    return platform, merged
-
-
 def _parse_network(raw: Any) -> NetworkParams:
     s = Section(raw, ("network",), ("overhead", "efficiency"))
     return NetworkParams(
@@ -295,8 +197,9 @@ def _parse_workload(raw: Any) -> WorkloadSpec:
     s = Section(raw, path, ("model", "batch_per_worker", "global_batch", "optimizer", "bucket",
                             "input", "jitter", "compute", "convergence"))
     model = resolve_model(s.get("model"), (*path, "model"))
-    bpw = s.get("batch_per_worker", as_int, None, minimum=1)
-    gb = s.get("global_batch", as_int, None, minimum=1)
+    # a million samples per worker (or 10**9 in all) is far past any GPU's memory: a typo
+    bpw = s.get("batch_per_worker", as_int, None, minimum=1, maximum=1_000_000)
+    gb = s.get("global_batch", as_int, None, minimum=1, maximum=1_000_000_000)
     if bpw is None and gb is None:
         raise InputError("needs batch_per_worker (weak scaling) or global_batch (strong scaling)",
                          path=path)
@@ -392,6 +295,19 @@ def _parse_run(raw: Any) -> RunSpec:
     return run
 
 
+#: Bounds on run counts (checked beside ``_parse_run``): a simulated iteration costs
+#: milliseconds to seconds and per-iteration records, so a billion is a typo, not a plan.
+MAX_ITERATIONS = 1_000_000
+MAX_REPEATS = 1_000
+
+
+def _check_run_bounds(run: RunSpec) -> None:
+    for name, top in (("iterations", MAX_ITERATIONS), ("repeats", MAX_REPEATS)):
+        value = getattr(run, name, None)
+        if isinstance(value, int) and value > top:
+            raise InputError(f"must be <= {top:,}, not {value:,}", path=("run", name))
+
+
 def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
     """Validate a parsed scenario mapping.  Errors get the file and line filled in.
 
@@ -400,56 +316,15 @@ def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
     what-if comparison across platforms is one file and one table.
     """
     try:
-        base = _with_points(_parse(raw, file), raw, file)
+        base = with_points(_parse(raw, file), raw, file, _parse)
         if isinstance(raw, Mapping) and raw.get("variants") is not None:
-            base = replace(base, variants=_parse_variants(raw, file))
+            base = replace(base, variants=parse_variants(raw, file, _parse))
         return base
     except InputError as exc:
         if exc.file is None:
-            raise exc.located(file=file, line=line_of(raw, exc.path)) from None
+            raise exc.located(file=file, line=line_of(raw, exc.path),
+                              origin=origin_of(raw, exc.path)) from None
         raise
-
-
-def _parse_variants(raw: Mapping[str, Any], file: str | None) -> tuple[tuple[str, Scenario], ...]:
-    items = as_list(raw["variants"], ("variants",), lambda v, p: (v, p), allow_scalar=False)
-    out = []
-    plain = {k: v for k, v in raw.items() if k != "variants"}
-    for v, path in items:
-        sv = Section(v, path, ("label", "set"))
-        label = sv.get("label", as_str)
-        sets = sv.get("set")
-        if not isinstance(sets, Mapping) or not sets:
-            raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
-        vraw = apply_overrides(plain, [f"{k}={json.dumps(val)}" for k, val in sets.items()])
-        try:
-            out.append((label, _with_points(_parse(vraw, file), vraw, file)))
-        except InputError as exc:
-            raise InputError(f"in variant {label!r}: {exc.message}", path=(*path, "set"),
-                             line=exc.line) from None
-    return tuple(out)
-
-
-def _with_points(scn: Scenario, raw: Any, file: str | None) -> Scenario:
-    """Attach the scenarios of the sweep points that have ``sweep.at`` overrides.
-
-    Why per point: a measured setup can differ at one scale in a way the model does not
-    produce by itself (Theano-MPI's VGG16-16 row: compute per GPU 23% slower at 8 GPUs than
-    at 1-4); writing that point's measured efficiency beside the sweep keeps it visible
-    instead of folding it into every point.
-    """
-    if scn.sweep is None or not scn.sweep.at:
-        return scn
-    plain = {k: v for k, v in raw.items() if k != "variants"}
-    points = []
-    for w, sets in scn.sweep.at.items():
-        praw = apply_overrides(plain, [f"{k}={json.dumps(val)}" for k, val in sets.items()])
-        try:
-            points.append((w, _parse(praw, file)))
-        except InputError as exc:
-            where = f"{format_path(exc.path)}: " if exc.path else ""
-            raise InputError(f"at {w} workers: {where}{exc.message}", path=("sweep", "at", w),
-                             line=exc.line) from None
-    return replace(scn, points=tuple(sorted(points, key=lambda p: p[0])))
 
 
 def _parse(raw: Any, file: str | None) -> Scenario:
@@ -458,7 +333,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     s = Section(raw, (), _TOP, what="scenario section")
     base = Path(file).resolve().parent if file else None
     catalog = builtin_catalog().extended(s.get("catalog", default=None))
-    platform, praw = _parse_platform(s.get("platform", default=None), base, catalog, file)
+    platform, praw = parse_platform(s.get("platform", default=None), base, catalog, file)
     bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
     workload = _parse_workload(s.raw["workload"]) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
@@ -474,6 +349,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         raise InputError("is required when a workload is given", path=("algorithm",))
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
     run = _parse_run(s.get("run", default=None))
+    _check_run_bounds(run)
     if (run.convergence == "analytic" and workload is not None
             and workload.convergence is None):
         from clustersim.convergence.profile import REQUIRED_HINT
@@ -516,33 +392,14 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     )
 
 
-def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
-    """Apply ``--set a.b.c=value`` overrides (value parsed as YAML) to a raw scenario."""
-    import yaml
-
-    raw = copy.deepcopy(raw)
-    for item in sets:
-        if "=" not in item:
-            raise InputError(f"--set needs KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        parts = [p for p in key.strip().split(".") if p]
-        if not parts:
-            raise InputError(f"--set needs a key, got {item!r}")
-        node = raw
-        for p in parts[:-1]:
-            if not isinstance(node.get(p), dict):
-                node[p] = LineDict()
-                node[p].key_lines = {}
-            node = node[p]
-        node[parts[-1]] = yaml.safe_load(value)
-    return raw
-
-
 def load_scenario(path: str | Path, sets: Sequence[str] = ()) -> Scenario:
     """Load and validate a scenario file (``sets``: ``--set key=value`` overrides)."""
     raw = load_yaml(path, what="scenario file")
     if sets:
         if not isinstance(raw, dict):
             raise InputError("a scenario must be a YAML mapping", file=str(path))
-        raw = apply_overrides(raw, sets)
+        try:
+            raw = apply_overrides(raw, sets)
+        except InputError as exc:
+            raise exc.located(file=str(path)) from None
     return parse_scenario(raw, str(path))

@@ -4,10 +4,21 @@ Why: "platform.links[3].bandwidth must be positive" is good; "cluster.yaml:41:
 platform.links[3].bandwidth must be positive" is better - the user jumps straight to it.
 The loader builds ordinary dicts and lists (subclasses, so every consumer can treat them as
 plain data) that also carry the line of each key and item.
+
+Why the limits: a YAML file is input from anyone, and YAML can say a lot in a few bytes.  Nine
+nested aliases ("billion laughs") expand a 600-byte file to 10^9 values; 300 nested brackets
+exhaust Python's recursion.  Before anything is built we stream the parser's events once
+(libyaml's parser is iterative, so this is safe on any input) and count what the document
+would expand to - values, nesting depth, alias expansion - and refuse a file past the bounds
+below with its line.  PyYAML has no such limits of its own, hence this hand-written pass.
+Numbers follow YAML 1.2 (``1e9`` is a number, as in JSON), must be finite, and integers must
+fit in 64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,14 +28,25 @@ import yaml
 from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
 
-__all__ = ["LineDict", "LineList", "load_yaml", "line_of"]
+__all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of", "MAX_BYTES",
+           "MAX_DEPTH", "MAX_VALUES"]
+
+#: largest YAML file read (the biggest shipped file is a few kB; a catalog a few tens)
+MAX_BYTES = 1 << 20
+#: deepest nesting of mappings and lists (shipped files nest at most 6 deep)
+MAX_DEPTH = 48
+#: most values (scalars, mappings, lists) a document may hold once aliases are expanded
+MAX_VALUES = 200_000
+_INT64 = 2**63
 
 
 class LineDict(dict):
-    """A dict that knows the (1-based) line of itself and of each key."""
+    """A dict that knows the (1-based) line of itself and of each key, and which keys were
+    set from elsewhere (``set_from[key] = "--set a.b=1"``) rather than read from the file."""
 
     line: int | None = None
     key_lines: dict[Any, int]
+    set_from: dict[Any, str] = {}  # shared empty default; set per instance, never mutated
 
 
 class LineList(list):
@@ -38,6 +60,35 @@ class _Loader(SafeLoader):
     pass
 
 
+# YAML 1.2 core-schema floats: "1e9", "6.02E23", ".5", "-.inf" (YAML 1.1 needs a dot: "1.0e9")
+_FLOAT12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"
+                      r"|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT12, list("-+0123456789."))
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    value = yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    if not -_INT64 <= value < _INT64:
+        raise InputError(f"integer {node.value[:40]!r} is out of range (a 64-bit integer, "
+                         f"|n| < 2**63)", line=node.start_mark.line + 1)
+    return value
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
+    text = str(node.value).replace("_", "").lower()
+    if text.lstrip("+-") in (".inf", ".nan"):
+        value = math.nan
+    else:
+        try:
+            value = float(text)
+        except ValueError:  # YAML 1.1 sexagesimal "1:30.5" and the like
+            value = yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
+    if not math.isfinite(value):
+        raise InputError(f"number {node.value[:40]!r} is not finite (NaN and infinity are not "
+                         f"allowed; give a finite number)", line=node.start_mark.line + 1)
+    return value
+
+
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     out = LineDict()
@@ -49,13 +100,21 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
             raise InputError("mapping keys must be plain values", line=key_node.start_mark.line + 1)
         if key in out:
             raise InputError(f"duplicate key {key!r}", line=key_node.start_mark.line + 1)
-        out[key] = loader.construct_object(value_node, deep=True)
+        try:
+            out[key] = loader.construct_object(value_node, deep=True)
+        except InputError as exc:  # a bad number: name its field as well as its line
+            raise exc.located(prefix=(key,)) from None
         out.key_lines[key] = key_node.start_mark.line + 1
     return out
 
 
 def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
-    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out = LineList()
+    for i, child in enumerate(node.value):
+        try:
+            out.append(loader.construct_object(child, deep=True))
+        except InputError as exc:
+            raise exc.located(prefix=(i,)) from None
     out.line = node.start_mark.line + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     return out
@@ -63,30 +122,156 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def _check_events(text: str) -> None:
+    """Refuse documents that nest too deep or expand past :data:`MAX_VALUES` through aliases.
+
+    One pass over the parser's events: the size and depth of every anchored value are
+    recorded when it closes, so an alias costs what its anchor holds without expanding it.
+    """
+    depth = 0
+    values = 0
+    open_: list[tuple[str | None, int, int]] = []  # (anchor, values before, depth then)
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (values, depth) of its value
+    max_below: list[int] = [0]  # per open collection: deepest level reached beneath it
+    for ev in yaml.parse(text, Loader=_Loader):
+        line = ev.start_mark.line + 1
+        if isinstance(ev, yaml.AliasEvent):
+            if ev.anchor not in anchors:
+                raise InputError(f"alias *{ev.anchor} names no anchor defined before it",
+                                 line=line)
+            n, d = anchors[ev.anchor]
+            values += n
+            max_below[-1] = max(max_below[-1], depth + d)
+        elif isinstance(ev, yaml.ScalarEvent):
+            values += 1
+            if ev.anchor is not None:
+                anchors[ev.anchor] = (1, 0)
+            max_below[-1] = max(max_below[-1], depth)
+        elif isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            values += 1
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(f"nested more than {MAX_DEPTH} levels deep (lists and "
+                                 f"mappings inside each other); flatten the file", line=line)
+            open_.append((ev.anchor, values - 1, depth))
+            max_below.append(depth)
+        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, before, at = open_.pop()
+            below = max_below.pop()
+            max_below[-1] = max(max_below[-1], below)
+            if anchor is not None:
+                anchors[anchor] = (values - before, below - at + 1)
+            depth -= 1
+        else:
+            continue
+        if values > MAX_VALUES:
+            raise InputError(f"the document expands to more than {MAX_VALUES:,} values "
+                             f"(aliases included); a scenario or platform is far smaller",
+                             line=line)
+        if max_below[-1] > MAX_DEPTH:
+            raise InputError(f"nested more than {MAX_DEPTH} levels deep once aliases are "
+                             f"expanded; flatten the file", line=line)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+
+
+def _check_text(text: str) -> None:
+    """Plain-text problems YAML reports badly (or not at all): NUL bytes and other binary
+    junk, an empty document, a tab where indentation is expected."""
+    m = _CONTROL.search(text)
+    if m is not None:
+        raise InputError(f"control character {m.group()!r} found: not a text YAML file",
+                         line=text.count("\n", 0, m.start()) + 1)
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#")
+                               for ln in text.splitlines()):
+        raise InputError("the file is empty (no YAML content)")
+    for i, ln in enumerate(text.splitlines(), 1):
+        stripped = ln.lstrip(" ")
+        if stripped.startswith("\t"):
+            raise InputError("a tab in the indentation: YAML indents with spaces only",
+                             line=i)
+
+
+def load_yaml_text(text: str, *, source: str | None = None) -> Any:
+    """Parse YAML text under the same limits and rules as a file; errors name ``source``
+    (a file name, or the ``--set`` item a value came from) and the line."""
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark is legal at the start of a YAML stream
+    try:
+        if len(text) > MAX_BYTES:
+            raise InputError(f"larger than {MAX_BYTES // 1024} KiB; a scenario or platform "
+                             f"file is a few kB")
+        _check_text(text)
+        _check_events(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    except InputError as exc:
+        raise exc.located(file=source) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        msg = f"YAML syntax error: {exc.problem or exc.context}"
+        raise InputError(msg, file=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"YAML error: {str(exc)[:200]}", file=source) from None
 
 
 def load_yaml(path: str | Path, *, what: str = "file") -> Any:
     """Parse a YAML file; syntax errors and missing files become :class:`InputError`."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", file=str(path)) from None
-    except IsADirectoryError:
-        raise InputError(f"{what} is a directory, expected a YAML file", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what}: {exc}", file=str(path)) from None
+        if not p.is_file():
+            if p.is_dir():
+                raise InputError(f"{what} is a directory, expected a YAML file", file=str(path))
+            if p.exists():
+                raise InputError(f"{what} is not a regular file", file=str(path))
+            raise InputError(f"cannot read {what}: file not found", file=str(path))
+        with p.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+    if len(data) > MAX_BYTES:
+        raise InputError(f"{what} is larger than {MAX_BYTES // 1024} KiB; a scenario or "
+                         f"platform file is a few kB", file=str(path))
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
-    except InputError as exc:
-        raise exc.located(file=str(path)) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        msg = f"YAML syntax error: {exc.problem or exc.context}"
-        raise InputError(msg, file=str(path), line=line) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML error: {exc}", file=str(path)) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start}); save it as UTF-8",
+                         file=str(path), line=line) from None
+    return load_yaml_text(text, source=str(path))
+
+
+def origin_of(root: Any, path: Sequence[Any]) -> str | None:
+    """Where the value at ``path`` came from when not from the file (a ``--set`` item).
+
+    An error about a whole section ("the platform would have more than 16,384 devices")
+    names a ``--set`` item that changed something inside it: that is what the user changed.
+    """
+    node = root
+    for part in path:
+        if isinstance(node, LineDict) and part in node:
+            if part in node.set_from:
+                return node.set_from[part]
+            node = node[part]
+        elif isinstance(node, LineList) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    todo = [node]
+    while todo:  # the subtree is a bounded document (MAX_VALUES)
+        item = todo.pop()
+        if isinstance(item, LineDict):
+            if item.set_from:
+                return next(iter(item.set_from.values()))
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return None
 
 
 def line_of(root: Any, path: Sequence[Any]) -> int | None:

@@ -83,8 +83,9 @@ EFFICIENCY_CLASSES: tuple[str, ...] = (*KERNEL_CLASSES, FC_WGRAD)
 
 
 def _fraction(value: Any, path: Sequence[str | int]) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise InputError(f"must be a number in (0, 1], not {value!r}", path=tuple(path))
+    # from 1e-6: an efficiency of 1e-300 would push layer times past float range
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1e-6 <= value <= 1:
+        raise InputError(f"must be a number in [1e-6, 1], not {value!r}", path=tuple(path))
     return float(value)
 
 

@@ -47,19 +47,33 @@ _TOTAL_FIELDS = ("name", "input", "params", "fwd_flops", "multiply_adds", "bwd_f
                  "mem_bytes", "split", "kind")
 
 
-def _number(value: Any, path: Path, *, integer: bool = False, positive: bool = False) -> Any:
-    """A non-negative number; numeric strings are accepted because YAML 1.1 reads ``8.2e9``
+#: Bounds on a model's numbers.  Why: a typo (a layer 10**400 wide, a 1e300-FLOP model) must
+#: be an error naming the field, not an OverflowError or a MemoryError later.  The largest
+#: real values are far below: widths and sizes ~10^5, parameters ~10^12, FLOP ~10^15.
+MAX_WHOLE = 10**9
+MAX_TOTAL = 1e20
+MAX_SPLIT = 10_000
+
+
+def _number(value: Any, path: Path, *, integer: bool = False, positive: bool = False,
+            maximum: float | None = None) -> Any:
+    """A non-negative number up to ``maximum`` (default :data:`MAX_WHOLE` for whole numbers,
+    :data:`MAX_TOTAL` otherwise); numeric strings are accepted because YAML 1.1 reads ``8.2e9``
     (no dot-sign exponent) as a string."""
     if isinstance(value, str):
         try:
             value = float(value.replace("_", ""))
         except ValueError:
-            raise InputError(f"must be a number, not {value!r}", path=path) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"must be a number, not {value!r}", path=path)
+            raise InputError(f"must be a number, not {value[:80]!r}", path=path) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or (isinstance(value, float) and not math.isfinite(value)):
+        raise InputError(f"must be a finite number, not {str(value)[:80]}", path=path)
     if value < 0 or (positive and value == 0):
         raise InputError(f"must be {'positive' if positive else 'non-negative'}, not {value!r}",
                          path=path)
+    top = maximum if maximum is not None else (MAX_WHOLE if integer else MAX_TOTAL)
+    if value > top:
+        raise InputError(f"must be <= {top:,g}, not {str(value)[:40]}", path=path)
     if integer:
         if float(value) != int(value):
             raise InputError(f"must be a whole number, not {value!r}", path=path)
@@ -225,7 +239,8 @@ def _from_totals(raw: Mapping[str, Any], path: Path) -> Model:
             mem = parse_size(raw["mem_bytes"])
         except UnitError as exc:
             raise InputError(str(exc), path=(*path, "mem_bytes")) from None
-    n = _number(raw.get("split", 16), (*path, "split"), integer=True, positive=True)
+    n = _number(raw.get("split", 16), (*path, "split"), integer=True, positive=True,
+                maximum=MAX_SPLIT)
     kind = _choice(raw.get("kind", "conv"), KERNEL_CLASSES, "kernel class", (*path, "kind"))
     name = str(raw.get("name", "custom"))
     shape = _shape(raw["input"], (*path, "input")) if "input" in raw else ()

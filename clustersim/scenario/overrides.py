@@ -1,0 +1,123 @@
+"""Changing fields of a raw scenario: ``--set a.b=value``, ``variants[].set``, ``sweep.at``.
+
+Why values are set as parsed objects and not re-serialised: a variant's values come from the
+file and keep their lines, so an error in one points at the line that holds it; a ``--set``
+value is marked with the ``--set`` item it came from, so its error names that item instead of a
+line of the file that does not hold the value.  ``--set`` values are read with the same loader
+and limits as files (YAML 1.2 numbers: ``--set run.iterations=1e3`` is a number).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from clustersim.errors import InputError, format_path
+from clustersim.scenario.fields import Section, as_list, as_str
+from clustersim.scenario.yamlio import LineDict, load_yaml_text
+
+__all__ = ["apply_overrides", "set_fields", "parse_variants", "with_points"]
+
+#: the deepest dotted field a scenario has is 4 parts (platform.catalog.devices.x)
+MAX_KEY_PARTS = 12
+
+#: the scenario parser (raw mapping, file) -> Scenario; passed in to avoid an import cycle
+Parse = Callable[[Any, "str | None"], Any]
+
+
+def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
+    parts = [p for p in str(dotted).strip().split(".") if p]
+    if not parts:
+        raise InputError(f"needs a field name like run.seed, got {str(dotted)[:80]!r}",
+                         origin=origin)
+    if len(parts) > MAX_KEY_PARTS:
+        raise InputError(f"a field path has at most {MAX_KEY_PARTS} parts (like "
+                         f"platform.node.devices), not {len(parts)}", origin=origin)
+    node = raw
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
+        if not last and isinstance(node.get(p), dict):
+            node = node[p]
+            continue
+        if origin is not None:
+            node.set_from = {**node.set_from, p: origin}
+        if last:
+            node[p] = value
+        else:
+            node[p] = LineDict()
+            node[p].key_lines = {}
+            node = node[p]
+
+
+def set_fields(raw: Mapping[str, Any], sets: Mapping[Any, Any]) -> Any:
+    """A deep copy of ``raw`` with ``{dotted.field: value}`` applied (values already parsed)."""
+    out = copy.deepcopy(raw)
+    for key, value in sets.items():
+        _put(out, key, copy.deepcopy(value), None)
+    return out
+
+
+def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
+    """Apply ``--set a.b.c=value`` overrides (value parsed as YAML) to a raw scenario."""
+    raw = copy.deepcopy(raw)
+    for item in sets:
+        origin = f"--set {item[:120]}"
+        if "=" not in item:
+            raise InputError(f"--set needs KEY=VALUE, got {item[:120]!r}")
+        key, text = item.split("=", 1)
+        value = None
+        if text.strip():
+            try:
+                value = load_yaml_text(text)
+            except InputError as exc:
+                field = tuple(p for p in key.strip().split(".") if p)
+                raise InputError(f"the value {text[:80]!r} cannot be used: {exc.message}",
+                                 origin=origin, path=field) from None
+        _put(raw, key, value, origin)
+    return raw
+
+
+def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
+                   ) -> tuple[tuple[str, Any], ...]:
+    """The ``variants:`` list: (label, the scenario with that variant's fields set)."""
+    items = as_list(raw["variants"], ("variants",), lambda v, p: (v, p), allow_scalar=False)
+    out = []
+    plain = {k: v for k, v in raw.items() if k != "variants"}
+    for v, path in items:
+        sv = Section(v, path, ("label", "set"))
+        label = sv.get("label", as_str)
+        sets = sv.get("set")
+        if not isinstance(sets, Mapping) or not sets:
+            raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
+        vraw = set_fields(plain, sets)
+        try:
+            out.append((label, with_points(parse(vraw, file), vraw, file, parse)))
+        except InputError as exc:
+            raise InputError(f"in variant {label!r}: {exc.message}", path=(*path, "set"),
+                             line=exc.line) from None
+    return tuple(out)
+
+
+def with_points(scn: Any, raw: Any, file: str | None, parse: Parse) -> Any:
+    """Attach the scenarios of the sweep points that have ``sweep.at`` overrides.
+
+    Why per point: a measured setup can differ at one scale in a way the model does not
+    produce by itself (Theano-MPI's VGG16-16 row: compute per GPU 23% slower at 8 GPUs than
+    at 1-4); writing that point's measured efficiency beside the sweep keeps it visible
+    instead of folding it into every point.
+    """
+    if scn.sweep is None or not scn.sweep.at:
+        return scn
+    plain = {k: v for k, v in raw.items() if k != "variants"}
+    points = []
+    for w, sets in scn.sweep.at.items():
+        praw = set_fields(plain, sets)
+        try:
+            points.append((w, parse(praw, file)))
+        except InputError as exc:
+            where = f"{format_path(exc.path)}: " if exc.path else ""
+            raise InputError(f"at {w} workers: {where}{exc.message}", path=("sweep", "at", w),
+                             line=exc.line) from None
+    return replace(scn, points=tuple(sorted(points, key=lambda p: p[0])))

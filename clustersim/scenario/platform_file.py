@@ -1,0 +1,144 @@
+"""A scenario's ``platform:``: a topology file (found next to the scenario or among the shipped
+ones), an inline description, or a file with inline overrides.
+
+Why a module of its own: a platform file is a second input file, and its errors must say both
+where the bad value is (the topology file, its line and field) and which scenario brought that
+file in - the user may not know that ``platform: cori_knl`` means ``topologies/cori_knl.yaml``.
+Files are looked up only where a scenario can mean them (its own folder, that folder's parent,
+the shipped ``topologies/``), never in the working directory, so a scenario means the same
+platform wherever it is run from; only ``.yaml``/``.yml`` files are read, so a scenario cannot
+make the tool parse (and echo in an error) an unrelated file.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from clustersim.catalog import Catalog
+from clustersim.errors import InputError, did_you_mean
+from clustersim.scenario.fields import as_str
+from clustersim.scenario.yamlio import LineDict, line_of, load_yaml
+from clustersim.shipped import shipped_names, shipped_roots
+
+__all__ = ["PROJECT_ROOT", "resolve_platform_file", "parse_platform"]
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_SUFFIXES = (".yaml", ".yml")
+
+
+def _shipped() -> list[str]:
+    return shipped_names("topologies")
+
+
+def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
+    """Find a platform file: a path relative to the scenario's folder or its parent, an
+    absolute path, or a bare name of a shipped topology (``cori_knl``)."""
+    shipped = _shipped()
+    allowed = f"a file name like {shipped[0] if shipped else 'cluster'}, or a path to a .yaml file"
+    if not name.strip() or "\x00" in name or len(name) > 1024:
+        raise InputError(f"platform file name {name[:80]!r} is not usable ({allowed})", path=path)
+    p = Path(name)
+    if name.endswith(("/", "\\")) or p.name in ("", ".", ".."):
+        raise InputError(f"platform file {name!r} is a folder, not a file ({allowed})", path=path)
+    if p.suffix and p.suffix.lower() not in _SUFFIXES:
+        raise InputError(f"platform file {name!r} must be a YAML file (.yaml or .yml; {allowed})",
+                         path=path)
+    names = [p] if p.suffix else [Path(f"{name}.yaml"), Path("topologies") / f"{name}.yaml"]
+    if p.is_absolute():
+        cands = names
+    else:
+        # the checkout's topologies/, then the copies an installed wheel carries
+        roots = ([base, base.parent] if base is not None else []) + shipped_roots()
+        cands = [r / n for r in dict.fromkeys(roots) for n in names]
+    for c in cands:
+        try:
+            if c.is_file():
+                return c
+        except OSError:  # a name too long for the file system, a permission problem
+            continue
+    hint = did_you_mean(p.stem, shipped)
+    where = "next to the scenario, in its parent folder or among the shipped topologies"
+    raise InputError(f"platform file {name!r} not found {where}{hint} (shipped: "
+                     f"{', '.join(shipped) or 'none'})", path=path)
+
+
+def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = dict(copy.deepcopy(dict(base)))
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _in_file(exc: InputError, pfile: Path, file_raw: Any, scenario_file: str | None
+             ) -> InputError:
+    """An error inside the platform file: its file, line and field, and the scenario that
+    named it."""
+    sub = exc.path[1:] if exc.path[:1] == ("platform",) else exc.path
+    line = exc.line if exc.line is not None else line_of(file_raw, sub)
+    by = f" (platform file of scenario {scenario_file})" if scenario_file else ""
+    return InputError(exc.message + by, file=_shown(pfile), path=exc.path, line=line)
+
+
+def _shown(p: Path) -> str:
+    """The file as the user would write it: relative to the working directory when inside."""
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(p)
+
+
+def parse_platform(raw: Any, base: Path | None, catalog: Catalog,
+                   scenario_file: str | None) -> tuple[Any, dict[str, Any]]:
+    """Build the scenario's platform; returns it and the merged raw description."""
+    from clustersim.platform.describe import build_platform
+
+    path = ("platform",)
+    if raw is None:
+        raise InputError("is required (a file in topologies/ or an inline description)",
+                         path=path)
+    overrides: Mapping[str, Any] = {}
+    pfile: Path | None = None
+    if isinstance(raw, str):
+        pfile = resolve_platform_file(raw, base, path)
+    elif isinstance(raw, Mapping):
+        if "file" in raw:
+            pfile = resolve_platform_file(as_str(raw["file"], (*path, "file")), base,
+                                          (*path, "file"))
+            overrides = {k: v for k, v in raw.items() if k != "file"}
+        else:
+            overrides = raw
+    else:
+        raise InputError("must be a platform file name or a mapping", path=path)
+    file_raw: Any = None
+    if pfile is not None:
+        try:
+            file_raw = load_yaml(pfile, what="platform file")
+            if not isinstance(file_raw, Mapping):
+                raise InputError("a platform file must hold a mapping (topology: ..., ...)",
+                                 line=getattr(file_raw, "line", 1))
+            lines = getattr(file_raw, "key_lines", {})
+            file_raw = LineDict(file_raw)  # a copy that keeps the lines of the file
+            file_raw.line, file_raw.key_lines = 1, dict(lines)
+            # a platform file may carry its own catalog extensions
+            catalog = catalog.extended(file_raw.pop("catalog", None))
+        except InputError as exc:
+            raise _in_file(exc, pfile, file_raw, scenario_file) from None
+        merged = _deep_merge(file_raw, overrides)
+    else:
+        merged = dict(overrides)
+    try:
+        platform = build_platform(merged, catalog, path)
+    except InputError as exc:
+        sub = exc.path[1:] if exc.path[:1] == ("platform",) else exc.path
+        # the file is to blame unless the field (or, for the platform as a whole, any field)
+        # was given in the scenario
+        if pfile is not None and (sub[0] not in overrides if sub else not overrides):
+            raise _in_file(exc, pfile, file_raw, scenario_file) from None
+        raise
+    return platform, merged
