@@ -195,96 +195,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    from clustersim.commands.listing import list_entries
 
-    console = _console()
-    what = args.what
-    if args.name is not None:
-        if what != "algorithms":
-            raise InputError(f"'clustersim list {what}' takes no name; only 'list algorithms "
-                             "NAME' shows one entry's parameters")
-        return _list_algorithm(console, args.name)
-    t = Table(title=what, title_justify="left")
-    if what == "devices":
-        from clustersim.catalog import builtin_catalog
-        from clustersim.units import format_bandwidth
-
-        t.add_column("name")
-        t.add_column("fp32 peak (TFLOP/s)", justify="right")
-        t.add_column("memory bw", justify="right")
-        t.add_column("source")
-        for name, d in sorted(builtin_catalog().devices.items()):
-            t.add_row(name, f"{d.peak / 1e12:.2f}", format_bandwidth(d.mem_bw), d.source)
-    elif what == "links":
-        from clustersim.catalog import builtin_catalog
-        from clustersim.units import format_bandwidth, format_time
-
-        t.add_column("name")
-        t.add_column("bandwidth/direction", justify="right")
-        t.add_column("latency", justify="right")
-        t.add_column("source")
-        for name, lk in sorted(builtin_catalog().links.items()):
-            t.add_row(name, format_bandwidth(lk.bandwidth), format_time(lk.latency), lk.source)
-    elif what == "collectives":
-        from clustersim.collectives import describe_algorithm, list_algorithms
-
-        t.add_column("op")
-        t.add_column("algorithm")
-        t.add_column("what it does")
-        for op, algs in list_algorithms().items():
-            for a in algs:
-                t.add_row(op, a, describe_algorithm(op, a))
-    elif what == "topologies":
-        from clustersim.platform.describe import list_topologies
-
-        t.add_column("topology")
-        t.add_column("what it is")
-        for name, doc in list_topologies().items():
-            t.add_row(name, doc)
-    elif what == "algorithms":
-        from clustersim.algorithms.base import list_algorithms as algs
-
-        t.add_column("algorithm")
-        t.add_column("family")
-        t.add_column("what it does")
-        for name, d in algs().items():
-            t.add_row(name, d.family, d.summary)
-    elif what == "models":
-        from clustersim.workload import get_model, list_models
-
-        t.add_column("model")
-        t.add_column("parameters", justify="right")
-        t.add_column("forward GFLOP/sample", justify="right")
-        for name in list_models():
-            m = get_model(name)
-            t.add_row(name, f"{m.params:,}", f"{m.fwd_flops / 1e9:.2f}")
-    console.print(t)
-    return EXIT_OK
-
-
-def _list_algorithm(console, name: str) -> int:
-    """One algorithm: what it does, its source, and every parameter a scenario may set."""
-    from rich.table import Table
-
-    from clustersim.algorithms.base import get_algorithm
-
-    d = get_algorithm(name)
-    console.print(f"[bold]{d.name}[/bold] ({d.family}) — {d.summary}")
-    if d.source:
-        console.print(f"source: {d.source}")
-    t = Table(title=f"parameters (algorithm: {{name: {d.name}, ...}})", title_justify="left")
-    for col in ("parameter", "default", "allowed", "what it sets", "source"):
-        t.add_column(col)
-    for key, prm in d.params.items():
-        if prm.choices:
-            allowed = ", ".join(str(c) for c in prm.choices)
-        else:
-            lo = "" if prm.minimum is None else f">= {prm.minimum:g}"
-            hi = "" if prm.maximum is None else f"<= {prm.maximum:g}"
-            allowed = " and ".join(x for x in (lo, hi) if x) or prm.kind.__name__
-        t.add_row(key, str(prm.default), allowed, prm.help, prm.source)
-    console.print(t)
-    return EXIT_OK
+    return list_entries(_console(), args.what, args.name)
 
 
 def _jobs(text: str) -> int:

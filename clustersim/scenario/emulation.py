@@ -23,7 +23,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.scenario.fields import Section, as_choice, as_float, as_int, as_time
 
-__all__ = ["CONVERGENCE_MODES", "EMULATION_TASKS", "EmulationSpec", "parse_emulation"]
+__all__ = ["CONVERGENCE_MODES", "check_convergence", "EMULATION_TASKS", "EmulationSpec", "parse_emulation"]
 
 CONVERGENCE_MODES = ("auto", "emulate", "analytic", "off")
 EMULATION_TASKS = ("digits", "teacher_student", "gaussian")
@@ -101,3 +101,15 @@ def parse_emulation(raw: Any, path: tuple = ("run", "emulation")) -> EmulationSp
         max_iterations=s.get("max_iterations", as_int, 2000, minimum=1),
         task_settings=settings,
     )
+
+
+def check_convergence(mode: str, workload: Any) -> None:
+    """``run.convergence: analytic`` needs a profile: the model's shipped one or the scenario's
+    ``workload.convergence`` (``auto`` quietly predicts time only without one)."""
+    if mode == "analytic" and workload is not None and workload.convergence is None:
+        from clustersim.convergence.profile import REQUIRED_HINT
+
+        raise InputError(f"'analytic' needs a convergence profile and model "
+                         f"{workload.model.name!r} has none shipped (or it is off): give "
+                         f"workload.convergence with {REQUIRED_HINT}",
+                         path=("run", "convergence"))

@@ -18,7 +18,12 @@ from typing import Any
 from clustersim.catalog import Catalog, builtin_catalog
 from clustersim.errors import InputError
 from clustersim.network.params import NetworkParams
-from clustersim.scenario.emulation import CONVERGENCE_MODES, EmulationSpec, parse_emulation
+from clustersim.scenario.emulation import (
+    CONVERGENCE_MODES,
+    EmulationSpec,
+    check_convergence,
+    parse_emulation,
+)
 from clustersim.scenario.fields import (
     Section,
     as_bool,
@@ -350,14 +355,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
     run = _parse_run(s.get("run", default=None))
     _check_run_bounds(run)
-    if (run.convergence == "analytic" and workload is not None
-            and workload.convergence is None):
-        from clustersim.convergence.profile import REQUIRED_HINT
-
-        raise InputError(f"'analytic' needs a convergence profile and model "
-                         f"{workload.model.name!r} has none shipped (or it is off): give "
-                         f"workload.convergence with {REQUIRED_HINT}",
-                         path=("run", "convergence"))
+    check_convergence(run.convergence, workload)
     ndev = platform.num_devices
     if bench is not None:
         for i, r in enumerate(bench.ranks):
