@@ -91,7 +91,8 @@ def _predict(args: argparse.Namespace) -> int:
     from clustersim.report.output import check_outputs
 
     # before any simulating: a bad output path is an input error, not a traceback later
-    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace})
+    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace,
+                   "--plot": getattr(args, "plot", None)})
     console = _console(args.quiet, args.wide)
     if scn.benchmark is not None:
         return _predict_benchmark(scn, args, console)
@@ -123,6 +124,12 @@ def _predict_benchmark(scn, args, console) -> int:
     return EXIT_OK
 
 
+def _plot(scn, result) -> str:
+    from clustersim.report.convergence import plot_html
+
+    return plot_html(scn, result)
+
+
 def _predict_training(scn, args, console) -> int:
     import json
 
@@ -138,7 +145,8 @@ def _predict_training(scn, args, console) -> int:
         (args.json, lambda: json_text(training_json(scn, result))),
         (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
                                                TRAINING_CSV_COLUMNS))),
-        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name)))])
+        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name))),
+        (args.plot, lambda: _plot(scn, result))])
     if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
         print_training(console, scn, result, wide=args.wide)
     return EXIT_OK
@@ -230,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "(knl_4253, allreduce_crossbar16, ...)")
     pr.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     pr.add_argument("--csv", metavar="FILE", help="write one row per point as CSV")
+    pr.add_argument("--plot", metavar="FILE",
+                    help="write accuracy (emulated) or modelled progress against simulated "
+                         "time, and time to target against workers, as a standalone HTML "
+                         "chart")
     pr.add_argument("--trace", metavar="FILE",
                     help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
     pr.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")

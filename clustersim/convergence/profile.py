@@ -119,6 +119,22 @@ class ConvergenceProfile:
     def ref_samples(self) -> float:
         return self.ref_batch * self.ref_steps
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the outputs: the numbers a prediction hangs on, with sources."""
+        import dataclasses
+
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, NoiseSchedule):
+                v = [list(pt) for pt in v.points]
+            elif isinstance(v, tuple):
+                v = list(v)
+            elif dataclasses.is_dataclass(v):
+                v = dataclasses.asdict(v)
+            out[f.name] = v
+        return out
+
 
 def _fail(message: str, path: Sequence[PathPart]) -> InputError:
     return InputError(message, path=tuple(path))

@@ -29,6 +29,13 @@ def _style(k: int) -> dict[str, Any]:
                                                               % len(DASHES)]}
 
 
+def _esc(text: str) -> str:
+    # plotly reads a subset of HTML in titles and legends: scenario strings are text
+    from clustersim.report.htmlpage import escape_text
+
+    return escape_text(text)
+
+
 def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                         tta: Mapping[str, Sequence[tuple[int, float | None]]]) -> list[Any]:
     """Figures for a scenario: ``curves[title] = {"time": [s], "value": [...], "metric": str,
@@ -44,9 +51,10 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
         for k, (title, c) in enumerate(curves.items()):
             tag = "" if len(kinds) == 1 else f" ({c['kind']})"
             fig.add_trace(go.Scatter(
-                x=[t / 3600.0 for t in c["time"]], y=c["value"], name=f"{title}{tag}",
+                x=[t / 3600.0 for t in c["time"]], y=c["value"], name=_esc(f"{title}{tag}"),
                 mode="lines", line=_style(k),
-                hovertemplate=f"{title}: %{{x:.3g}} h, {c['metric']} %{{y:.3g}}<extra></extra>"))
+                hovertemplate=f"{_esc(title)}: %{{x:.3g}} h, {_esc(c['metric'])} "
+                              "%{y:.3g}<extra></extra>"))
         target = next((c.get("target") for c in curves.values() if c.get("target") is not None),
                       None)
         if target is not None:
@@ -54,9 +62,9 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                           annotation_text=f"target {target:g}", annotation_position="top left")
         what = ("modelled progress to target (fraction of the ideal run's steps)"
                 if kinds == {"model"} else metric)
-        fig.update_layout(title=f"{name}: {what} vs simulated time",
+        fig.update_layout(title=_esc(f"{name}: {what} vs simulated time"),
                           xaxis={"title": "simulated wall-clock time (hours)"},
-                          yaxis={"title": what}, template="plotly_white", height=520,
+                          yaxis={"title": _esc(what)}, template="plotly_white", height=520,
                           legend={"title": "algorithm"})
         figs.append(fig)
     if any(any(t is not None for _, t in pts) for pts in tta.values()):
@@ -65,9 +73,10 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
         for k, (title, pts) in enumerate(tta.items()):
             fig.add_trace(go.Scatter(
                 x=[w for w, _ in pts], y=[None if t is None else t / 3600.0 for _, t in pts],
-                name=title, mode="lines+markers", line=_style(k), connectgaps=False,
-                hovertemplate=f"{title}: %{{x}} workers, %{{y:.3g}} h<extra></extra>"))
-        fig.update_layout(title=f"{name}: time to target vs workers (gaps: never reaches it)",
+                name=_esc(title), mode="lines+markers", line=_style(k), connectgaps=False,
+                hovertemplate=f"{_esc(title)}: %{{x}} workers, %{{y:.3g}} h<extra></extra>"))
+        fig.update_layout(title=_esc(f"{name}: time to target vs workers (gaps: never "
+                                     f"reaches it)"),
                           xaxis={"title": "workers", "type": "log", "tickvals": ticks},
                           yaxis={"title": "time to target (hours)", "type": "log"},
                           template="plotly_white", height=480, legend={"title": "algorithm"})

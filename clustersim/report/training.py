@@ -104,6 +104,10 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         hidden += print_table(console, f"{title}", cols, rows, wide=wide, note=False)
     if len(result.points) > 1:
         hidden += _print_comparison(console, result, wide)
+    if getattr(result, "emulation", None):
+        from clustersim.report.convergence import print_emulation
+
+        hidden += print_emulation(console, result, wide)
     print_hidden(console, hidden)
 
 
@@ -173,6 +177,7 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
         for p in pts:
             d = p.to_dict()
             d.pop("interval", None)
+            d.pop("convergence_terms", None)
             rows.append(d)
     return rows
 
@@ -193,4 +198,19 @@ def training_json(scn: Any, result: Any) -> dict[str, Any]:
         "assumptions": list(scn.assumptions),
         "algorithms": {title: [p.to_dict() for p in pts]
                        for title, pts in result.points.items()},
+        **_convergence_json(scn, result),
     }
+
+
+def _convergence_json(scn: Any, result: Any) -> dict[str, Any]:
+    """The convergence profile used (its sources and assumptions: the numbers hang on them)
+    and the emulated curves, when there are any."""
+    out: dict[str, Any] = {}
+    prof = getattr(scn.workload, "convergence", None)
+    if prof is not None and scn.run.convergence != "off":
+        out["convergence_profile"] = prof.to_dict()
+    if getattr(result, "emulation", None):
+        from clustersim.report.convergence import emulation_json
+
+        out["emulation"] = emulation_json(result)
+    return out

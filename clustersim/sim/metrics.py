@@ -65,6 +65,9 @@ class PointMetrics:
     statistical_efficiency: float | None = None
     goodput: float | None = None
     tta_note: str = ""
+    #: what the steps came from (the "why"): effective batch of one step, the asynchrony
+    #: terms added to McCandlish's K, the elastic centre's lag in steps (JSON only)
+    convergence_terms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

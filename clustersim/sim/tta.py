@@ -125,6 +125,8 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
     m.statistical_efficiency = float(res.statistical_efficiency)
     m.goodput = float(res.goodput)
     m.tta_note = res.note
+    m.convergence_terms = {"batch_eff": float(res.batch_eff), "extra": float(res.extra),
+                           "lag_steps": float(res.lag_steps)}
 
 
 def finite(x: float | None) -> float | None:
