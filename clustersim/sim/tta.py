@@ -10,14 +10,14 @@ rates, gossip probability, group size) is the simulator's knowledge, kept here:
 kind        one step is                   update_time (simulated s) and batch
 ==========  ============================  ==================================================
 sync        one iteration of every worker iteration time; global batch (sum over workers)
-async       one update of the server      shards / server updates per second;
-            (every shard once)            tau x batch per worker (DOWNPOUR pushes tau steps)
+async       one update of the server      tau x batch per worker (DOWNPOUR pushes tau steps)
+            (every shard once)            samples per update / samples per second
 elastic     one local step of every       iteration time of a worker; batch per worker
             worker
 gossip      one local step of every       iteration time of a worker; batch per worker
             worker
-hybrid      one push of a group to the    global server updates: shards / updates per second;
-            global server                 k x group x batch per worker
+hybrid      one push of a group to the    k x group x batch per worker;
+            global server                 samples per update / samples per second
 ==========  ============================  ==================================================
 
 Staleness goes in as measured (every sample the run recorded).  Asynchronous EASGD records it
@@ -50,6 +50,8 @@ def _momentum(name: str, params: Mapping[str, Any], optimizer: str) -> float:
     if name in ("async_sgd", "hogwild_sgd", "easgd_round_robin", "async_easgd",
                 "hogwild_easgd", "sync_easgd"):
         return 0.0  # plain SGD steps by definition of the method (EASGD's local steps: SGD)
+    if name == "async_msgd":  # MDOWNPOUR: a momentum step on the server by definition
+        return _OPTIMIZER_MOMENTUM.get(optimizer, 0.0) or 0.9
     return _OPTIMIZER_MOMENTUM.get(optimizer, 0.0)
 
 
@@ -64,14 +66,15 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
             return None
         return RunStats("sync", workers, batch * workers, it, metrics.throughput, momentum=mu)
     if kind in ("async", "hybrid"):
-        shards = int(params.get("shards", 1))
-        rate = metrics.update_rate
-        if not rate:
+        if metrics.throughput <= 0:
             return None
         per = float(params.get("tau", 1)) * batch
         if kind == "hybrid":
             per = float(params.get("k", 1)) * group * batch
-        return RunStats(kind, workers, per, shards / rate, metrics.throughput,
+        # one update carries `per` samples, so updates come at throughput / per: the same
+        # window as the samples/s column (the servers' update count runs over the whole run,
+        # warm-up included), and time to target = samples to target / samples per second
+        return RunStats(kind, workers, per, per / metrics.throughput, metrics.throughput,
                         staleness=staleness, momentum=mu, group=group)
     if it <= 0:
         return None
