@@ -12,9 +12,9 @@ kind        one step is                   update_time (simulated s) and batch
 sync        one iteration of every worker iteration time; global batch (sum over workers)
 async       one update of the server      tau x batch per worker (DOWNPOUR pushes tau steps)
             (every shard once)            samples per update / samples per second
-elastic     one local step of every       iteration time of a worker; batch per worker
+elastic     one local step of every       p x batch / samples per second; batch per worker
             worker
-gossip      one local step of every       iteration time of a worker; batch per worker
+gossip      one local step of every       p x batch / samples per second; batch per worker
             worker
 hybrid      one push of a group to the    k x group x batch per worker;
             global server                 samples per update / samples per second
@@ -76,8 +76,11 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
         # warm-up included), and time to target = samples to target / samples per second
         return RunStats(kind, workers, per, per / metrics.throughput, metrics.throughput,
                         staleness=staleness, momentum=mu, group=group)
-    if it <= 0:
+    if metrics.throughput <= 0:
         return None
+    # a step of every worker: p x batch samples, at the measured samples per second (the
+    # workers' own rates summed, the samples/s column's window)
+    it = workers * batch / metrics.throughput
     if kind == "elastic":
         alpha = float(params.get("alpha", 0.0)) or None
         beta = float(params.get("beta", 0.9))
