@@ -290,8 +290,10 @@ def _parse_run(raw: Any) -> RunSpec:
         seed=s.get("seed", as_int, 0, minimum=0),
         fidelity=s.get("fidelity", as_choice, "auto", choices=FIDELITIES, kind="fidelity"),
         repeats=s.get("repeats", as_int, 1, minimum=1),
-        convergence=s.get("convergence", as_choice, "auto", choices=CONVERGENCE_MODES,
-                          kind="convergence mode"),
+        # YAML 1.1 reads a bare `off` as false: that is what the user meant
+        convergence=s.get("convergence", lambda v, p, **kw: as_choice(
+            "off" if v is False else v, p, **kw), "auto", choices=CONVERGENCE_MODES,
+            kind="convergence mode"),
         emulation=parse_emulation(s.get("emulation", None, None)),
     )
     if run.warmup >= run.iterations:
