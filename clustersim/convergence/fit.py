@@ -15,7 +15,7 @@ Student's quantile, from the Jacobian at the solution (scipy.optimize.least_squa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,15 +123,41 @@ def _intervals(jac: np.ndarray, resid: np.ndarray, x: np.ndarray, confidence: fl
     return np.maximum(x - half, 0.0), x + half
 
 
+#: values each constant is probed and coarsely searched at (log-spaced, with 0)
+_PROBES = (0.0, *np.geomspace(1e-3, _UPPER, 31).tolist())
+
+
 def _sensitive(observations: Sequence[Observation], name: str, base: Constants) -> bool:
-    """Does ``name`` change any finite prediction of the grid (central difference)?"""
-    lo = replace(base, **{name: max(getattr(base, name) * 0.5, 0.0)})
-    hi = replace(base, **{name: getattr(base, name) * 1.5 + 0.5})
-    for o in observations:
-        a, b = analytic_steps(o, lo), analytic_steps(o, hi)
-        if math.isfinite(a) and math.isfinite(b) and abs(math.log(b) - math.log(a)) > 1e-6:
-            return True
-    return False
+    """Does ``name`` change any prediction of the grid anywhere in ``[0, 100]`` (the other
+    constants at their base values, or all small - where base predicts only divergence)?"""
+    seen: dict[int, set[tuple[bool, float]]] = {}
+    small = replace(base, **{n: 0.01 for n in FITTABLE})
+    for v, b in [(v, b) for v in _PROBES[::3] for b in (base, small)]:
+        k = replace(b, **{name: v})
+        for i, o in enumerate(observations):
+            a = analytic_steps(o, k)
+            key = (b is base, round(math.log(a), 6) if math.isfinite(a) else math.inf)
+            seen.setdefault(i, set()).add(key)
+    return any(len({x for w, x in v if w}) > 1 or len({x for w, x in v if not w}) > 1
+               for v in seen.values())
+
+
+def _start(free: Sequence[str], base: Constants, cost: Callable[[np.ndarray], float]
+           ) -> np.ndarray:
+    """A coarse start: two sweeps of coordinate search over :data:`_PROBES`.  Why: near the
+    theory values a fixed-LR emulation can put every prediction past the divergence edge,
+    where the capped residuals are flat and a gradient method cannot move."""
+    x = np.array([getattr(base, n) for n in free], dtype=float)
+    for _ in range(2):
+        for i in range(len(free)):
+            best, arg = cost(x), x[i]
+            for v in _PROBES:
+                x[i] = v
+                c = cost(x)
+                if c < best - 1e-12:
+                    best, arg = c, v
+            x[i] = arg
+    return np.clip(x, 1e-4, _UPPER)
 
 
 def fit_constants(observations: Sequence[Observation], names: Sequence[str] = FITTABLE,
@@ -166,17 +192,29 @@ def fit_constants(observations: Sequence[Observation], names: Sequence[str] = FI
     values = {n: getattr(base, n) for n in names}
     lows, highs = dict(values), dict(values)
     if free and len(used) > len(free):
-        x0 = np.array([min(max(getattr(base, n), 1e-3), _UPPER) for n in free])
+        def cost(x: np.ndarray) -> float:
+            r = resid(x) / f_scale
+            return float(np.sum(2.0 * (np.sqrt(1.0 + r * r) - 1.0)))  # soft_l1
+
+        x0 = _start(free, base, cost)
         sol = least_squares(resid, x0, bounds=(0.0, _UPPER), loss=loss, f_scale=f_scale,
                             diff_step=1e-4)
         lo, hi = _intervals(sol.jac, sol.fun, sol.x, confidence)
         for i, n in enumerate(free):
             values[n], lows[n], highs[n] = float(sol.x[i]), float(lo[i]), float(hi[i])
+    unbounded = [n for n in free if not math.isfinite(highs[n])]
+    for n in unbounded:  # the grid does not pin it down at the solution: theory value kept
+        values[n] = lows[n] = highs[n] = getattr(base, n)
     fitted = consts(np.array([values[n] for n in free]))
     fits = []
     for n in names:
         theory = getattr(base, n)
-        if n in free and len(used) > len(free):
+        if n in unbounded:
+            fits.append(ConstantFit(n, theory, theory, theory, theory, False,
+                                    "its interval is unbounded at the fit (the runs it moves "
+                                    "are moved by nothing at the fitted values): theory "
+                                    "value kept"))
+        elif n in free and len(used) > len(free):
             fits.append(ConstantFit(n, values[n], lows[n], highs[n], theory, True))
         else:
             fits.append(ConstantFit(n, theory, theory, theory, theory, False,
@@ -294,11 +332,16 @@ def constants_document(fit: ConstantsFit, fitted_on: str, date: str,
                          "fit": f"not identifiable from the grid ({fitted_on}): theory "
                                 f"value kept"}
             continue
-        out[name] = {"value": round(f.value, 4), "status": "fitted",
-                     "interval": [round(f.low, 4), round(f.high, 4)],
+        out[name] = {"value": _sig(f.value), "status": "fitted",
+                     "interval": [_sig(f.low), _sig(f.high)],
                      "confidence": fit.confidence, "theory": f.theory,
                      "fitted_on": fitted_on, "date": date,
                      "residuals": spread + held, "source": theory_src}
     out["gossip_share"] = {"value": fit.constants.gossip_share, "status": "theory",
                            "source": (sources or {}).get("gossip_share", "")}
     return out
+
+
+def _sig(x: float) -> float:
+    """Four significant digits (a fitted constant is not known better)."""
+    return float(f"{x:.4g}")

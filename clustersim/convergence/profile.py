@@ -233,14 +233,14 @@ def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
 
 def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
                  path: Sequence[PathPart] = ("workload", "convergence"),
-                 base: Path | None = None) -> ConvergenceProfile | None:
+                 directory: Path | None = None) -> ConvergenceProfile | None:
     """The profile of ``model``: the shipped default with ``raw``'s fields over it.
 
     ``raw`` is the scenario's ``workload.convergence`` value: ``None`` (shipped default, or
     ``None`` when the model has none), ``False``/``"off"`` (disabled: ``None``) or a mapping.
     Giving ``epochs`` without ``ref_steps`` recomputes the reference steps from the epochs, and
     so does ``ref_batch`` or ``dataset_size`` where the shipped profile is given in epochs.
-    ``constants`` (a mapping, or a file path relative to ``base``, the scenario's directory)
+    ``constants`` (a mapping, or a file path relative to ``directory``, the scenario's)
     replaces the shipped asynchrony constants for this workload.
     """
     if raw is False or (isinstance(raw, str) and raw.lower() == "off"):
@@ -259,7 +259,7 @@ def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
     for key in raw:  # report errors at the scenario's path, shipped keys are trusted
         if key not in FIELDS:
             raise unknown_name("convergence field", str(key), FIELDS, path=(*path, key))
-    return _build(model, merged, path, base)
+    return _build(model, merged, path, directory)
 
 
 def with_noise(profile: ConvergenceProfile, noise: NoiseSchedule) -> ConvergenceProfile:

@@ -38,7 +38,7 @@ from clustersim.sim.tta import emulation_stats
 
 __all__ = ["GridPoint", "GRIDS", "TASK_DEFAULTS", "base_scenario", "emulate_sync",
            "measure_task_profile", "task_noise_log", "observe", "observations",
-           "analytic_for_emulation"]
+           "analytic_for_emulation", "Calibration", "calibrate"]
 
 #: the settings every run of a task uses (the task's defaults, written out: the profiles in
 #: task_profiles.yaml hold for these only)
@@ -260,3 +260,44 @@ def analytic_for_emulation(scn: Scenario, alg: AlgorithmSpec, workers: int,
                             list(staleness), momentum=float(settings.get("momentum", 0.9)),
                             metrics=metrics)
     return None if stats is None else predict(profile, stats)
+
+
+@dataclass
+class Calibration:
+    """What :func:`calibrate` measured and fitted (``seconds``: wall time of the emulations,
+    ``steps``: worker gradient steps they emulated, for the bench's steps per second)."""
+
+    fit: Any  # clustersim.convergence.fit.ConstantsFit
+    heldout: list[Observation]
+    heldout_errors: list[float]
+    seconds: float = 0.0
+    runs: int = 0
+
+    @property
+    def heldout_median(self) -> float:
+        e = [x for x in self.heldout_errors]
+        return float(np.median(e)) if e else math.nan
+
+
+def calibrate(tasks: Sequence[str], grid: str, seeds: Sequence[int],
+              progress: Callable[[str], None] | None = None) -> Calibration:
+    """Emulate ``grid`` on every task with ``seeds``, fit the constants on the fit points,
+    and measure the held-out points' median ``|steps error|`` at the fitted constants."""
+    import time
+
+    from clustersim.convergence.fit import fit_constants, validation_errors
+
+    t0 = time.perf_counter()
+    fit_obs: list[Observation] = []
+    held: list[Observation] = []
+    for task in tasks:
+        if task not in TASK_DEFAULTS:
+            raise ValueError(f"no emulation task {task!r} with a profile (allowed: "
+                             f"{', '.join(TASK_DEFAULTS)})")
+        f, h = observations(task, grid, seeds, progress)
+        fit_obs += f
+        held += h
+    seconds = time.perf_counter() - t0
+    result = fit_constants(fit_obs)
+    return Calibration(result, held, validation_errors(held, result.constants), seconds,
+                       (len(fit_obs) + len(held)) * len(seeds))
