@@ -73,8 +73,19 @@ def test_incomplete_profile_for_unknown_model_lists_missing_fields():
 
 
 def test_shipped_constants_load_with_sources():
+    from importlib import resources
+
+    import yaml
+
     k = load_constants()
-    assert k.k_s == 1.0 and k.gossip_share == pytest.approx(1 / 3)
+    assert k.gossip_share == pytest.approx(1 / 3)
+    raw = yaml.safe_load(resources.files("clustersim.convergence").joinpath(
+        "constants.yaml").read_text())["constants"]
+    for name, item in raw.items():  # refitted on emulation: value inside its interval
+        assert item["source"] and item["status"] in ("fitted", "theory"), name
+        if item["status"] == "fitted":
+            lo, hi = item["interval"]
+            assert lo <= getattr(k, name) == item["value"] <= hi and item["fitted_on"], name
     with pytest.raises(ValueError, match="unknown convergence constant"):
         load_constants({"k_x": 1.0})
 

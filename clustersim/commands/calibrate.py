@@ -12,6 +12,8 @@ Two sources of measurements:
   files or directories holding them, e.g. a cluster's ``realrun microbench`` output).
 * ``clustersim calibrate --convergence LOG.csv`` estimates the gradient noise scale of a
   training log instead (:mod:`clustersim.commands.calibrate_convergence`).
+* ``clustersim calibrate --emulation`` fits the analytic convergence model's constants on
+  convergence emulation (:mod:`clustersim.commands.calibrate_emulation`).
 
 ``--platform`` names the platform the ranks ran on (default ``topologies/localhost.yaml``):
 it says which device and link class the numbers describe.  Exit codes: 0 success, 1 a failed
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
+from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
 from clustersim.errors import InputError
 
 __all__ = ["add_parser", "cmd_calibrate"]
@@ -116,6 +119,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no tables")
     add_convergence_arguments(p)
+    add_emulation_arguments(p)
     p.set_defaults(func=cmd_calibrate)
     return p
 
@@ -220,6 +224,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from clustersim.commands.calibrate_convergence import cmd_convergence
 
         return cmd_convergence(args)
+    if args.emulation:  # the analytic convergence model's constants, fitted on emulation
+        from clustersim.commands.calibrate_emulation import cmd_emulation
+
+        return cmd_emulation(args)
     args.out = args.out or DEFAULT_OUT
     _check(args)
     breakpoints = _sizes(args.breakpoints)

@@ -24,15 +24,11 @@ gossip    workers * batch    k_g D(rho/(1-rho)) + staleness term (merge gaps)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from functools import lru_cache
-from importlib import resources
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from clustersim._yaml import safe_load
 from clustersim.convergence.asynchrony import (
     delay_curvature,
     elastic_drift_delay,
@@ -40,6 +36,7 @@ from clustersim.convergence.asynchrony import (
     mixing_delay,
     staleness_term,
 )
+from clustersim.convergence.constants import Constants, load_constants
 from clustersim.convergence.largebatch import rule_scale, steps_integral
 from clustersim.convergence.profile import ConvergenceProfile
 
@@ -96,44 +93,6 @@ class ConvergenceResult:
     lag_steps: float = 0.0
 
 
-@dataclass(frozen=True)
-class Constants:
-    """The asynchrony terms' constants (``constants.yaml``; theory values until refitted)."""
-
-    k_s: float = 1.0
-    k_m: float = 1.0
-    k_d: float = 1.0
-    k_e: float = 1.0
-    k_g: float = 1.0
-    gossip_share: float = 1.0 / 3.0
-
-
-@lru_cache(maxsize=1)
-def _shipped_constants() -> Constants:
-    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
-    return load_constants(safe_load(text)["constants"])
-
-
-def load_constants(raw: Mapping[str, Any] | None = None) -> Constants:
-    """Constants from a mapping ``name: value`` or ``name: {value: ..., source: ...}``.
-
-    ``None`` gives the shipped ``constants.yaml``; missing names keep the dataclass defaults.
-    """
-    if raw is None:
-        return _shipped_constants()
-    names = {f.name for f in fields(Constants)}
-    values: dict[str, float] = {}
-    for key, item in raw.items():
-        if key not in names:
-            raise ValueError(f"unknown convergence constant {key!r} (allowed: "
-                             f"{', '.join(sorted(names))})")
-        value = item["value"] if isinstance(item, Mapping) else item
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"convergence constant {key} must be a number >= 0, not {value!r}")
-        values[key] = float(value)
-    return Constants(**values)
-
-
 def _never(profile: ConvergenceProfile, stats: RunStats, note: str) -> ConvergenceResult:
     return ConvergenceResult(math.inf, math.inf, math.inf if profile.dataset_size else None,
                              math.inf, 0.0, 0.0, note)
@@ -153,7 +112,7 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
             constants: Constants | None = None) -> ConvergenceResult:
     """Time to ``profile``'s target for the run ``stats`` measured (module docstring: model)."""
     _check(stats)
-    k = constants or load_constants()
+    k = constants or profile.constants or load_constants()
     stale = staleness_term(stats.staleness, stats.momentum, k.k_s, k.k_m)
     extra, lag_steps, b_eff, per_step = 0.0, 0.0, stats.batch, stats.batch
     if stats.kind in ("async", "hybrid"):

@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from clustersim._yaml import safe_load
+from clustersim.convergence.constants import Constants, parse_constants
 from clustersim.errors import InputError, PathPart, unknown_name
 
 __all__ = [
@@ -30,12 +32,14 @@ __all__ = [
     "ConvergenceProfile",
     "load_profile",
     "shipped_profiles",
+    "task_profile",
+    "task_profile_settings",
     "with_noise",
 ]
 
 LR_RULES = ("tuned", "linear", "sqrt", "none")
 FIELDS = ("target", "ref_batch", "ref_steps", "epochs", "dataset_size", "noise_scale",
-          "lr_rule", "momentum", "sources", "assumed")
+          "lr_rule", "momentum", "sources", "assumed", "constants")
 REQUIRED_HINT = "target, ref_batch, ref_steps or epochs (with dataset_size), noise_scale"
 
 
@@ -114,6 +118,8 @@ class ConvergenceProfile:
     momentum: float = 0.0
     sources: tuple[str, ...] = ()
     assumed: tuple[str, ...] = field(default=())
+    #: the asynchrony terms' constants (``constants:``; ``None``: the shipped constants.yaml)
+    constants: Constants | None = None
 
     @property
     def ref_samples(self) -> float:
@@ -193,7 +199,8 @@ def shipped_profiles() -> dict[str, dict[str, Any]]:
     return dict(safe_load(text)["profiles"])
 
 
-def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart]) -> ConvergenceProfile:
+def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
+           base: Path | None = None) -> ConvergenceProfile:
     for key in raw:
         if key not in FIELDS:
             raise unknown_name("convergence field", str(key), FIELDS, path=(*path, key))
@@ -235,18 +242,22 @@ def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart]) -> Conv
         ref_steps=steps, noise=_noise(raw["noise_scale"], (*path, "noise_scale")),
         dataset_size=size, epochs=epochs, lr_rule=rule, momentum=float(momentum),
         sources=_strings(raw.get("sources", ()), (*path, "sources")),
-        assumed=_strings(raw.get("assumed", ()), (*path, "assumed")))
+        assumed=_strings(raw.get("assumed", ()), (*path, "assumed")),
+        constants=(parse_constants(raw["constants"], (*path, "constants"), base)
+                   if raw.get("constants") is not None else None))
 
 
 def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
-                 path: Sequence[PathPart] = ("workload", "convergence")
-                 ) -> ConvergenceProfile | None:
+                 path: Sequence[PathPart] = ("workload", "convergence"),
+                 directory: Path | None = None) -> ConvergenceProfile | None:
     """The profile of ``model``: the shipped default with ``raw``'s fields over it.
 
     ``raw`` is the scenario's ``workload.convergence`` value: ``None`` (shipped default, or
     ``None`` when the model has none), ``False``/``"off"`` (disabled: ``None``) or a mapping.
     Giving ``epochs`` without ``ref_steps`` recomputes the reference steps from the epochs, and
     so does ``ref_batch`` or ``dataset_size`` where the shipped profile is given in epochs.
+    ``constants`` (a mapping, or a file path relative to ``directory``, the scenario's)
+    replaces the shipped asynchrony constants for this workload.
     """
     if raw is False or (isinstance(raw, str) and raw.lower() == "off"):
         return None
@@ -264,9 +275,31 @@ def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
     for key in raw:  # report errors at the scenario's path, shipped keys are trusted
         if key not in FIELDS:
             raise unknown_name("convergence field", str(key), FIELDS, path=(*path, key))
-    return _build(model, merged, path)
+    return _build(model, merged, path, directory)
 
 
 def with_noise(profile: ConvergenceProfile, noise: NoiseSchedule) -> ConvergenceProfile:
     """A copy with another noise schedule (e.g. the one estimated from logs)."""
     return replace(profile, noise=noise)
+
+
+@lru_cache(maxsize=1)
+def _task_profiles() -> dict[str, Any]:
+    text = resources.files("clustersim.convergence").joinpath("task_profiles.yaml").read_text()
+    return dict(safe_load(text))
+
+
+def task_profile(task: str) -> ConvergenceProfile:
+    """The convergence profile of an emulation task (``task_profiles.yaml``: its batch law
+    fitted on emulated synchronous SGD at the task's default settings, which
+    :func:`task_profile_settings` returns; ``clustersim.sim.convfit`` measures it)."""
+    profiles = _task_profiles()["profiles"]
+    if task not in profiles:
+        raise unknown_name("emulation task with a profile", task, tuple(profiles),
+                           path=("run", "emulation", "task"))
+    return _build(task, profiles[task], ("convergence.task_profiles", task))
+
+
+def task_profile_settings(task: str) -> dict[str, Any]:
+    """The emulation settings (``run.emulation``) a task's profile was measured at."""
+    return dict(_task_profiles()["measured_at"][task])

@@ -194,7 +194,7 @@ def _parse_benchmark(raw: Any) -> BenchmarkSpec:
                          s.get("root", as_int, 0, minimum=0))
 
 
-def _parse_workload(raw: Any) -> WorkloadSpec:
+def _parse_workload(raw: Any, base: Path | None = None) -> WorkloadSpec:
     from clustersim.convergence.profile import load_profile
     from clustersim.workload import OPTIMIZERS, ComputeOverrides, InputPipeline, resolve_model
 
@@ -225,7 +225,8 @@ def _parse_workload(raw: Any) -> WorkloadSpec:
         jitter=s.get("jitter", as_float, 0.0, minimum=0.0, maximum=1.0),
         compute=ComputeOverrides.from_dict(s.get("compute", default=None), (*path, "compute")),
         pipeline=pipeline,
-        convergence=load_profile(model.name, s.raw.get("convergence"), (*path, "convergence")),
+        convergence=load_profile(model.name, s.raw.get("convergence"), (*path, "convergence"),
+                                 base),
     )
 
 
@@ -342,7 +343,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     catalog = builtin_catalog().extended(s.get("catalog", default=None))
     platform, praw = parse_platform(s.get("platform", default=None), base, catalog, file)
     bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
-    workload = _parse_workload(s.raw["workload"]) if s.has("workload") else None
+    workload = _parse_workload(s.raw["workload"], base) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
         else None
     compare: tuple[AlgorithmSpec, ...] = ()

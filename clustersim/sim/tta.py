@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from clustersim.convergence import ConvergenceProfile, ConvergenceResult, RunStats, predict
 
-__all__ = ["run_stats", "point_convergence", "attach_convergence", "TTA_FIELDS"]
+__all__ = ["run_stats", "emulation_stats", "point_convergence", "attach_convergence",
+           "TTA_FIELDS"]
 
 #: the metrics a point gains when its workload has a convergence profile
 TTA_FIELDS = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
@@ -93,6 +95,44 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
                         staleness=staleness, momentum=mu,
                         gossip_prob=float(params.get("p", 0.01)))
     raise ValueError(f"unknown convergence kind {kind!r}")
+
+
+#: algorithms whose emulated math takes the task's momentum (the server's heavy ball)
+_TASK_MOMENTUM = ("async_msgd",)
+
+
+def emulation_stats(name: str, params: Mapping[str, Any], workers: int, batch: int,
+                    result: Any, staleness: list[float], momentum: float = 0.0,
+                    metrics: Any = None) -> RunStats | None:
+    """The :class:`RunStats` of an emulated run (a :class:`~clustersim.sim.emulate.
+    EmulationResult`), as :func:`run_stats` builds them for a timed run, with the timing the
+    emulation measured up to its target (or its end): iteration time = simulated time x
+    workers / worker steps, update rate = shards x reference updates / time.  ``batch`` is
+    the task's (the math's) batch; the math is plain SGD except Async MSGD's server, whose
+    heavy ball has the task's ``momentum``.  ``metrics`` (a timed run's) is used instead when
+    the emulation has no step to time."""
+    from types import SimpleNamespace
+
+    from clustersim.algorithms.base import get_algorithm
+
+    kind = get_algorithm(name).convergence
+    at = -1
+    if result.reached:
+        at = result.time.index(result.time_to_target)
+    t = result.time[at] if result.time else 0.0
+    steps = result.steps[at] if result.steps else 0
+    if t > 0 and steps > 0:
+        shards = int(params.get("shards", 1))
+        upd = result.updates[at]
+        metrics = SimpleNamespace(iteration_time=t * workers / steps,
+                                  throughput=steps * batch / t,
+                                  update_rate=shards * upd / t if upd else None)
+    if metrics is None:
+        return None
+    stats = run_stats(kind, name, params, "sgd", workers, float(batch), metrics, staleness)
+    if stats is not None and name in _TASK_MOMENTUM:
+        stats = replace(stats, momentum=float(momentum))
+    return stats
 
 
 def point_convergence(profile: ConvergenceProfile, stats: RunStats | None

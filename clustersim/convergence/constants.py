@@ -1,0 +1,98 @@
+"""The asynchrony terms' constants: the shipped ``constants.yaml`` or a file of one's own.
+
+A module of its own so that a convergence profile can carry its constants (a scenario's
+``workload.convergence.constants:``, e.g. the output of ``clustersim calibrate
+--emulation``) without the profile module importing the prediction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from clustersim._yaml import safe_load
+from clustersim.errors import InputError, PathPart
+
+__all__ = ["Constants", "load_constants", "load_constants_file", "parse_constants"]
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The asynchrony terms' constants (``constants.yaml``; theory values until refitted)."""
+
+    k_s: float = 1.0
+    k_m: float = 1.0
+    k_d: float = 1.0
+    k_e: float = 1.0
+    k_g: float = 1.0
+    gossip_share: float = 1.0 / 3.0
+
+
+@lru_cache(maxsize=1)
+def _shipped_constants() -> Constants:
+    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
+    return load_constants(safe_load(text)["constants"])
+
+
+def load_constants(raw: Mapping[str, Any] | None = None) -> Constants:
+    """Constants from a mapping ``name: value`` or ``name: {value: ..., source: ...}``.
+
+    ``None`` gives the shipped ``constants.yaml``; missing names keep the dataclass defaults.
+    """
+    if raw is None:
+        return _shipped_constants()
+    names = {f.name for f in fields(Constants)}
+    values: dict[str, float] = {}
+    for key, item in raw.items():
+        if key not in names:
+            raise ValueError(f"unknown convergence constant {key!r} (allowed: "
+                             f"{', '.join(sorted(names))})")
+        value = item.get("value") if isinstance(item, Mapping) else item
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"convergence constant {key} must be a number >= 0, not {value!r}")
+        values[key] = float(value)
+    return Constants(**values)
+
+
+def parse_constants(raw: Any, path: Sequence[PathPart], base: Path | None = None) -> Constants:
+    """A scenario's ``constants:`` value: a mapping of constants, or the path of a YAML file
+    holding one under ``constants:`` (relative to the scenario's directory ``base``); every
+    error is an :class:`InputError` at ``path`` (the file's errors name the file too)."""
+    if isinstance(raw, str):
+        return load_constants_file(Path(raw) if base is None or Path(raw).is_absolute()
+                                   else base / raw, path)
+    if not isinstance(raw, Mapping):
+        raise InputError(f"must be a mapping of constants ({_allowed()}) or the path of a "
+                         f"constants file (clustersim calibrate --emulation writes one), not "
+                         f"{raw!r}", path=tuple(path))
+    try:
+        return load_constants(raw)
+    except ValueError as exc:
+        raise InputError(f"{exc}", path=tuple(path)) from None
+
+
+def load_constants_file(file: str | Path, path: Sequence[PathPart] = ("constants",)
+                        ) -> Constants:
+    """Constants from a YAML file with a top-level ``constants:`` mapping."""
+    from clustersim.scenario.yamlio import load_yaml  # file and line in its errors
+
+    p = Path(file)
+    if not p.is_file():
+        raise InputError(f"constants file {str(p)!r} not found (a path relative to the "
+                         f"scenario's directory, or absolute)", path=tuple(path))
+    doc = load_yaml(p, what="constants file")
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("constants"), Mapping):
+        raise InputError(f"{p}: needs a top-level 'constants:' mapping ({_allowed()})",
+                         path=tuple(path))
+    try:
+        return load_constants(doc["constants"])
+    except ValueError as exc:
+        raise InputError(f"{p}: {exc}", path=tuple(path)) from None
+
+
+def _allowed() -> str:
+    return "names " + ", ".join(f.name for f in fields(Constants))

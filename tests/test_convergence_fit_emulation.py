@@ -1,0 +1,91 @@
+"""The emulation side of the fit: a tiny real grid end to end (``clustersim calibrate
+--emulation``), the ``constants:`` field of a scenario's profile, the agreement helper."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.convergence import RunStats, load_profile, predict
+from clustersim.convergence.constants import load_constants_file
+from clustersim.errors import InputError
+from clustersim.scenario.schema import load_scenario
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def test_tiny_grid_writes_a_constants_file_load_constants_reads(tmp_path, capsys):
+    out = tmp_path / "k.yaml"
+    assert main(["calibrate", "--emulation", "--grid", "small", "--tasks",
+                 "teacher_student", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "held out" in text and "median |error|" in text
+    k = load_constants_file(out)
+    import yaml
+
+    doc = yaml.safe_load(out.read_text())["constants"]
+    fitted = [n for n, v in doc.items() if v["status"] == "fitted"]
+    assert fitted  # the small grid moves some terms
+    for n in fitted:
+        lo, hi = doc[n]["interval"]
+        assert lo <= getattr(k, n) <= hi and "grid small" in doc[n]["fitted_on"]
+
+
+def test_calibrate_emulation_rejects_bad_options(tmp_path):
+    assert main(["calibrate", "--emulation", "--tasks", "mnist", "-q"]) == 2
+    assert main(["calibrate", "--emulation", "--seeds", "0", "-q"]) == 2
+
+
+def _stats() -> RunStats:
+    return RunStats("async", 8, 32, 1e-3, 1e4, staleness=[3.0, 5.0, 7.0])
+
+
+def test_constants_mapping_in_the_profile_is_what_predict_uses():
+    base = load_profile("resnet50")
+    mine = load_profile("resnet50", {"constants": {"k_s": 0.0}})
+    assert mine.constants is not None and mine.constants.k_s == 0.0
+    sync = predict(base, RunStats("sync", 1, 32, 1e-3, 1e4))
+    assert predict(mine, _stats()).steps_to_target == pytest.approx(sync.steps_to_target)
+    assert predict(base, _stats()).steps_to_target > sync.steps_to_target
+
+
+def test_constants_file_relative_to_the_scenario(tmp_path):
+    (tmp_path / "k.yaml").write_text("constants:\n  k_s: {value: 0.0, status: fitted}\n")
+    src = (Path(__file__).resolve().parents[1] / "scenarios" / "knl_easgd_compare.yaml"
+           ).read_text()
+    (tmp_path / "s.yaml").write_text(src.replace(
+        "  jitter: 0.02\n", "  jitter: 0.02\n  convergence: {constants: k.yaml}\n"))
+    scn = load_scenario(tmp_path / "s.yaml")
+    assert scn.workload.convergence.constants.k_s == 0.0
+
+
+@pytest.mark.parametrize("value,words", [
+    ("missing.yaml", "not found"),
+    (5, "mapping of constants"),
+    ({"k_x": 1.0}, "unknown convergence constant 'k_x'"),
+    ({"k_s": -1}, "must be a number >= 0"),
+])
+def test_bad_constants_name_the_field(value, words):
+    with pytest.raises(InputError) as err:
+        load_profile("resnet50", {"constants": value})
+    msg = str(err.value)
+    assert "workload.convergence.constants" in msg and words in msg
+
+
+def test_analytic_for_emulation_predicts_an_emulated_point():
+    from clustersim.sim.convfit import _spec, analytic_for_emulation, base_scenario
+    from clustersim.sim.emulate import run_emulation
+
+    scn = base_scenario("teacher_student", 4, "async_sgd")
+    alg = _spec("async_sgd", {})
+    em = run_emulation(scn, alg, 4, 0)
+    stale = [v for a in em.run.actors for v in a.records.get("staleness", [])]
+    res = analytic_for_emulation(scn, alg, 4, em.result, staleness=stale)
+    assert res is not None and math.isfinite(res.steps_to_target)
+    # time = steps x the emulated run's own time per server update
+    per_update = em.result.time_to_target / em.result.updates_to_target
+    assert res.time_to_target == pytest.approx(res.steps_to_target * per_update, rel=0.05)
