@@ -125,7 +125,7 @@ def make_app(ex: Explorer, title: str) -> Any:
         controls.append(html.Div([
             html.Label(col, htmlFor={"type": "fix", "axis": col}),
             dcc.Dropdown(id={"type": "fix", "axis": col}, options=[str(v) for v in vals],
-                         value=str(vals[0]) if len(vals) else None, clearable=False),
+                         value=str(vals[-1]) if len(vals) else None, clearable=False),
         ], style={"width": "12em", "display": "inline-block", "marginRight": "1em"}))
 
     def pick(ident: str, label: str, options: list[str], value: str) -> Any:
