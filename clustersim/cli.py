@@ -179,14 +179,14 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from clustersim.report.output import atomic_write, check_outputs
 
     check_outputs({"--output": args.output})
-    from clustersim.report.whatif import grid_points, whatif_grid, whatif_html
+    from clustersim.report.whatif import grid_points, grid_size, whatif_grid, whatif_html
 
-    n = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
-    with _progress(n, "what-if grid", not args.quiet) as advance:
+    cells = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
+    with _progress(grid_size(scn, bws, lats), "what-if grid", not args.quiet) as advance:
         grid = whatif_grid(scn, bws, lats, advance)
     atomic_write(out, whatif_html(scn, grid))
     if not args.quiet:
-        print(f"wrote {out} ({n} simulations; open it in a browser, it works offline)")
+        print(f"wrote {out} ({cells} simulated sweeps; open it in a browser, it works offline)")
     return EXIT_OK
 
 

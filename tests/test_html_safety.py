@@ -91,8 +91,9 @@ def test_hostile_strings_are_text_not_markup(hostile_page):
     tags = [t for t, _ in page.tags]
     # the only elements: the page's own skeleton and one div + script per figure
     assert set(tags) <= {"html", "head", "meta", "title", "style", "script", "body", "h1", "p",
-                         "div", "h3", "ul", "li"}, set(tags)
-    assert tags.count("script") == 1 + 4  # plotly.js, then one per figure
+                         "div", "h3", "ul", "li",
+                         "fieldset", "legend", "label", "input", "span"}, set(tags)  # panel
+    assert tags.count("script") == 1 + 4 + 1  # plotly.js, one per figure, the control panel
     for _, attrs in page.tags:
         assert not [a for a in attrs if a.startswith("on")], attrs
         assert not any("javascript:" in (v or "").lower() for v in attrs.values())

@@ -76,16 +76,20 @@ def csp_policy(scripts: Sequence[str]) -> str:
 
 
 def standalone_page(title: str, body_before: str, figures: Sequence[tuple[str, str]],
-                    body_after: str = "") -> str:
+                    body_after: str = "", scripts_after: Sequence[str] = ()) -> str:
     """The page: plotly.js and the figures' scripts inline, under a hash-based CSP.
 
     ``title`` is plain text (escaped here); ``body_before``/``body_after`` are HTML the caller
-    built with :func:`escape_text`; ``figures`` are :func:`figure_script` pairs.
+    built with :func:`escape_text`; ``figures`` are :func:`figure_script` pairs;
+    ``scripts_after`` run last (a control panel that binds its inputs with
+    ``addEventListener``: hashed like the others, since inline handlers are refused), and
+    any data they embed must come from :func:`script_json`.
     """
     from plotly.offline import get_plotlyjs
 
-    scripts = [get_plotlyjs()] + [s for _, s in figures]
+    scripts = [get_plotlyjs()] + [s for _, s in figures] + list(scripts_after)
     parts = [f"{div}<script>{script}</script>" for div, script in figures]
+    parts += [f"<script>{script}</script>" for script in scripts_after]
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp_policy(scripts)}\">"

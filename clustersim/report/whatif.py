@@ -1,9 +1,16 @@
 """What-if charts: one standalone HTML page with interactive Plotly figures.
 
-Why precomputed grids and sliders rather than a live server: clusters are often offline and
-people mail these files around.  We simulate the scenario on a small grid of changes (network
-bandwidth and latency scaled by factors; the scenario's own workers axis and algorithms) and
-let the page switch between them instantly.  plotly.js is embedded, so the file opens anywhere.
+Why precomputed grids and one control panel rather than a live server: clusters are often
+offline and people mail these files around (the live app is ``clustersim explore``).  We
+simulate the scenario on a small grid of changes (network bandwidth and latency scaled by
+factors; the scenario's own workers axis and algorithms) and the page's control panel switches
+every chart between them at once.  plotly.js is embedded, so the file opens anywhere.
+
+Speed: the grid's cells are whole sweeps, but their points are independent and each is seeded
+by itself, so all the cells' points go to one process pool (heaviest first) instead of one
+pool per cell, which waited for each cell's slowest point in turn; the scaled platforms share
+the scenario's route cache (routes do not change when links get faster).  Each point is the
+same :func:`~clustersim.sim.sweep.simulate_point` call that a sweep of that cell alone makes.
 
 plotly is imported here only, and this module is imported only by the ``whatif`` command: the
 simulator core never pulls it in.
@@ -19,15 +26,25 @@ from typing import Any
 import numpy as np
 
 from clustersim.report.htmlpage import escape_text as _esc
-from clustersim.report.htmlpage import figure_script, standalone_page
+from clustersim.report.htmlpage import figure_script, script_json, standalone_page
+from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, series_style
 from clustersim.scenario.schema import Scenario
 
-__all__ = ["scaled_platform", "whatif_grid", "whatif_html"]
+__all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html"]
 
 
 def scaled_platform(platform: Any, bandwidth: float = 1.0, latency: float = 1.0) -> Any:
-    """The same platform with every link's bandwidth and latency multiplied (routes unchanged)."""
+    """The same platform with every link's bandwidth and latency multiplied (routes unchanged,
+    and their cache shared: a shallow copy).
+
+    The copy gets its own ``memo``: what runs derive from the platform and keep there
+    (point-to-point message plans: latencies and drain times) depends on the links' speeds,
+    so a shared memo would hand one cell the plans of another whenever two cells' points run
+    in the same process.
+    """
     p = copy.copy(platform)
+    if hasattr(platform, "memo"):
+        p.memo = {}
     p.capacity = np.asarray(platform.capacity, dtype=float) * bandwidth
     p.latency = np.asarray(platform.latency, dtype=float) * latency
     p.capacity.setflags(write=False)
@@ -35,7 +52,7 @@ def scaled_platform(platform: Any, bandwidth: float = 1.0, latency: float = 1.0)
     return p
 
 
-def _variant(scn: Scenario, bw: float, lat: float) -> Scenario:
+def scaled_scenario(scn: Scenario, bw: float, lat: float) -> Scenario:
     return replace(scn, platform=scaled_platform(scn.platform, bw, lat),
                    variants=tuple((label, replace(v, platform=scaled_platform(v.platform, bw, lat)))
                                   for label, v in scn.variants))
@@ -50,139 +67,193 @@ def grid_points(bandwidths: Sequence[float], latencies: Sequence[float]
 
 
 def whatif_grid(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[float],
-                advance: Callable[[int], None] = lambda n=1: None) -> dict[str, Any]:
+                advance: Callable[[int], None] = lambda n=1: None,
+                jobs: int | None = None) -> dict[str, Any]:
     """Simulate every point of :func:`grid_points`.
 
     Returns ``{"cells": {(bw, lat): {algorithm: [point dicts]}}, ...}`` for training scenarios
     and ``{"cells": {(bw, lat): [benchmark rows]}, ...}`` for collective benchmarks.
+    ``advance`` is called once per simulated point (training) or per cell (benchmarks): see
+    :func:`grid_size`.
     """
     bandwidths = sorted({1.0, *map(float, bandwidths)})
     latencies = sorted({1.0, *map(float, latencies)})
+    combos = grid_points(bandwidths, latencies)
     cells: dict[tuple[float, float], Any] = {}
-    for bw, lat in grid_points(bandwidths, latencies):
-        v = _variant(scn, bw, lat)
-        if scn.benchmark is not None:
-            from clustersim.sim.collective_bench import run_benchmark
+    if scn.benchmark is not None:
+        from clustersim.sim.collective_bench import run_benchmark
 
-            cells[(bw, lat)] = [r.to_dict() for r in run_benchmark(v)]
-        else:
-            from clustersim.sim.sweep import run_sweep
+        for bw, lat in combos:
+            cells[(bw, lat)] = [r.to_dict() for r in run_benchmark(scaled_scenario(scn, bw, lat))]
+            advance(1)
+        return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
+    from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
 
-            res = run_sweep(v)
-            cells[(bw, lat)] = {t: [p.to_dict() for p in pts] for t, pts in res.points.items()}
-        advance(1)
+    cases: list[Any] = []
+    firsts: list[int] = []
+    tasks: list[tuple[int, int, int, int]] = []
+    for bw, lat in combos:
+        mine = sweep_cases(scaled_scenario(scn, bw, lat))
+        firsts.append(len(cases))
+        tasks += sweep_tasks(mine, first=len(cases))
+        cases += mine
+    results: dict[tuple[int, int, int], Any] = {}
+    run_tasks(cases, tasks, results, jobs, advance)
+    for k, cell in enumerate(combos):
+        end = firsts[k + 1] if k + 1 < len(firsts) else len(cases)
+        res = assemble_sweep(cases[firsts[k]:end], results, first=firsts[k])
+        cells[cell] = {t: [p.to_dict() for p in pts] for t, pts in res.points.items()}
     return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
 
 
-def _slider(figure: Any, labels: list[str], per_step: int, prefix: str, active: int) -> None:
-    steps = []
-    n = len(labels) * per_step
-    for k, label in enumerate(labels):
-        vis = [False] * n
-        for j in range(per_step):
-            vis[k * per_step + j] = True
-        steps.append({"method": "update", "label": label, "args": [{"visible": vis}]})
-    figure.update_layout(sliders=[{"active": active, "currentvalue": {"prefix": prefix},
-                                   "steps": steps, "pad": {"t": 40}}])
+def grid_size(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[float]) -> int:
+    """How many times :func:`whatif_grid` calls ``advance`` (for a progress bar)."""
+    combos = grid_points(sorted({1.0, *bandwidths}), sorted({1.0, *latencies}))
+    if scn.benchmark is not None:
+        return len(combos)
+    from clustersim.sim.sweep import sweep_cases, sweep_tasks
+
+    return len(combos) * len(sweep_tasks(sweep_cases(scn)))
 
 
-def _training_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
+_LAYOUT = {"template": "plotly_white", "height": 500, "hovermode": "closest",
+           "margin": {"t": 60, "b": 40, "l": 70, "r": 20},
+           "legend": {"orientation": "h", "yanchor": "top", "y": -0.14, "x": 0}}
+
+
+def _band(go: Any, x: list[float], lo: list[float], hi: list[float], color: str,
+          group: str) -> Any:
+    """A shaded 90% interval (over seeds) behind a series: hi along x, then lo back."""
+    return go.Scatter(x=x + x[::-1], y=hi + lo[::-1], fill="toself", fillcolor=color,
+                      opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
+                      legendgroup=group, mode="lines")
+
+
+def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
+                      ) -> tuple[list[Any], list[list[int]]]:
+    """The figures and, per figure, the grid cell each trace belongs to (-1: every cell)."""
     import plotly.graph_objects as go
 
     bws = grid["bandwidths"]
-    base_lat = 1.0
-    combos = grid_points(bws, grid["latencies"])
-    labels = [f"bandwidth x{bw:g}, latency x{lat:g}" for bw, lat in combos]
     algs = list(grid["cells"][combos[0]].keys())
     names = {a: _esc(a) for a in algs}  # labels come from the scenario: text, not markup
-    name = _esc(scn.name)
-    active = combos.index((1.0, 1.0))
-
-    thr = go.Figure()
-    eff = go.Figure()
-    brk = go.Figure()
+    style = {a: series_style(i) for i, a in enumerate(algs)}
+    thr, eff, brk, sens = go.Figure(), go.Figure(), go.Figure(), go.Figure()
+    owners: list[list[int]] = [[], [], [], []]
     for k, cell in enumerate(combos):
         data = grid["cells"][cell]
         for a in algs:
             pts = data[a]
+            color, dash = style[a]
             w = [p["workers"] for p in pts]
+            line = {"color": color, "dash": dash, "width": 2.5}
+            base = pts[0]
+            band = [p["interval"].get("throughput") for p in pts]
+            if all(band) and any(lo != hi for lo, hi in band):
+                lo, hi = [b[0] for b in band], [b[1] for b in band]
+                thr.add_trace(_band(go, w, lo, hi, color, a))
+                owners[0].append(k)
+                scale = [(p["workers"] / base["workers"]) * base["throughput"] / 100 for p in pts]
+                eff.add_trace(_band(go, w, [v / s for v, s in zip(lo, scale)],
+                                    [v / s for v, s in zip(hi, scale)], color, a))
+                owners[1].append(k)
             thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=names[a],
-                                     mode="lines+markers", visible=(k == active),
+                                     mode="lines+markers", line=line, legendgroup=a,
                                      hovertemplate="%{x} workers: %{y:,.0f} samples/s"))
             eff.add_trace(go.Scatter(x=w, y=[100 * p["efficiency"] for p in pts], name=names[a],
-                                     mode="lines+markers", visible=(k == active),
+                                     mode="lines+markers", line=line, legendgroup=a,
                                      hovertemplate="%{x} workers: %{y:.1f}%"))
-        for part, color in (("compute", "#4C78A8"), ("comm", "#F58518"), ("wait", "#B0B0B0")):
-            brk.add_trace(go.Bar(x=[names[a] for a in algs], y=[1e3 * data[a][-1][part] for a in algs], name=part,
-                                 marker_color=color, visible=(k == active),
-                                 hovertemplate="%{x}: %{y:.2f} ms"))
+            owners[0].append(k)
+            owners[1].append(k)
+        for part, color in (("compute", "#4C78A8"), ("comm", "#F58518"), ("wait", "#9D9D9D")):
+            brk.add_trace(go.Bar(y=[names[a] for a in algs], x=[1e3 * data[a][-1][part] for a in algs],
+                                 name=part, orientation="h", marker_color=color,
+                                 hovertemplate="%{y}: %{x:.2f} ms"))
+            owners[2].append(k)
     ticks = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
-    for fig, title, ytitle, log in (
-        (thr, "Throughput vs workers", "samples/s", True),
-        (eff, "Parallel efficiency vs workers", "efficiency (%)", False),
-    ):
-        fig.update_layout(title=f"{name}: {title}",
-                          xaxis={"title": "workers", "type": "log", "tickvals": ticks},
-                          yaxis={"title": ytitle, "type": "log" if log else "linear"},
-                          template="plotly_white", height=520)
-        _slider(fig, labels, len(algs), "", active)
-    brk.update_layout(barmode="stack", template="plotly_white", height=520,
-                      title=f"{name}: one iteration at the largest point, where time goes",
-                      yaxis={"title": "ms per iteration"})
-    _slider(brk, labels, 3, "", active)
+    xw = {"title": {"text": "workers"}, "type": "log", "tickvals": ticks,
+          "ticktext": [f"{t:,}" for t in ticks]}
+    thr.update_layout(_LAYOUT, title={"text": "Throughput vs workers"}, xaxis=xw,
+                      yaxis={"title": {"text": "samples/s"}, "tickformat": "~s", "rangemode": "tozero"})
+    eff.update_layout(_LAYOUT, title={"text": "Parallel efficiency vs workers"}, xaxis=xw,
+                      yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
+    largest = grid["cells"][combos[0]][algs[0]][-1]["workers"]
+    brk.update_layout(_LAYOUT, barmode="stack",
+                      height=max(320, 110 + 34 * len(algs)),
+                      title={"text": f"One iteration at {largest:,} workers: where time goes"},
+                      xaxis={"title": {"text": "ms per iteration"}},
+                      yaxis={"automargin": True, "autorange": "reversed"},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1,
+                              "xanchor": "right"})
 
     # efficiency at the largest point as bandwidth changes: "does the network matter?"
-    sens = go.Figure()
     for a in algs:
-        xs = list(bws)
-        ys = [100 * grid["cells"][(bw, base_lat)][a][-1]["efficiency"] for bw in bws]
-        sens.add_trace(go.Scatter(x=xs, y=ys, name=names[a], mode="lines+markers",
-                                  hovertemplate="bandwidth x%{x}: %{y:.1f}%"))
-    largest = grid["cells"][combos[0]][algs[0]][-1]["workers"]
-    sens.update_layout(title=f"{name}: efficiency at {largest} workers vs network bandwidth",
-                       xaxis={"title": "link bandwidth (x scenario)", "type": "log"},
-                       yaxis={"title": "efficiency (%)"}, template="plotly_white", height=480)
-    return [thr, eff, brk, sens]
+        color, dash = style[a]
+        ys = [100 * grid["cells"][(bw, 1.0)][a][-1]["efficiency"] for bw in bws]
+        sens.add_trace(go.Scatter(x=list(bws), y=ys, name=names[a], mode="lines+markers",
+                                  line={"color": color, "dash": dash, "width": 2.5},
+                                  hovertemplate="bandwidth %{x}x: %{y:.1f}%"))
+        owners[3].append(-1)
+    sens.update_layout(_LAYOUT, title={"text": f"Efficiency at {largest:,} workers vs link "
+                                               "bandwidth (latency 1x)"},
+                       xaxis={"title": {"text": "link bandwidth (x scenario)"}, "type": "log",
+                              "tickvals": list(bws), "ticktext": [factor_label(b) for b in bws]},
+                       yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
+    return [thr, eff, brk, sens], owners
 
 
-def _benchmark_figures(scn: Scenario, grid: dict[str, Any]) -> list[Any]:
+def _benchmark_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
+                       ) -> tuple[list[Any], list[list[int]]]:
     import plotly.graph_objects as go
 
-    combos = grid_points(grid["bandwidths"], grid["latencies"])
-    labels = [f"bandwidth x{bw:g}, latency x{lat:g}" for bw, lat in combos]
     rows0 = grid["cells"][combos[0]]
     keys = list(dict.fromkeys((r["algorithm"], r["ranks"]) for r in rows0))
-    active = combos.index((1.0, 1.0))
     fig = go.Figure()
+    owners: list[int] = []
     for k, cell in enumerate(combos):
         rows = grid["cells"][cell]
-        for alg, ranks in keys:
+        for i, (alg, ranks) in enumerate(keys):
+            color, dash = series_style(i)
             sel = [r for r in rows if r["algorithm"] == alg and r["ranks"] == ranks]
             fig.add_trace(go.Scatter(x=[r["size"] for r in sel], y=[r["busbw"] / 1e9 for r in sel],
                                      name=_esc(f"{alg}, {ranks} ranks"), mode="lines+markers",
-                                     visible=(k == active),
+                                     line={"color": color, "dash": dash, "width": 2.5},
                                      hovertemplate="%{x:.3s}B: %{y:.3f} GB/s"))
-    fig.update_layout(title=f"{_esc(scn.name)}: bus bandwidth by message size",
-                      xaxis={"title": "message size (bytes)", "type": "log"},
-                      yaxis={"title": "busbw (GB/s)"}, template="plotly_white", height=600)
-    _slider(fig, labels, len(keys), "", active)
-    return [fig]
+            owners.append(k)
+    fig.update_layout(_LAYOUT, height=620, title={"text": "Bus bandwidth by message size"},
+                      xaxis={"title": {"text": "message size (bytes)"}, "type": "log",
+                             "tickformat": "~s"},
+                      yaxis={"title": {"text": "busbw (GB/s)"}})
+    return [fig], [owners]
 
 
 def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     """A standalone page (plotly.js embedded) that is safe to open whoever wrote the scenario
     (see :mod:`clustersim.report.htmlpage`); deterministic div ids so that the same scenario
-    and seed give the same bytes."""
-    figs = (_benchmark_figures(scn, grid) if scn.benchmark is not None
-            else _training_figures(scn, grid))
+    and seed give the same bytes.  Traces of the grid cell not shown start hidden; the panel's
+    script (hashed by the page's CSP like every other) toggles them in every chart at once."""
+    combos = grid_points(grid["bandwidths"], grid["latencies"])
+    active = combos.index((1.0, 1.0))
+    figs, owners = (_benchmark_figures(scn, grid, combos) if scn.benchmark is not None
+                    else _training_figures(scn, grid, combos))
+    for fig, own in zip(figs, owners):
+        for trace, k in zip(fig.data, own):
+            trace.visible = k < 0 or k == active
     config = {"displaylogo": False, "responsive": True}
-    parts = [figure_script(fig, f"clustersim-fig-{k}", config) for k, fig in enumerate(figs)]
+    ids = [f"clustersim-fig-{k}" for k in range(len(figs))]
+    parts = [figure_script(fig, i, config) for fig, i in zip(figs, ids)]
+    state = {"cells": combos, "active": active,
+             "figures": [{"id": i, "owners": own} for i, own in zip(ids, owners)]}
+    panel_script = f"var CLUSTERSIM_WHATIF = {script_json(state)};\n{PANEL_JS}"
     about = f"<p>{_esc(scn.about)}</p>" if scn.about else ""
     assumptions = "".join(f"<li>{_esc(a)}</li>" for a in scn.assumptions)
     before = (
         f"<h1>What if: {_esc(scn.name)}</h1>{about}"
-        f"<p>Platform: {_esc(scn.platform.describe())}. Move the sliders: every position is a "
-        "full simulation with all link bandwidths / latencies scaled by that factor.</p>"
+        f"<p>Platform: {_esc(scn.platform.describe())}. Every position of the panel is a "
+        "full simulation with all link bandwidths / latencies scaled by that factor; the "
+        "panel drives every chart.</p>"
+        + panel_html(grid["bandwidths"], grid["latencies"])
     )
     after = f"<h3>Assumptions</h3><ul>{assumptions}</ul>" if assumptions else ""
-    return standalone_page(f"clustersim what-if: {scn.name}", before, parts, after)
+    return standalone_page(f"clustersim what-if: {scn.name}", before, parts, after,
+                           scripts_after=[panel_script])

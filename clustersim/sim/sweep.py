@@ -27,6 +27,7 @@ from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
 
 __all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors",
+           "sweep_cases", "sweep_tasks", "run_tasks", "assemble_sweep",
            "prepare_point"]
 
 
@@ -192,26 +193,13 @@ def run_sweep(scn: Scenario, trace: bool = False,
     in sweep order: the output does not depend on which process ran what.  The pool forks,
     so the scenario is shared, not pickled; where fork is unavailable the sweep runs here.
     """
-    if scn.workload is None or not scn.algorithms:
-        raise InputError("a training prediction needs 'workload' and 'algorithm' sections")
-    cases: list[tuple[str, Scenario, AlgorithmSpec]] = []
-    base_prefix = f"{scn.label} · " if scn.variants else ""
-    for prefix, s in ((base_prefix, scn), *((f"{label} · ", v) for label, v in scn.variants)):
-        cases += [(prefix + alg.title, s, alg) for alg in s.algorithms]
-    titles = [t for t, _, _ in cases]
-    if len(set(titles)) != len(titles):
-        dup = next(t for t in titles if titles.count(t) > 1)
-        raise InputError(f"two algorithms would both be reported as {dup!r}: give them "
-                         f"distinct 'label's", path=("compare",))
-    tasks: list[tuple[int, int, int, int]] = []
-    for ci, (_title, s, _alg) in enumerate(cases):
-        repeats = s.run.repeats if s.workload.jitter > 0 else 1
-        tasks += [(ci, w, r, s.run.seed + r) for w in worker_counts(s) for r in range(repeats)]
+    cases = sweep_cases(scn)
+    tasks = sweep_tasks(cases)
+    jobs = default_jobs() if jobs is None else max(1, jobs)  # a bad CLUSTERSIM_JOBS: now
     traced = None
     if trace:
         s0 = cases[0][1]
         traced = (0, worker_counts(s0)[-1], 0, s0.run.seed)
-    jobs = default_jobs() if jobs is None else max(1, jobs)
     out = SweepResult()
     results: dict[tuple[int, int, int], PointMetrics] = {}
     ctx = progress_factory(len(tasks)) if progress_factory else nullcontext(lambda n=1: None)
@@ -222,27 +210,71 @@ def run_sweep(scn: Scenario, trace: bool = False,
             results[(ci, w, r)] = m
             out.runs[(cases[ci][0], w)] = res
             advance(1)
-        todo = [t for t in tasks if t[:3] not in results]
-        # heaviest first, so the pool's last straggler is a small point
-        todo.sort(key=lambda t: -t[1])
-        use_pool = (jobs > 1 and len(todo) >= 4
-                    and "fork" in multiprocessing.get_all_start_methods())
-        if use_pool:
-            global _POOL_CASES
-            _POOL_CASES = cases
-            try:
-                with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
-                    for ci, w, r, m in pool.imap_unordered(_pool_task, todo):
-                        results[(ci, w, r)] = m
-                        advance(1)
-            finally:
-                _POOL_CASES = []
-        else:
-            for ci, w, r, seed in todo:
-                m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
-                results[(ci, w, r)] = m
-                advance(1)
-    for ci, (title, s, _alg) in enumerate(cases):
+        run_tasks(cases, [t for t in tasks if t[:3] not in results], results, jobs, advance)
+    return assemble_sweep(cases, results, out)
+
+
+Case = tuple[str, Scenario, AlgorithmSpec]
+
+
+def sweep_cases(scn: Scenario) -> list[Case]:
+    """(title, scenario, algorithm) for every algorithm of the scenario and its variants."""
+    if scn.workload is None or not scn.algorithms:
+        raise InputError("a training prediction needs 'workload' and 'algorithm' sections")
+    cases: list[Case] = []
+    base_prefix = f"{scn.label} · " if scn.variants else ""
+    for prefix, s in ((base_prefix, scn), *((f"{label} · ", v) for label, v in scn.variants)):
+        cases += [(prefix + alg.title, s, alg) for alg in s.algorithms]
+    titles = [t for t, _, _ in cases]
+    if len(set(titles)) != len(titles):
+        dup = next(t for t in titles if titles.count(t) > 1)
+        raise InputError(f"two algorithms would both be reported as {dup!r}: give them "
+                         f"distinct 'label's", path=("compare",))
+    return cases
+
+
+def sweep_tasks(cases: Sequence[Case], first: int = 0) -> list[tuple[int, int, int, int]]:
+    """``(case index, workers, repeat, seed)`` of every run; case indices start at ``first``
+    (several sweeps' cases can share one list and one pool)."""
+    tasks: list[tuple[int, int, int, int]] = []
+    for ci, (_title, s, _alg) in enumerate(cases, start=first):
+        repeats = s.run.repeats if s.workload.jitter > 0 else 1
+        tasks += [(ci, w, r, s.run.seed + r) for w in worker_counts(s) for r in range(repeats)]
+    return tasks
+
+
+def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
+              results: dict[tuple[int, int, int], PointMetrics], jobs: int | None,
+              advance: Callable[..., Any]) -> None:
+    """Simulate ``todo`` (indices into ``cases``) into ``results``, on the pool or here."""
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    # heaviest first, so the pool's last straggler is a small point
+    todo = sorted(todo, key=lambda t: -t[1])
+    use_pool = (jobs > 1 and len(todo) >= 4
+                and "fork" in multiprocessing.get_all_start_methods())
+    if use_pool:
+        global _POOL_CASES
+        _POOL_CASES = list(cases)
+        try:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
+                for ci, w, r, m in pool.imap_unordered(_pool_task, todo):
+                    results[(ci, w, r)] = m
+                    advance(1)
+        finally:
+            _POOL_CASES = []
+    else:
+        for ci, w, r, seed in todo:
+            m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
+            results[(ci, w, r)] = m
+            advance(1)
+
+
+def assemble_sweep(cases: Sequence[Case], results: dict[tuple[int, int, int], PointMetrics],
+                   out: SweepResult | None = None, first: int = 0) -> SweepResult:
+    """Points in sweep order (seeds summarized, speedup and efficiency relative to the
+    smallest point) from the runs' metrics; ``first`` as in :func:`sweep_tasks`."""
+    out = SweepResult() if out is None else out
+    for ci, (title, s, alg) in enumerate(cases, start=first):
         repeats = s.run.repeats if s.workload.jitter > 0 else 1
         pts: list[PointMetrics] = []
         for w in worker_counts(s):
@@ -256,6 +288,6 @@ def run_sweep(scn: Scenario, trace: bool = False,
             p.efficiency = p.speedup / (p.workers / base.workers)
         out.points[title] = pts
         if s.run.convergence == "emulate":  # one run per point, at the scenario's seed
-            out.emulation[title] = [emulate_point(s, cases[ci][2], w, s.run.seed, title)[0]
+            out.emulation[title] = [emulate_point(s, alg, w, s.run.seed, title)[0]
                                     for w in worker_counts(s)]
     return out

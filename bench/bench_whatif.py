@@ -1,0 +1,95 @@
+"""``clustersim whatif scenarios/knl_4253.yaml`` speed, before and after (issue 14): prints both.
+
+"Before" is another checkout of clustersim (``--before PATH``, e.g. ``/work/main`` or a
+``git worktree add /tmp/main main``), where the grid ran one sweep, with its own process pool,
+per cell; "after" is this checkout, where all the cells' points share one pool.  Each run is
+the whole command in a child process (CLI start, simulation, writing the page), the two
+checkouts alternating so that a busy machine slows both alike; the figures are the median,
+min and max wall time and the median CPU time (the child's and its pool's rusage: other
+processes inflate wall time, not CPU time).
+
+``--check`` also compares the two pages' simulated numbers: the grids must agree exactly
+(the page's layout changed, the numbers must not).
+
+Run: python bench/bench_whatif.py --before /work/main [--runs 3] [--scenario knl_4253]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_once(checkout: Path, scenario: str, out: Path) -> tuple[float, float]:
+    """(wall s, CPU s) of one ``clustersim whatif`` in a child process using ``checkout``."""
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "clustersim", "whatif", scenario, "-o", str(out), "-q"],
+                   cwd=checkout, env=env, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def page_numbers(html: str) -> list[float]:
+    """Every number of every figure's traces (bands left out), sorted: what the page plots."""
+    ys: list[float] = []
+    for m in re.finditer(r"Plotly\.newPlot\(\"[^\"]+\", (\[.*?\]), \{", html):
+        for trace in json.loads(m.group(1)):
+            if trace.get("fill") == "toself":
+                continue
+            for axis in ("x", "y"):
+                vals = trace.get(axis) or []
+                if isinstance(vals, dict):  # a typed array: compare its encoding as written
+                    ys.append(float(hash(json.dumps(vals, sort_keys=True))))
+                    continue
+                ys.extend(float(v) for v in vals if isinstance(v, (int, float)))
+    return sorted(ys)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
+    ap.add_argument("--scenario", default="scenarios/knl_4253.yaml")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--check", action="store_true", help="compare the pages' numbers")
+    args = ap.parse_args()
+    figures: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = {"before": Path(tmp) / "before.html", "after": Path(tmp) / "after.html"}
+        for _ in range(args.runs):
+            for name, checkout in (("before", args.before.resolve()), ("after", ROOT)):
+                figures[name].append(run_once(checkout, args.scenario, outs[name]))
+        print(f"clustersim whatif {args.scenario}  ({os.cpu_count()} cores, {args.runs} runs)")
+        for name in ("before", "after"):
+            walls = [w for w, _ in figures[name]]
+            cpus = [c for _, c in figures[name]]
+            print(f"  {name:6s}: wall median {statistics.median(walls):6.2f} s "
+                  f"(min {min(walls):.2f}, max {max(walls):.2f}), "
+                  f"CPU median {statistics.median(cpus):6.2f} s")
+        b = statistics.median(w for w, _ in figures["before"])
+        a = statistics.median(w for w, _ in figures["after"])
+        print(f"  speed-up (wall, medians): {b / a:.2f}x")
+        if args.check:
+            same = (page_numbers(outs["before"].read_text())
+                    == page_numbers(outs["after"].read_text()))
+            print(f"  plotted numbers identical: {same}")
+            return 0 if same else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
