@@ -73,19 +73,28 @@ def test_incomplete_profile_for_unknown_model_lists_missing_fields():
 
 
 def test_shipped_constants_load_with_sources():
+    """constants.yaml (real workloads): theory or assumed values with their source;
+    constants_emulation.yaml (the emulated tasks): fitted values inside their intervals."""
     from importlib import resources
 
     import yaml
 
+    from clustersim.convergence.constants import emulation_constants
+
     k = load_constants()
     assert k.gossip_share == pytest.approx(1 / 3)
+    for name, item in yaml.safe_load(resources.files("clustersim.convergence").joinpath(
+            "constants.yaml").read_text())["constants"].items():
+        assert item["source"] and item["status"] in ("theory", "assumed"), name
+        assert getattr(k, name) == item["value"], name
+    e = emulation_constants()
     raw = yaml.safe_load(resources.files("clustersim.convergence").joinpath(
-        "constants.yaml").read_text())["constants"]
-    for name, item in raw.items():  # refitted on emulation: value inside its interval
+        "constants_emulation.yaml").read_text())["constants"]
+    for name, item in raw.items():
         assert item["source"] and item["status"] in ("fitted", "theory"), name
         if item["status"] == "fitted":
             lo, hi = item["interval"]
-            assert lo <= getattr(k, name) == item["value"] <= hi and item["fitted_on"], name
+            assert lo <= getattr(e, name) == item["value"] <= hi and item["fitted_on"], name
     with pytest.raises(ValueError, match="unknown convergence constant"):
         load_constants({"k_x": 1.0})
 

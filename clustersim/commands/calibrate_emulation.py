@@ -60,7 +60,7 @@ def _shipped_sources() -> dict[str, str]:
 
     from clustersim._yaml import safe_load
 
-    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
+    text = resources.files("clustersim.convergence").joinpath("constants_emulation.yaml").read_text()
     raw = safe_load(text)["constants"]
     return {k: str(v.get("source", "")) for k, v in raw.items() if isinstance(v, dict)}
 

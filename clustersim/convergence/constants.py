@@ -32,10 +32,16 @@ class Constants:
     gossip_share: float = 1.0 / 3.0
 
 
-@lru_cache(maxsize=1)
-def _shipped_constants() -> Constants:
-    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
+@lru_cache(maxsize=2)
+def _shipped_constants(name: str = "constants.yaml") -> Constants:
+    text = resources.files("clustersim.convergence").joinpath(name).read_text()
     return load_constants(safe_load(text)["constants"])
+
+
+def emulation_constants() -> Constants:
+    """The constants fitted on convergence emulation (``constants_emulation.yaml``): what the
+    analytic prediction shown beside an emulated run uses (same tasks, same LR regime)."""
+    return _shipped_constants("constants_emulation.yaml")
 
 
 def load_constants(raw: Mapping[str, Any] | None = None) -> Constants:

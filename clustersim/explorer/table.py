@@ -47,7 +47,7 @@ def sweep_table(cells: dict[tuple[float, float], dict[str, list[dict[str, Any]]]
                                        "bandwidth_factor": float(bw),
                                        "latency_factor": float(lat)}
                 for key, val in p.items():
-                    if key in _SKIP or isinstance(val, str):
+                    if key in _SKIP or isinstance(val, (str, dict)):
                         continue
                     row[key] = float("nan") if val is None else float(val)
                 for key, (lo, hi) in (p.get("interval") or {}).items():

@@ -249,11 +249,14 @@ def analytic_for_emulation(scn: Scenario, alg: AlgorithmSpec, workers: int,
         profile = task_profile(spec.task)
     except Exception:  # noqa: BLE001 - a task without a profile: nothing to compare
         return None
-    wl = scn.workload
-    if wl is not None and wl.convergence is not None and wl.convergence.constants is not None:
-        from dataclasses import replace
+    from dataclasses import replace
 
-        profile = replace(profile, constants=wl.convergence.constants)
+    from clustersim.convergence.constants import emulation_constants
+
+    wl = scn.workload
+    given = wl.convergence.constants if wl is not None and wl.convergence is not None else None
+    # the emulation's own fit unless the scenario names constants of its own
+    profile = replace(profile, constants=given or emulation_constants())
     settings = dict(spec.task_settings)
     batch = int(settings.get("batch", TASK_DEFAULTS.get(spec.task, {}).get("batch", 32)))
     stats = emulation_stats(alg.name, dict(alg.params), workers, batch, emulation_result,

@@ -124,8 +124,11 @@ def emulation_stats(name: str, params: Mapping[str, Any], workers: int, batch: i
     if t > 0 and steps > 0:
         shards = int(params.get("shards", 1))
         upd = result.updates[at]
-        metrics = SimpleNamespace(iteration_time=t * workers / steps,
-                                  throughput=steps * batch / t,
+        thr = steps * batch / t
+        if kind == "async" and upd:  # time per update of the reference model itself (pushes
+            # still in flight at the target have cost samples but moved nothing yet)
+            thr = upd * float(params.get("tau", 1)) * batch / t
+        metrics = SimpleNamespace(iteration_time=t * workers / steps, throughput=thr,
                                   update_rate=shards * upd / t if upd else None)
     if metrics is None:
         return None
