@@ -204,3 +204,33 @@ def test_headline_scenarios_have_profiles(name):
     scn = load_scenario(f"scenarios/{name}.yaml")
     assert scn.workload.model.name in shipped_profiles()
     assert scn.workload.convergence is not None and scn.run.convergence == "auto"
+
+
+def test_emulate_mode_reports_emulation_beside_its_analytic_twin(tmp_path):
+    """run.convergence: emulate - the table, JSON and chart carry the emulated curves; each
+    point has the analytic prediction for the same run beside it; the ImageNet-profile
+    figures are not mixed in (the emulated task is the measure)."""
+    raw = copy.deepcopy(BASE)
+    raw["compare"] = [{"name": "async_sgd", "label": "async"}]
+    raw["sweep"] = {"workers": [2]}
+    raw["run"] = {**BASE["run"], "convergence": "emulate",
+                  "emulation": {"task": "teacher_student", "max_iterations": 400}}
+    f = tmp_path / "e.yaml"
+    f.write_text(json.dumps(raw))
+    js, plot = tmp_path / "e.json", tmp_path / "e.html"
+    assert main(["predict", str(f), "-q", "-j", "1", "--json", str(js), "--plot",
+                 str(plot)]) == 0
+    d = json.loads(js.read_text())
+    assert "convergence_profile" not in d
+    assert all(p["time_to_target"] is None for pts in d["algorithms"].values() for p in pts)
+    for title in ("bsp", "async"):
+        (e,) = d["emulation"][title]
+        assert e["stopped"] == "target" and e["time_to_target"] > 0
+        assert e["curve"]["metric"][-1] >= e["target"]
+        # time is monotone and the target is first reached at time_to_target
+        t = e["curve"]["time"]
+        assert t == sorted(t) and e["time_to_target"] in t
+        assert e["analytic_time_to_target"] is not None and e["analytic_time_to_target"] > 0
+    page = plot.read_text()
+    metric = d["emulation"]["bsp"][0]["metric_name"]
+    assert f"{metric} vs simulated time" in page and "time to target vs workers" in page

@@ -207,7 +207,7 @@ def _convergence_json(scn: Any, result: Any) -> dict[str, Any]:
     and the emulated curves, when there are any."""
     out: dict[str, Any] = {}
     prof = getattr(scn.workload, "convergence", None)
-    if prof is not None and scn.run.convergence != "off":
+    if prof is not None and scn.run.convergence in ("auto", "analytic"):
         out["convergence_profile"] = prof.to_dict()
     if getattr(result, "emulation", None):
         from clustersim.report.convergence import emulation_json

@@ -9,6 +9,7 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 from __future__ import annotations
 
 import gc
+import math
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -38,6 +39,9 @@ class SweepResult:
     #: ``run.convergence: emulate``: per algorithm title (as in ``points``), one
     #: :class:`~clustersim.sim.emulate.EmulationResult` per sweep point, in the same order
     emulation: dict[str, list[EmulationResult]] = field(default_factory=dict)
+    #: beside each emulated point: the analytic model's time to the same target for the same
+    #: run (None where it predicts none), so a user sees where the two agree
+    emulation_analytic: dict[str, list[float | None]] = field(default_factory=dict)
 
     def trace_events(self) -> list[TraceEvent]:
         """Trace of the run kept for ``--trace``: the largest point of the first algorithm."""
@@ -145,7 +149,9 @@ def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     res = engine.run()
     m = point_metrics(alg.title, workers, [batch] * workers, res,
                       scn.run.iterations - scn.run.warmup)
-    profile = scn.workload.convergence if scn.run.convergence != "off" else None
+    # emulate: the emulated task is the measure (its analytic twin is printed beside it)
+    profile = (scn.workload.convergence if scn.run.convergence in ("auto", "analytic")
+               else None)
     if profile is not None:
         attach_convergence(m, profile, alg, job, res, scn.workload.optimizer)
     return m, res
@@ -288,6 +294,22 @@ def assemble_sweep(cases: Sequence[Case], results: dict[tuple[int, int, int], Po
             p.efficiency = p.speedup / (p.workers / base.workers)
         out.points[title] = pts
         if s.run.convergence == "emulate":  # one run per point, at the scenario's seed
-            out.emulation[title] = [emulate_point(s, alg, w, s.run.seed, title)[0]
-                                    for w in worker_counts(s)]
+            out.emulation[title], out.emulation_analytic[title] = _emulate_case(s, alg, title)
     return out
+
+
+def _emulate_case(s: Scenario, alg: AlgorithmSpec, title: str
+                  ) -> tuple[list[EmulationResult], list[float | None]]:
+    """Every point of one algorithm emulated, each with the analytic prediction for that run
+    (the task's profile, the emulation's fitted constants, the run's own staleness)."""
+    from clustersim.sim.convfit import analytic_for_emulation
+
+    results, analytic = [], []
+    for w in worker_counts(s):
+        res, run = emulate_point(s, alg, w, s.run.seed, title)
+        stale = [float(v) for a in run.actors for v in a.records.get("staleness", [])]
+        pred = analytic_for_emulation(s, alg, w, res, staleness=stale)
+        results.append(res)
+        analytic.append(None if pred is None or not math.isfinite(pred.time_to_target)
+                        else float(pred.time_to_target))
+    return results, analytic

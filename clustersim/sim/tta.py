@@ -86,6 +86,11 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
     if kind == "elastic":
         alpha = float(params.get("alpha", 0.0)) or None
         beta = float(params.get("beta", 0.9))
+        if alpha is not None and name != "sync_easgd":
+            # one exchange at a time: the centre moves alpha of the way to one worker, p
+            # times a round, so a round moves it 1 - (1 - alpha)^p of the way (<= 1: stable
+            # for any 0 < alpha < 2); p * alpha is the synchronous form's beta only
+            beta, alpha = 1.0 - (1.0 - alpha) ** workers, None
         stale = [s / workers for s in staleness] if staleness and name != "sync_easgd" else []
         return RunStats("elastic", workers, batch, it, metrics.throughput, staleness=stale,
                         momentum=mu, alpha=alpha, beta=beta if alpha is None else None,
