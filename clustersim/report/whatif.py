@@ -199,7 +199,38 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                        xaxis={"title": {"text": "link bandwidth (x scenario)"}, "type": "log",
                               "tickvals": list(bws), "ticktext": [factor_label(b) for b in bws]},
                        yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
-    return [thr, eff, brk, sens], owners
+    figs = [thr, eff, brk, sens]
+    tta = _tta_figure(go, grid, combos, algs, names, style, xw)
+    if tta is not None:
+        figs.append(tta[0])
+        owners.append(tta[1])
+    return figs, owners
+
+
+def _tta_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
+                algs: list[str], names: dict[str, str], style: dict[str, Any],
+                xw: dict[str, Any]) -> tuple[Any, list[int]] | None:
+    """Time to target vs workers, one line per algorithm and cell (the panel switches cells),
+    when the scenario has a convergence profile (clustersim.convergence); gaps: never."""
+    if not any(p.get("time_to_target") is not None
+               for cell in grid["cells"].values() for pts in cell.values() for p in pts):
+        return None
+    fig, own = go.Figure(), []
+    for k, cell in enumerate(combos):
+        for a in algs:
+            pts = grid["cells"][cell][a]
+            color, dash = style[a]
+            t = [None if p.get("time_to_target") is None else p["time_to_target"] / 3600.0
+                 for p in pts]
+            fig.add_trace(go.Scatter(x=[p["workers"] for p in pts], y=t, name=names[a],
+                                     mode="lines+markers", legendgroup=a, connectgaps=False,
+                                     line={"color": color, "dash": dash, "width": 2.5},
+                                     hovertemplate="%{x} workers: %{y:.3g} h to target"))
+            own.append(k)
+    fig.update_layout(_LAYOUT, title={"text": "Time to target vs workers (analytic "
+                                              "convergence model; gaps: never)"}, xaxis=xw,
+                      yaxis={"title": {"text": "time to target (hours)"}, "type": "log"})
+    return fig, own
 
 
 def _benchmark_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
