@@ -91,7 +91,11 @@ def _predict(args: argparse.Namespace) -> int:
     from clustersim.report.output import check_outputs
 
     # before any simulating: a bad output path is an input error, not a traceback later
-    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace})
+    check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace,
+                   **({"--uncertainty-plot": args.uncertainty_plot}
+                      if args.uncertainty_plot else {})})
+    if args.uncertainty_plot and args.uncertainty is None:
+        raise InputError("--uncertainty-plot needs --uncertainty N")
     console = _console(args.quiet, args.wide)
     args.all_sets = sets
     if scn.benchmark is not None:
@@ -153,7 +157,8 @@ def _predict_training(scn, args, console) -> int:
                                        **({"uncertainty": unc} if unc else {})})),
         (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
                                                TRAINING_CSV_COLUMNS))),
-        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name)))])
+        (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name))),
+        *([(args.uncertainty_plot, lambda: _band_html(scn.name, unc))] if unc else [])])
     if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
         print_training(console, scn, result, wide=args.wide)
         if unc:
@@ -161,6 +166,12 @@ def _predict_training(scn, args, console) -> int:
 
             print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide)
     return EXIT_OK
+
+
+def _band_html(name: str, unc) -> str:
+    from clustersim.report.tornado import band_html
+
+    return band_html(name, unc)
 
 
 def _factors(text: str, what: str) -> list[float]:
@@ -270,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "calibration profile's covariance): N quasi-Monte-Carlo samples, "
                          "each a whole sweep; prints median and 90%% interval of every "
                          "headline metric (docs/uncertainty.md)")
+    pr.add_argument("--uncertainty-plot", metavar="FILE",
+                    help="with --uncertainty: write the bands as an offline HTML chart")
     pr.set_defaults(func=cmd_predict)
 
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
