@@ -125,3 +125,20 @@ def test_a_bad_covariance_names_its_field(tmp_path, capsys):
     assert main(["predict", "theano_mpi_alexnet", "--calibration", str(prof), "-q"]) == 2
     err = capsys.readouterr().err
     assert f"{prof}:4" in err and "covariance[0].parameters[1]" in err
+
+
+def test_a_badly_scaled_covariance_block_is_sampled_with_its_moments():
+    # an efficiency (sd 0.05) and a rate in B/s (sd 1e9), correlation 0.6: eigh of the raw
+    # matrix loses the efficiency in round-off; the samples must keep both and their coupling
+    from clustersim.calibration.covariance import CovBlock
+
+    sd = np.array([0.05, 1e9])
+    corr = np.array([[1.0, 0.6], [0.6, 1.0]])
+    cov = corr * np.outer(sd, sd)
+    blk = CovBlock(("devices.d.efficiency_by_class.fc", "devices.d.pack_rate"), (0.5, 5e9),
+                   tuple(map(tuple, cov)), "gemm")
+    xs = np.array([[s.profile[p] for p in blk.parameters]
+                   for s in draw(Inputs(blocks=(blk,)), 4096, 0)])
+    assert xs.mean(axis=0) == pytest.approx([0.5, 5e9], rel=1e-3)
+    assert xs.std(axis=0) == pytest.approx(sd, rel=0.02)
+    assert np.corrcoef(xs.T)[0, 1] == pytest.approx(0.6, abs=0.02)

@@ -75,8 +75,14 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
 
     mean = np.asarray(block.value, dtype=float)
     cov = np.asarray(block.matrix, dtype=float)
-    w, v = np.linalg.eigh(cov)  # the square root of a PSD matrix, singular ones included
-    root = v * np.sqrt(np.clip(w, 0.0, None))
+    # the square root of a PSD matrix (singular ones included) by eigendecomposition of the
+    # *correlation* matrix: the parameters of one block differ by 20 orders of magnitude
+    # (an efficiency and a rate in B/s), and eigh of the raw covariance would lose the small
+    # ones in the round-off of the large ones
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    safe = np.where(sd > 0, sd, 1.0)
+    w, v = np.linalg.eigh(cov / np.outer(safe, safe))
+    root = (sd[:, None] * v) * np.sqrt(np.clip(w, 0.0, None))
     z = norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
     x = mean + root @ z
     out = {}
