@@ -53,6 +53,11 @@ def design(inputs: Inputs, n: int, method: str, seed: int) -> tuple[dict[str, An
         raise InputError("nothing is uncertain: the scenario has no 'uncertain:' section "
                          "(docs/uncertainty.md)", path=("uncertain",))
     prob = _problem(inputs)
+    try:
+        import SALib  # noqa: F401
+    except ImportError:
+        raise InputError("clustersim sensitivity needs SALib: pip install "
+                         "'clustersim[uncertainty]'") from None
     if method == "sobol":
         from SALib.sample import sobol
 
