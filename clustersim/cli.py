@@ -92,9 +92,17 @@ def _predict(args: argparse.Namespace) -> int:
 
     # before any simulating: a bad output path is an input error, not a traceback later
     check_outputs({"--json": args.json, "--csv": args.csv, "--trace": args.trace,
-                   "--plot": getattr(args, "plot", None)})
+                   "--plot": getattr(args, "plot", None),
+                   **({"--uncertainty-plot": args.uncertainty_plot}
+                      if args.uncertainty_plot else {})})
+    if args.uncertainty_plot and args.uncertainty is None:
+        raise InputError("--uncertainty-plot needs --uncertainty N")
     console = _console(args.quiet, args.wide)
+    args.all_sets = sets
     if scn.benchmark is not None:
+        if args.uncertainty is not None:
+            raise InputError("--uncertainty propagates into training predictions; this "
+                             "scenario is a collective benchmark")
         return _predict_benchmark(scn, args, console)
     return _predict_training(scn, args, console)
 
@@ -141,15 +149,37 @@ def _predict_training(scn, args, console) -> int:
 
     result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
         n, "simulating", not args.quiet), jobs=args.jobs)
+    unc = None
+    if args.uncertainty is not None:  # the nominal prediction above stays as it is; the bands beside it
+        from clustersim.report.uncertainty import bands_json
+        from clustersim.sim.sweep import default_jobs
+        from clustersim.uncertainty.predict import propagate_prediction
+
+        bands, inputs = propagate_prediction(
+            scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
+            args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet))
+        unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
-        (args.json, lambda: json_text(training_json(scn, result))),
+        (args.json, lambda: json_text({**training_json(scn, result),
+                                       **({"uncertainty": unc} if unc else {})})),
         (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
                                                TRAINING_CSV_COLUMNS))),
         (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name))),
-        (args.plot, lambda: _plot(scn, result))])
+        (args.plot, lambda: _plot(scn, result)),
+        *([(args.uncertainty_plot, lambda: _band_html(scn.name, unc))] if unc else [])])
     if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
         print_training(console, scn, result, wide=args.wide)
+        if unc:
+            from clustersim.report.uncertainty import print_bands
+
+            print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide)
     return EXIT_OK
+
+
+def _band_html(name: str, unc) -> str:
+    from clustersim.report.tornado import band_html
+
+    return band_html(name, unc)
 
 
 def _factors(text: str, what: str) -> list[float]:
@@ -258,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--wide", action="store_true",
                     help="every table column, whatever the terminal's width (by default "
                          "tables fit it: less important columns left out, grids stacked)")
+    pr.add_argument("--uncertainty", type=int, metavar="N",
+                    help="also propagate the scenario's 'uncertain:' inputs (and the "
+                         "calibration profile's covariance): N quasi-Monte-Carlo samples, "
+                         "each a whole sweep; prints median and 90%% interval of every "
+                         "headline metric (docs/uncertainty.md)")
+    pr.add_argument("--uncertainty-plot", metavar="FILE",
+                    help="with --uncertainty: write the bands as an offline HTML chart")
     pr.set_defaults(func=cmd_predict)
 
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",

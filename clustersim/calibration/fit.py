@@ -52,6 +52,8 @@ class FitResult:
     cost: float = 0.0  # robust cost at the solution: compares models fitted to one data set
     message: str = ""
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: covariance of ``values`` (SI units, n x n); NaN where the interval is unknown
+    cov: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     def __getitem__(self, name: str) -> float:
         return float(self.values[self.names.index(name)])
@@ -111,6 +113,7 @@ def robust_fit(
     x = res.x * sc
     stderr = np.full(n, np.nan)
     ci = np.full((n, 2), np.nan)
+    cov = np.full((n, n), np.nan)
     if dof > 0:
         jac = np.asarray(res.jac, dtype=float)
         s2 = 2.0 * float(res.cost) / dof
@@ -118,6 +121,7 @@ def robust_fit(
             cov_z = np.linalg.pinv(jac.T @ jac) * s2
             err_z = np.sqrt(np.clip(np.diag(cov_z), 0.0, None))
             stderr = err_z * sc
+            cov = cov_z * np.outer(sc, sc)
             q = float(student_t.ppf(0.975, dof))
             ci = np.column_stack([x - q * stderr, x + q * stderr])
         except np.linalg.LinAlgError:  # pragma: no cover - pinv does not raise in practice
@@ -126,4 +130,4 @@ def robust_fit(
     return FitResult(tuple(names), x, stderr, ci, m, dof,
                      float(math.sqrt(float(np.mean(resid ** 2)))),
                      float(np.median(np.abs(resid))), loss, bool(res.success),
-                     float(res.cost), str(res.message), resid)
+                     float(res.cost), str(res.message), resid, cov)

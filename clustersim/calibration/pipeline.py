@@ -456,4 +456,8 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 lines.append(FitLine(pname, eff, lo, hi, "1", f.points, f.rms_rel,
                                      "collective"))
     prof.fit = [ln.as_dict() for ln in lines]
-    return Calibration(prof, target, params, tuned, pw, lm, cf, cfit, lines, notes)
+    cal = Calibration(prof, target, params, tuned, pw, lm, cf, cfit, lines, notes)
+    from clustersim.calibration.covariance import calibration_blocks
+
+    prof.covariance = calibration_blocks(cal)  # read back as uncertainty (predict)
+    return cal

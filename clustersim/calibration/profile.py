@@ -63,7 +63,8 @@ FORMAT = "clustersim-calibration/1"
 #: keys of ``efficiency_by_class``: the workload's EFFICIENCY_CLASSES (``fc_wgrad`` only
 #: when the calibration measured weight-gradient GEMMs on their own)
 KERNEL_CLASSES = ("conv", "fc", "other", "fc_wgrad")
-_TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation")
+_TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation",
+        "covariance")
 _DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class", "jitter")
 _LINK_KEYS = ("bandwidth", "latency", "duplex")
 _NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "collective_efficiency",
@@ -84,6 +85,8 @@ class Profile:
     fit: list[dict[str, Any]] = field(default_factory=list)
     validation: dict[str, Any] | None = None
     file: str | None = None
+    #: covariance blocks of the fitted parameters (clustersim.calibration.covariance)
+    covariance: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,10 @@ def dump_profile(prof: Profile) -> str:
         doc["fit"] = prof.fit
     if prof.validation:
         doc["validation"] = prof.validation
+    if prof.covariance:
+        from clustersim.calibration.covariance import dump_covariance
+
+        doc["covariance"] = dump_covariance(prof.covariance)
     head = ("# clustersim calibration profile - apply with: clustersim predict SCENARIO "
             "--calibration THIS_FILE\n")
     return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100,
@@ -335,6 +342,10 @@ def _parse_profile(raw: Any, file: str | None) -> Profile:
     prof.fit = [dict(x) for x in fit if isinstance(x, Mapping)]
     val = raw.get("validation")
     prof.validation = dict(val) if isinstance(val, Mapping) else None
+    if raw.get("covariance") is not None:
+        from clustersim.calibration.covariance import parse_covariance
+
+        prof.covariance = parse_covariance(raw["covariance"], prof)
     return prof
 
 

@@ -4,4 +4,5 @@ them in the order of :data:`MODULES`.  Importing a command module must stay chea
 imports go inside the command function."""
 
 MODULES = ("clustersim.commands.run_real", "clustersim.commands.calibrate",
-           "clustersim.commands.explore")
+           "clustersim.commands.explore",
+           "clustersim.commands.sensitivity")

@@ -45,7 +45,7 @@ __all__ = ["Scenario", "BenchmarkSpec", "WorkloadSpec", "AlgorithmSpec", "SweepS
 FIDELITIES = ("flow", "analytic", "auto")
 
 _TOP = ("name", "about", "platform", "catalog", "network", "benchmark", "workload", "algorithm",
-        "compare", "sweep", "run", "assumptions", "variants", "label")
+        "compare", "sweep", "run", "assumptions", "variants", "label", "uncertain")
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,8 @@ class Scenario:
     label: str = "base"
     #: sweep points with fields of their own (``sweep.at``): (workers, scenario at that point)
     points: tuple[tuple[int, Scenario], ...] = ()
+    #: ``uncertain:`` inputs (clustersim.uncertainty.spec.UncertainInput), as written
+    uncertain: tuple[Any, ...] = ()
 
     @property
     def algorithms(self) -> tuple[AlgorithmSpec, ...]:
@@ -374,6 +376,11 @@ def _parse(raw: Any, file: str | None) -> Scenario:
                                 nonempty=False))
     name = s.get("name", as_str, Path(file).stem if file else "scenario")
     label = s.get("label", as_str, "base")
+    uncertain: tuple[Any, ...] = ()
+    if s.has("uncertain"):
+        from clustersim.uncertainty.spec import parse_uncertain
+
+        uncertain = parse_uncertain(s.raw["uncertain"])
     return Scenario(
         name=name,
         about=s.get("about", as_str, ""),
@@ -390,6 +397,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         sweep=sweep,
         assumptions=assumptions,
         label=label,
+        uncertain=uncertain,
     )
 
 

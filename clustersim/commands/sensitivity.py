@@ -1,0 +1,158 @@
+"""``clustersim sensitivity SCENARIO``: global sensitivity of the headline metrics to the
+scenario's uncertain inputs (Sobol or Morris indices, SALib), as tables and a tornado chart.
+
+What is analysed: one algorithm (the main one, or ``--algorithm LABEL`` of the compare list,
+which then takes the main one's place so that ``algorithm.*`` inputs apply to it) at the
+largest sweep point, with the smallest point simulated too (scaling efficiency is relative to
+it); the other points, algorithms and variants are left out - they do not enter the indices
+and would multiply the cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from typing import Any
+
+from clustersim.errors import InputError
+
+EXIT_OK = 0
+
+_WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
+         "iteration_time": "iteration time (s)", "comm_share": "communication exposed",
+         "time_to_target": "time to target (s)"}
+
+
+def _focus(raw: Any, label: str | None) -> tuple[Any, str]:
+    """The raw scenario reduced to one algorithm and the sweep's two ends."""
+    from clustersim.scenario.yamlio import LineDict
+
+    out = copy.deepcopy(raw)
+    if label is not None:
+        entries = list(out.get("compare") or [])
+        for e in [out.get("algorithm"), *entries]:
+            name = e if isinstance(e, str) else (e or {}).get("name")
+            lab = None if isinstance(e, str) else (e or {}).get("label")
+            if label in (lab, name):
+                out["algorithm"] = e
+                break
+        else:
+            raise InputError(f"--algorithm {label!r} is neither the main algorithm nor a "
+                             f"'label' or 'name' of the compare list", path=("--algorithm",))
+    title = out["algorithm"] if isinstance(out["algorithm"], str) else \
+        (out["algorithm"].get("label") or out["algorithm"].get("name"))
+    out.pop("compare", None)
+    out.pop("variants", None)
+    sweep = out.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("workers"), list) \
+            and len(sweep["workers"]) > 2:
+        ends = [sweep["workers"][0], sweep["workers"][-1]]
+        at = sweep.get("at")
+        sweep["workers"] = ends
+        if isinstance(at, dict):
+            for key in [k for k in at if k not in ends]:
+                del at[key]
+    if not isinstance(out, LineDict):  # pragma: no cover - load_yaml gives LineDicts
+        raise InputError("a scenario must be a YAML mapping")
+    return out, str(title)
+
+
+def _metrics(scn: Any) -> dict[str, float | None]:
+    from clustersim.sim.sweep import run_sweep
+
+    pts = next(iter(run_sweep(scn, jobs=1).points.values()))
+    p = pts[-1]
+    out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
+                                    "iteration_time": p.iteration_time,
+                                    "comm_share": p.comm_share}
+    if p.time_to_target is not None or p.tta_note:
+        out["time_to_target"] = p.time_to_target
+    return out
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from clustersim.cli import _console, _progress
+    from clustersim.report.output import check_outputs, json_text, write_outputs
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.shipped import scenario_path
+    from clustersim.sim.sweep import default_jobs
+    from clustersim.uncertainty.predict import load_raw
+    from clustersim.uncertainty.propagate import collect_inputs, sample_scenario
+    from clustersim.uncertainty.sensitivity import run_sensitivity
+
+    if not 2 <= args.n <= 4096:
+        raise InputError(f"-n takes 2 to 4,096 base samples (Sobol: a power of two; "
+                         f"Morris: trajectories), not {args.n}")
+    path = str(scenario_path(args.scenario))
+    sets = list(args.set or []) + ([f"run.seed={args.seed}"] if args.seed is not None else [])
+    scn = load_scenario(path, sets)
+    if scn.workload is None:
+        raise InputError("sensitivity needs a training scenario ('workload' and 'algorithm')")
+    check_outputs({"--json": args.json, "--plot": args.plot})
+    profile = None
+    if args.calibration:
+        from clustersim.calibration.profile import load_profile
+
+        profile = load_profile(args.calibration)
+    inputs = collect_inputs(scn, profile)
+    raw, title = _focus(load_raw(path, sets), args.algorithm)
+    seed = scn.run.seed
+    from clustersim.uncertainty.sensitivity import design
+
+    rows = len(design(inputs, args.n, args.method, seed)[1])
+    with _progress(rows, "simulations", not args.quiet) as advance:
+        res = run_sensitivity(inputs, args.n, args.method, seed, _metrics, _WHAT,
+                              jobs=args.jobs or default_jobs(), advance=advance,
+                              build=lambda s: sample_scenario(raw, path, s, profile))
+    workers = scn.sweep.workers[-1] if scn.sweep else scn.platform.num_devices
+    res = {"scenario": scn.name, "algorithm": title, "workers": workers,
+           "inputs": [{"field": f.field, "distribution": f.describe()} for f in inputs.fields],
+           **res}
+    from clustersim.report.uncertainty import print_sensitivity, sensitivity_json
+
+    def plot() -> str:
+        from clustersim.report.tornado import tornado_html
+
+        return tornado_html(res)
+
+    write_outputs([(args.json, lambda: json_text(sensitivity_json(res))),
+                   (args.plot, plot if args.plot else "")])
+    if not args.quiet:
+        console = _console(False, args.wide)
+        print_sensitivity(console, res, wide=args.wide)
+        for note in res["skipped"]:
+            console.print(f"left out: {note}")
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    from clustersim.cli import _jobs
+
+    p = sub.add_parser(
+        "sensitivity", help="global sensitivity of the metrics to the uncertain inputs",
+        description="Sobol (Saltelli sampling) or Morris indices of scaling efficiency, "
+                    "throughput, iteration time, exposed communication and time to target "
+                    "of one algorithm at the largest sweep point, for each input of the "
+                    "scenario's 'uncertain:' section (docs/uncertainty.md).")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    p.add_argument("--method", choices=("sobol", "morris"), default="sobol",
+                   help="sobol: N (k + 2) simulations for k inputs; morris: N (k + 1), a "
+                        "cheaper ranking (default %(default)s)")
+    p.add_argument("-n", type=int, default=16, metavar="N",
+                   help="Sobol base samples (a power of two) or Morris trajectories "
+                        "(default %(default)s)")
+    p.add_argument("--algorithm", metavar="LABEL",
+                   help="analyse this algorithm of the compare list (default: the main one)")
+    p.add_argument("--plot", metavar="FILE", help="write a tornado chart (offline HTML)")
+    p.add_argument("--json", metavar="FILE", help="write the indices as JSON")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibration profile: applied, its covariance blocks uncertain too")
+    p.add_argument("--seed", type=int, help="override run.seed (also seeds the design)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario field, as in predict (repeatable)")
+    p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help="processes (default: CLUSTERSIM_JOBS or all cores); results do not "
+                        "depend on it")
+    p.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
+    p.add_argument("--wide", action="store_true", help="every table column")
+    p.set_defaults(func=cmd_sensitivity)

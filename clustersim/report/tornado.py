@@ -1,0 +1,110 @@
+"""Charts of uncertainty: tornado charts of sensitivity indices and band charts of the
+propagated metrics (offline HTML pages, :mod:`.htmlpage`).
+
+A tornado chart puts the input with the largest index on top, so that the eye reads the
+drivers first; Sobol's total index (ST) is the bar, the first-order index (S1) the inner
+bar (ST - S1 is what the input does through interactions).  A band chart shows the median
+over the input samples as a line and the 5th-95th percentile as a shaded band, per algorithm
+against workers.  plotly is imported here only, lazily by the commands that write a chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clustersim.report.convergence_chart import COLOURS
+from clustersim.report.htmlpage import escape_text as _esc
+from clustersim.report.htmlpage import figure_script, standalone_page
+
+__all__ = ["tornado_figures", "tornado_html", "band_figures", "band_html"]
+
+_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
+    """One horizontal bar chart per metric, inputs sorted by their total index (or mu*)."""
+    import plotly.graph_objects as go
+
+    sobol = res["method"] == "sobol"
+    figs = []
+    for m in res["metrics"].values():
+        order = sorted(range(len(m["names"])), key=lambda i: m["rank_by"][i])  # largest on top
+        names = [_esc(m["names"][i]) for i in order]
+        fig = go.Figure()
+        if sobol:
+            fig.add_trace(go.Bar(y=names, x=[m["ST"][i] for i in order], orientation="h",
+                                 name="ST (total, with interactions)",
+                                 marker={"color": COLOURS[0]},
+                                 error_x={"type": "data", "array": [m["ST_conf"][i]
+                                                                    for i in order]}))
+            fig.add_trace(go.Bar(y=names, x=[m["S1"][i] for i in order], orientation="h",
+                                 name="S1 (first order, alone)", width=0.4,
+                                 marker={"color": COLOURS[1]}))
+            axis = "Sobol index (share of the metric's variance)"
+        else:
+            fig.add_trace(go.Bar(y=names, x=[m["mu_star"][i] for i in order],
+                                 orientation="h", name="mu* (mean |elementary effect|)",
+                                 marker={"color": COLOURS[0]},
+                                 error_x={"type": "data", "array": [m["mu_star_conf"][i]
+                                                                    for i in order]}))
+            axis = f"Morris mu* ({_esc(m['what'])})"
+        b = m["band"]
+        fig.update_layout(
+            title=(f"{_esc(res['algorithm'])} at {res['workers']} workers: {_esc(m['what'])} "
+                   f"{b['median']:.4g} [{b['p05']:.4g}, {b['p95']:.4g}]"),
+            barmode="overlay", xaxis={"title": axis}, template="plotly_white",
+            height=160 + 40 * len(names), legend={"orientation": "h"})
+        figs.append(fig)
+    return figs
+
+
+def tornado_html(res: Mapping[str, Any]) -> str:
+    """The sensitivity result as one standalone page (same result, same bytes)."""
+    parts = [figure_script(f, f"clustersim-tornado-{k}", _CONFIG)
+             for k, f in enumerate(tornado_figures(res))]
+    inputs = "".join(f"<li>{_esc(i['field'])}: {_esc(i['distribution'])}</li>"
+                     for i in res.get("inputs", []))
+    before = (f"<h1>Sensitivity: {_esc(res['scenario'])}</h1><p>{_esc(res['method'])} "
+              f"indices from {res['evaluations']} simulations (SALib).</p><ul>{inputs}</ul>")
+    return standalone_page(f"clustersim sensitivity: {res['scenario']}", before, parts)
+
+
+def band_figures(name: str, unc: Mapping[str, Any],
+                 metrics: tuple[str, ...] = ("efficiency", "throughput")) -> list[Any]:
+    """Median line and 90 % band against workers, one colour per algorithm, per metric."""
+    import plotly.graph_objects as go
+
+    figs = []
+    for key in metrics:
+        fig = go.Figure()
+        for k, (title, rows) in enumerate(unc["algorithms"].items()):
+            rows = [r for r in rows if key in r and r[key]["median"] is not None]
+            if not rows:
+                continue
+            c = COLOURS[k % len(COLOURS)]
+            w = [r["workers"] for r in rows]
+            hi = [r[key]["p95"] for r in rows]
+            lo = [r[key]["p05"] for r in rows]
+            fig.add_trace(go.Scatter(x=w + w[::-1], y=hi + lo[::-1], fill="toself",
+                                     fillcolor=c, opacity=0.2, line={"width": 0},
+                                     name=f"{_esc(title)} 90% band", hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=w, y=[r[key]["median"] for r in rows],
+                                     mode="lines+markers", line={"color": c},
+                                     name=f"{_esc(title)} median"))
+        fig.update_layout(title=f"{_esc(name)}: {key} (input uncertainty: median, 5th-95th "
+                                f"percentile over {unc['samples']} samples)",
+                          xaxis={"title": "workers", "type": "log"}, yaxis={"title": key},
+                          template="plotly_white", height=480)
+        figs.append(fig)
+    return figs
+
+
+def band_html(name: str, unc: Mapping[str, Any]) -> str:
+    parts = [figure_script(f, f"clustersim-band-{k}", _CONFIG)
+             for k, f in enumerate(band_figures(name, unc))]
+    inputs = "".join(f"<li>{_esc(i.get('field') or ', '.join(i['calibration']))}</li>"
+                     for i in unc["inputs"])
+    before = (f"<h1>Uncertainty: {_esc(name)}</h1><p>{_esc(unc['interval'])}</p>"
+              f"<ul>{inputs}</ul>")
+    return standalone_page(f"clustersim uncertainty: {name}", before, parts)

@@ -1,0 +1,152 @@
+"""Uncertainty bands and sensitivity indices for people (tables) and programs (JSON).
+
+Two kinds of interval appear in one output and must not be confused: the ``[low, high]``
+after a number in the scaling tables is the *jitter* interval (5th-95th percentile over
+``run.repeats`` seeds of the compute noise, inputs fixed); the bands here are the *input*
+uncertainty (the median and 5th-95th percentile over samples of the uncertain inputs, seed
+fixed).  Every table and JSON key says which one it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from clustersim.report.layout import Col, print_hidden, print_table
+
+__all__ = ["print_bands", "bands_json", "print_sensitivity", "sensitivity_json",
+           "top_drivers"]
+
+BAND_NOTE = ("input uncertainty: median [5th, 95th percentile] over {n} samples of {k} "
+             "uncertain inputs (scrambled Sobol, seed {seed}); the [..] in the scaling "
+             "tables above are seed-to-seed jitter intervals, inputs fixed")
+
+
+def _duration(x: float) -> str:
+    from clustersim.report.training import _duration as dur
+
+    return "never" if x == float("inf") else dur(x)
+
+
+_FMT = {
+    "iteration_time": lambda v: f"{v * 1e3:.2f}",
+    "throughput": lambda v: f"{v:,.0f}",
+    "speedup": lambda v: f"{v:.2f}",
+    "efficiency": lambda v: f"{100 * v:.1f}%",
+    "comm_share": lambda v: f"{100 * v:.1f}%",
+    "time_to_target": _duration,
+    "statistical_efficiency": lambda v: f"{100 * v:.1f}%",
+    "goodput": lambda v: f"{v:,.0f}",
+}
+_HEAD = {"iteration_time": "iter (ms)", "throughput": "samples/s", "speedup": "speedup",
+         "efficiency": "efficiency", "comm_share": "comm exposed",
+         "time_to_target": "time to target", "statistical_efficiency": "stat. eff.",
+         "goodput": "goodput"}
+_PRIORITY = {"efficiency": 1, "throughput": 1, "time_to_target": 1, "iteration_time": 2,
+             "comm_share": 2, "speedup": 3, "statistical_efficiency": 3, "goodput": 4}
+
+
+def _cell(key: str, b: Any) -> str:
+    f = _FMT[key]
+    return f"{f(b.median)} [{f(b.low)}, {f(b.high)}]"
+
+
+def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int, seed: int,
+                wide: bool = False) -> None:
+    """The uncertain inputs, then one band table per algorithm."""
+    console.print(f"[bold]uncertain inputs[/bold] ({inputs.dims} dimensions)")
+    for f in inputs.fields:
+        about = f" — {escape(f.about)}" if f.about else ""
+        console.print(f"  {escape(f.field)}: {escape(f.describe())}{about}")
+    for b in inputs.blocks:
+        console.print(f"  calibration ({escape(b.source)}): "
+                      f"{escape(', '.join(b.parameters))} — normal, fitted covariance")
+    hidden: list[str] = []
+    for title, rows in bands.items():
+        keys = [k for k in _FMT if any(k in bs for _, bs in rows)]
+        cols = [Col("workers", priority=0)] + [Col(_HEAD[k], priority=_PRIORITY[k])
+                                               for k in keys]
+        cells = [[str(w)] + [_cell(k, bs[k]) if k in bs else "—" for k in keys]
+                 for w, bs in rows]
+        hidden += print_table(console, f"{title} — input uncertainty", cols, cells,
+                              wide=wide, note=False)
+    print_hidden(console, hidden)
+    console.print(BAND_NOTE.format(n=n, k=inputs.dims, seed=seed))
+
+
+def bands_json(bands: Mapping[str, Any], inputs: Any, n: int, seed: int) -> dict[str, Any]:
+    """``{"uncertainty": ...}``: the inputs and, per algorithm and point, each metric's
+    median and 90 % interval (``null`` for a quantile that is "never")."""
+    def num(x: float) -> float | None:
+        return None if x == float("inf") else x
+
+    return {
+        "kind": "input_uncertainty",
+        "interval": "5th-95th percentile over the samples of the uncertain inputs (seed "
+                    "fixed); not the seed-to-seed jitter 'interval' of each point",
+        "method": "scrambled Sobol (scipy.stats.qmc)", "samples": n, "seed": seed,
+        "inputs": [{"field": f.field, "distribution": f.dist, "parameters": list(f.params),
+                    "kind": f.kind, "clip": list(f.clip) if f.clip else None,
+                    "weights": list(f.weights) if f.weights else None, "about": f.about}
+                   for f in inputs.fields]
+        + [{"calibration": list(b.parameters), "from": b.source, "distribution": "normal",
+            "mean": list(b.value), "covariance": [list(r) for r in b.matrix]}
+           for b in inputs.blocks],
+        "algorithms": {title: [{"workers": w, **{k: {"median": num(b.median),
+                                                     "p05": num(b.low), "p95": num(b.high),
+                                                     "never": b.never}
+                                                 for k, b in bs.items()}}
+                               for w, bs in rows]
+                       for title, rows in bands.items()},
+    }
+
+
+def top_drivers(indices: Mapping[str, Any], metric: str, k: int = 3) -> list[tuple[str, float]]:
+    """The ``k`` inputs with the largest total index (Sobol ST, or Morris mu*) of a metric."""
+    m = indices[metric]
+    pairs = sorted(zip(m["names"], m["rank_by"]), key=lambda t: -t[1])
+    return [(n, v) for n, v in pairs[:k]]
+
+
+def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = False) -> None:
+    """One table per metric: every input's indices, largest first; then the top drivers."""
+    sobol = res["method"] == "sobol"
+    cols = [Col("input", justify="left", priority=0)]
+    cols += ([Col("S1 first order"), Col("S1 ±95%", priority=2), Col("ST total"),
+              Col("ST ±95%", priority=2)] if sobol else
+             [Col("mu* (mean |effect|)"), Col("mu* ±95%", priority=2),
+              Col("sigma (interaction)")])
+    hidden: list[str] = []
+    for m in res["metrics"].values():
+        order = sorted(range(len(m["names"])), key=lambda i: -m["rank_by"][i])
+        rows = []
+        for i in order:
+            vals = ([m["S1"][i], m["S1_conf"][i], m["ST"][i], m["ST_conf"][i]] if sobol
+                    else [m["mu_star"][i], m["mu_star_conf"][i], m["sigma"][i]])
+            rows.append([escape(m["names"][i])] + [f"{v:.3g}" for v in vals])
+        b = m["band"]
+        title = (f"{res['algorithm']} at {res['workers']} workers — {m['what']}: "
+                 f"{b['median']:.4g} [{b['p05']:.4g}, {b['p95']:.4g}]")
+        hidden += print_table(console, title, cols, rows, wide=wide, note=False)
+    print_hidden(console, hidden)
+    what = ("Sobol indices (Saltelli sampling, SALib): S1 = share of the variance an input "
+            "explains alone, ST = with its interactions" if sobol else
+            "Morris elementary effects (SALib): mu* = mean |effect| over the input's range, "
+            "sigma = how much that effect depends on the other inputs")
+    console.print(f"{what}; {res['evaluations']} simulations; band = median [5th, 95th "
+                  f"percentile] over those simulations")
+    for metric in res["metrics"]:
+        tops = ", ".join(f"{escape(n)} ({v:.2g})" for n, v in top_drivers(res["metrics"],
+                                                                          metric))
+        console.print(f"top drivers of {res['metrics'][metric]['what']}: {tops}")
+
+
+def sensitivity_json(res: Mapping[str, Any]) -> dict[str, Any]:
+    """The result as JSON-ready data (the ``rank_by`` helper column left out)."""
+    out = dict(res)
+    out["metrics"] = {k: {kk: vv for kk, vv in m.items() if kk != "rank_by"}
+                      for k, m in res["metrics"].items()}
+    return out

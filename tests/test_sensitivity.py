@@ -1,0 +1,80 @@
+"""Sensitivity indices against closed forms, and the command on a shipped scenario."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.uncertainty.propagate import Inputs
+from clustersim.uncertainty.sensitivity import run_sensitivity
+from clustersim.uncertainty.spec import parse_uncertain
+
+INPUTS = Inputs(parse_uncertain({"workload.a": {"uniform": [0, 1]},
+                                 "workload.b": {"uniform": [0, 1]}}))
+
+
+def linear(sample):
+    return {"y": 3.0 * sample.fields["workload.a"] + 1.0}
+
+
+def test_sobol_linear_in_one_input_and_independent_of_the_other():
+    res = run_sensitivity(INPUTS, 256, "sobol", 0, linear, {"y": "y"})
+    m = res["metrics"]["y"]
+    assert res["evaluations"] == 256 * 4  # Saltelli without second order: N (k + 2)
+    a, b = m["names"].index("workload.a"), m["names"].index("workload.b")
+    assert m["S1"][a] == pytest.approx(1.0, abs=0.03)
+    assert m["ST"][a] == pytest.approx(1.0, abs=0.03)
+    assert abs(m["S1"][b]) < 0.01 and abs(m["ST"][b]) < 0.01
+    # band of 3 U(0,1) + 1: the 5th, 50th, 95th percentiles are 1.15, 2.5, 3.85
+    assert (m["band"]["p05"], m["band"]["median"], m["band"]["p95"]) == pytest.approx(
+        (1.15, 2.5, 3.85), abs=0.02)
+
+
+def test_sobol_additive_model_splits_the_variance_by_the_coefficients():
+    # y = a + 2 b, a, b ~ U(0, 1): Var = 1/12 + 4/12, S_a = 1/5, S_b = 4/5 (no interactions)
+    res = run_sensitivity(INPUTS, 512, "sobol", 1,
+                          lambda s: {"y": s.fields["workload.a"] + 2 * s.fields["workload.b"]},
+                          {"y": "y"})
+    m = res["metrics"]["y"]
+    assert m["S1"] == pytest.approx([0.2, 0.8], abs=0.03)
+    assert m["ST"] == pytest.approx([0.2, 0.8], abs=0.03)
+
+
+def test_morris_mu_star_is_the_slope_over_the_range():
+    res = run_sensitivity(INPUTS, 20, "morris", 0, linear, {"y": "y"})
+    m = res["metrics"]["y"]
+    assert res["evaluations"] == 20 * 3
+    assert m["mu_star"] == pytest.approx([3.0, 0.0], abs=1e-9)
+    assert m["sigma"] == pytest.approx([0.0, 0.0], abs=1e-9)
+
+
+def test_constant_metric_has_zero_indices():
+    res = run_sensitivity(INPUTS, 8, "sobol", 0, lambda s: {"y": 5.0}, {"y": "y"})
+    assert res["metrics"]["y"]["ST"] == [0.0, 0.0]
+
+
+def test_command_on_the_headline_scenario_is_deterministic(tmp_path, capsys):
+    args = ["sensitivity", "knl_4253", "--method", "morris", "-n", "2", "-j", "1",
+            "--set", "sweep.workers=[68, 272]"]
+    assert main([*args, "--json", str(tmp_path / "a.json"), "--plot",
+                 str(tmp_path / "t.html")]) == 0
+    out = capsys.readouterr().out
+    assert "top drivers of scaling efficiency" in out and "Sync EASGD at 272 workers" in out
+    assert main([*args, "--json", str(tmp_path / "b.json"), "-q", "-j", "2"]) == 0
+    a, b = (tmp_path / "a.json").read_bytes(), (tmp_path / "b.json").read_bytes()
+    assert a == b
+    res = json.loads(a)
+    assert set(res["metrics"]["efficiency"]["names"]) == {
+        "workload.batch_per_worker", "algorithm.tau", "workload.jitter",
+        "algorithm.allreduce"}
+    assert (tmp_path / "t.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_command_errors(capsys):
+    assert main(["sensitivity", "knl_4253", "-n", "1"]) == 2
+    assert main(["sensitivity", "allreduce_crossbar16"]) == 2
+    assert main(["sensitivity", "knl_4253", "--algorithm", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "'nope'" in err

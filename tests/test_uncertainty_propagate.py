@@ -1,0 +1,144 @@
+"""Propagation: quantiles against closed forms, determinism, predict unchanged without
+--uncertainty, and the calibration covariance read back as uncertainty."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clustersim.cli import main
+from clustersim.uncertainty.propagate import Inputs, draw, quantiles
+from clustersim.uncertainty.spec import parse_uncertain
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--set", "compare=[]", "--set", "sweep.workers=[68, 272]", "-j", "1"]
+
+
+def test_quantiles_of_a_uniform_through_a_monotone_function_are_analytic():
+    # x ~ U(1, 2), y = x^2 (increasing): the q-quantile of y is (1 + q)^2
+    inputs = Inputs(parse_uncertain({"workload.x": {"uniform": [1, 2]}}))
+    ys = [s.fields["workload.x"] ** 2 for s in draw(inputs, 1024, 0)]
+    b = quantiles(ys)
+    # tolerance: the linear-interpolation estimator sits ~q/N below the quantile (~1e-3)
+    assert (b.low, b.median, b.high) == pytest.approx((1.05 ** 2, 1.5 ** 2, 1.95 ** 2),
+                                                      rel=1.5e-3)
+
+
+def test_quantiles_of_a_normal_through_exp_are_lognormal():
+    inputs = Inputs(parse_uncertain({"workload.x": {"normal": [0, 1]}}))
+    ys = [np.exp(s.fields["workload.x"]) for s in draw(inputs, 2048, 3)]
+    b = quantiles(ys)
+    assert (b.low, b.median, b.high) == pytest.approx(
+        (np.exp(-1.6448536), 1.0, np.exp(1.6448536)), rel=0.01)
+
+
+def test_never_counts_as_infinite_not_nan():
+    b = quantiles([1.0, 2.0, None, None] * 5)
+    assert b.high == float("inf") and b.never == 10 and np.isfinite(b.low)
+
+
+def test_predict_without_uncertainty_ignores_the_section(tmp_path, capsys):
+    text = (ROOT / "scenarios" / "knl_4253.yaml").read_text()
+    start = text.index("uncertain:")
+    end = text.index("\nrun:")
+    plain = tmp_path / "knl_plain.yaml"
+    plain.write_text(text[:start] + text[end + 1:])
+    assert "uncertain" not in plain.read_text()
+    assert main(["predict", str(ROOT / "scenarios" / "knl_4253.yaml"), *SMALL]) == 0
+    a = capsys.readouterr().out
+    assert main(["predict", str(plain), *SMALL]) == 0
+    b = capsys.readouterr().out
+    assert a.replace(str(ROOT / "scenarios" / "knl_4253.yaml"), "") == b.replace(str(plain), "")
+    assert "input uncertainty" not in a
+
+
+def test_predict_uncertainty_is_deterministic_and_says_which_interval(tmp_path, capsys):
+    args = ["predict", "knl_4253", "--uncertainty", "4", *SMALL]
+    assert main([*args, "--json", str(tmp_path / "a.json"), "--uncertainty-plot",
+                 str(tmp_path / "band.html")]) == 0
+    out = capsys.readouterr().out
+    assert "Sync EASGD — input uncertainty" in out and "seed-to-seed jitter" in out
+    args[args.index("-j") + 1] = "2"
+    assert main([*args, "--json", str(tmp_path / "b.json"), "-q"]) == 0
+    a = (tmp_path / "a.json").read_bytes()
+    assert a == (tmp_path / "b.json").read_bytes()
+    unc = json.loads(a)["uncertainty"]
+    assert unc["samples"] == 4 and len(unc["inputs"]) == 4
+    eff = unc["algorithms"]["Sync EASGD"][-1]["efficiency"]
+    assert 0 < eff["p05"] <= eff["median"] <= eff["p95"] <= 1.0 + 1e-9
+    # the smallest point is the reference of scaling efficiency: 100% in every sample
+    first = unc["algorithms"]["Sync EASGD"][0]["efficiency"]
+    assert first["p05"] == first["p95"] == pytest.approx(1.0)
+    assert (tmp_path / "band.html").stat().st_size > 1000
+
+
+def test_predict_uncertainty_errors(capsys):
+    assert main(["predict", "knl_4253", "--uncertainty", "1", *SMALL]) == 2
+    assert main(["predict", "allreduce_crossbar16", "--uncertainty", "4"]) == 2
+    assert main(["predict", "theano_mpi_alexnet", "--uncertainty-plot", "x.html"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--uncertainty" in err
+
+
+def test_calibration_covariance_round_trips_and_matches_the_fit(tmp_path):
+    from clustersim.calibration.covariance import dump_covariance, with_values
+    from clustersim.calibration.pipeline import calibrate_rows, make_target
+    from clustersim.calibration.profile import dump_profile, load_profile
+    from clustersim.platform.describe import load_platform
+
+    rows = json.loads((ROOT / "tests" / "data" / "calibration_rows_2rank_vm.json").read_text())
+    plat = load_platform(ROOT / "topologies" / "localhost.yaml")
+    cal = calibrate_rows(rows, make_target(plat, 2))
+    blocks = {b.source: b for b in cal.profile.covariance}
+    assert {"gemm+memory", "reduce", "pingpong", "collective"} <= set(blocks)
+    g = blocks["gemm+memory"]
+    f, cf = cal.compute.fit, cal.compute
+    i = g.parameters.index("devices.localhost_core.efficiency_by_class.fc")
+    # efficiency = rate / peak: its standard error is the rate's divided by the peak
+    assert g.matrix[i][i] ** 0.5 == pytest.approx(f.error("rate_fc") / cf.peak, rel=1e-9)
+    j = g.parameters.index("devices.localhost_core.efficiency_by_class.conv")
+    ci = f.names.index("rate_conv")
+    fi = f.names.index("rate_fc")
+    assert g.matrix[i][j] == pytest.approx(f.cov[fi, ci] / cf.peak ** 2, rel=1e-9)
+    path = tmp_path / "p.yaml"
+    path.write_text(dump_profile(cal.profile))
+    again = load_profile(path)
+    assert [b.parameters for b in again.covariance] == [b.parameters
+                                                        for b in cal.profile.covariance]
+    assert dump_covariance(again.covariance) == dump_covariance(cal.profile.covariance)
+    moved = with_values(again, {"links.localhost_shm.latency": 1e-6})
+    assert moved.links["localhost_shm"]["latency"] == 1e-6
+    assert again.links["localhost_shm"]["latency"] != 1e-6
+
+
+def test_a_bad_covariance_names_its_field(tmp_path, capsys):
+    prof = tmp_path / "p.yaml"
+    prof.write_text("format: clustersim-calibration/1\n"
+                    "links: {localhost_shm: {bandwidth: 4 GB/s, latency: 1 us}}\n"
+                    "covariance:\n"
+                    "  - parameters: [links.localhost_shm.latency, links.nope.bandwidth]\n"
+                    "    value: [1.0e-6, 4.0e9]\n"
+                    "    matrix: [[1.0e-14, 0], [0, 1.0e16]]\n")
+    assert main(["predict", "theano_mpi_alexnet", "--calibration", str(prof), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{prof}:4" in err and "covariance[0].parameters[1]" in err
+
+
+def test_a_badly_scaled_covariance_block_is_sampled_with_its_moments():
+    # an efficiency (sd 0.05) and a rate in B/s (sd 1e9), correlation 0.6: eigh of the raw
+    # matrix loses the efficiency in round-off; the samples must keep both and their coupling
+    from clustersim.calibration.covariance import CovBlock
+
+    sd = np.array([0.05, 1e9])
+    corr = np.array([[1.0, 0.6], [0.6, 1.0]])
+    cov = corr * np.outer(sd, sd)
+    blk = CovBlock(("devices.d.efficiency_by_class.fc", "devices.d.pack_rate"), (0.5, 5e9),
+                   tuple(map(tuple, cov)), "gemm")
+    xs = np.array([[s.profile[p] for p in blk.parameters]
+                   for s in draw(Inputs(blocks=(blk,)), 4096, 0)])
+    assert xs.mean(axis=0) == pytest.approx([0.5, 5e9], rel=1e-3)
+    assert xs.std(axis=0) == pytest.approx(sd, rel=0.02)
+    assert np.corrcoef(xs.T)[0, 1] == pytest.approx(0.6, abs=0.02)
