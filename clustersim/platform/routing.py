@@ -48,6 +48,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from clustersim.platform.stubs import peel_trees
+
 __all__ = ["Router", "NoRoute", "mix"]
 
 Route = tuple[int, ...]
@@ -136,54 +138,9 @@ class Router:
 
     # -- construction ------------------------------------------------------------------
     def _find_stubs(self, n: int, out: list[list[tuple[int, int, int]]]) -> None:
-        """Stubs: trees hanging off the rest of the graph by one node, peeled leaf by leaf.
-
-        A node with one neighbour left (linked both ways) is a stub of that neighbour, which
-        may then become a stub in turn: a GPU of its NVSwitch, the switch of its NIC, the
-        NIC of its edge switch - a whole machine hangs off its edge switch, and only the
-        fabric is searched (a 100,000-GPU fat-tree: 2,000 switches instead of 27,000
-        nodes).  Exact: a path that leaves such a tree comes back through the same node,
-        so every minimal path between two of its nodes stays in it and is the tree path,
-        and every minimal path from it goes through its root.  Two nodes joined only to each
-        other stay in the core."""
-        nbrs: list[set[int]] = [set() for _ in range(n)]
-        for u, lst in enumerate(out):
-            for v, _, _ in lst:
-                nbrs[u].add(v)
-                nbrs[v].add(u)
-        deg = [len(x) for x in nbrs]
-        self._attach = [-1] * n
-        self._up = [(-1, 0)] * n
-        self._down = [(-1, 0)] * n
-        # the first link a -> v of each attachment node a, built once per a: scanning a's
-        # links again for each of its stubs is quadratic (a KNL node holds 68 cores)
-        first_back: dict[int, dict[int, tuple[int, int]]] = {}
-        attach = self._attach
-        todo = [u for u in range(n) if deg[u] == 1]
-        todo.reverse()  # node order first (a stack)
-        while todo:
-            u = todo.pop()
-            if deg[u] != 1 or attach[u] >= 0:
-                continue
-            a = next(v for v in nbrs[u] if attach[v] < 0 and v != u)
-            if deg[a] <= 1:  # two nodes joined only to each other
-                continue
-            upl = next(((lk, c) for v, lk, c in out[u] if v == a), None)
-            backs = first_back.get(a)
-            if backs is None:
-                backs = first_back[a] = {}
-                for v, lk, c in out[a]:
-                    if v not in backs:
-                        backs[v] = (lk, c)
-            back = backs.get(u)
-            if upl is None or back is None:
-                continue
-            attach[u] = a
-            self._up[u] = upl
-            self._down[u] = back
-            deg[a] -= 1
-            if deg[a] == 1:
-                todo.append(a)
+        """Stubs: trees hanging off the rest of the graph by one node
+        (:func:`~clustersim.platform.stubs.peel_trees`)."""
+        self._attach, self._up, self._down = peel_trees(n, out)
 
     def _chain(self, u: int) -> list[int]:
         """``u`` and its attachment nodes up to its core node (``u`` alone when in the core)."""
