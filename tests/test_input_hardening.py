@@ -134,7 +134,7 @@ def test_platform_file_errors_have_file_line_field_and_scenario(tmp_path, capsys
     (FABRIC, "platform.node.nics=9223372036854775807", ["platform.node.nics", "<= 64"]),
     (FABRIC, "platform.oversubscription=1e308", ["platform.oversubscription", "1000"]),
     (FABRIC, "platform.node.devices=1025", ["platform.node.devices", "<= 1024"]),
-    (FABRIC, "platform.node.devices=1000", ["platform:", "16,384 devices"]),
+    (FABRIC, "platform.hosts_per_leaf=10000", ["platform:", "131,072 devices"]),
     (XBAR, "platform.hosts=.inf", ["not finite"]),
     (XBAR, "network.efficiency=.nan", ["not finite"]),
     (XBAR, "run.seed=[1", ["YAML syntax error"]),
@@ -163,7 +163,7 @@ def test_set_accepts_yaml12_numbers(capsys):
 
 def test_platform_too_large_in_total(capsys):
     code, err = run(capsys, FABRIC, "--set", "platform.hosts_per_leaf=100000")
-    assert code == 2 and "16,384 devices" in err and "--set" in err, err
+    assert code == 2 and "131,072 devices" in err and "--set" in err, err
 
 
 def test_hidden_layer_of_huge_width(tmp_path, capsys):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
-from clustersim.platform.model import PlatformBuilder
+from clustersim.platform.model import MAX_DEVICES, PlatformBuilder
 from clustersim.platform.node import Machine, NodeSpec, add_machine
 
 __all__ = ["check_count", "check_link", "check_node", "plug_machines", "MAX_COUNT"]
@@ -65,7 +65,14 @@ def check_node(node: object, *, fabric: bool, direct: bool = False) -> NodeSpec:
 def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: NodeSpec,
                   link: LinkSpec, switch_of: Callable[[int], str], cost: int = 1
                   ) -> list[Machine]:
-    """Add ``count`` machines and join every port of machine ``i`` to ``switch_of(i)``."""
+    """Add ``count`` machines and join every port of machine ``i`` to ``switch_of(i)``.
+
+    Too many devices in all is refused before the first machine is added: the builder would
+    refuse the device past the bound anyway (:data:`~clustersim.platform.model.MAX_DEVICES`),
+    after seconds of building the machines before it."""
+    if count * node.devices > MAX_DEVICES:
+        raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
+                         f"it smaller (fewer hosts or devices per machine)")
     out = []
     for i in range(count):
         m = add_machine(b, i, node, device)

@@ -64,11 +64,13 @@ class _LinkRes:
 
 #: Bounds on a platform's size.  Why: a typo (``hosts: 1e12``, a 1024-device NVLink mesh) must
 #: end in a clear error, not in minutes of building and gigabytes of memory.  The largest
-#: shipped platform (cori_knl_cores) has 4,352 devices and about 4,500 nodes and links; these
-#: leave room for 4x that while keeping a build under a few seconds.
-MAX_DEVICES = 16_384
-MAX_NODES = 50_000
-MAX_LINKS = 100_000
+#: shipped platform is scenarios/bsp_100k.yaml's (the design-space target of one BSP point at
+#: 100,000 GPUs): 100,000 devices, ~127,000 nodes and ~314,000 link resources (two per
+#: full-duplex cable).  These leave ~30% room above it (131,072 devices: 16,384 nodes of 8
+#: GPUs) while keeping a build at a few seconds and a few hundred MiB.
+MAX_DEVICES = 131_072
+MAX_NODES = 200_000
+MAX_LINKS = 500_000
 
 
 class PlatformBuilder:

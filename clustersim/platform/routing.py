@@ -18,8 +18,9 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
 
 * *Stub collapse.*  A node with exactly one neighbour (a device on its switch, a GPU under its
   PCIe switch) can never be in the middle of a minimal path, so a route from a stub is its
-  uplink followed by a route from its attachment node.  Only the *core* graph (switches,
-  routers, NICs, ...) is searched.
+  uplink followed by a route from its attachment node; peeled again and again, whole trees
+  (a machine hanging off its edge switch) collapse.  Only the *core* graph (switches,
+  routers, ...) is searched.
 * *Local balls.*  Distances to ``t`` are first grown breadth-first from ``t`` in Python, one
   level at a time, only until the source is reached and only within a small work budget.  A
   ball of radius ``r = dist(s, t)`` holds every node nearer than ``s``, which is all a minimal
@@ -46,6 +47,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from clustersim.platform.stubs import peel_trees
 
 __all__ = ["Router", "NoRoute", "mix"]
 
@@ -135,34 +138,18 @@ class Router:
 
     # -- construction ------------------------------------------------------------------
     def _find_stubs(self, n: int, out: list[list[tuple[int, int, int]]]) -> None:
-        """Stubs: one neighbour, linked both ways, and that neighbour is not a stub itself
-        (two nodes joined only to each other stay in the core)."""
-        nbrs: list[set[int]] = [set() for _ in range(n)]
-        for u, lst in enumerate(out):
-            for v, _, _ in lst:
-                nbrs[u].add(v)
-                nbrs[v].add(u)
-        self._attach = [-1] * n
-        self._up = [(-1, 0)] * n
-        self._down = [(-1, 0)] * n
-        # the first link a -> v of each attachment node a, built once per a: scanning a's
-        # links again for each of its stubs is quadratic (a KNL node holds 68 cores)
-        first_back: dict[int, dict[int, tuple[int, int]]] = {}
-        for u in range(n):
-            if len(nbrs[u]) == 1:
-                (a,) = nbrs[u]
-                if len(nbrs[a]) > 1 and len(out[u]) == 1:
-                    backs = first_back.get(a)
-                    if backs is None:
-                        backs = first_back[a] = {}
-                        for v, lk, c in out[a]:
-                            if v not in backs:
-                                backs[v] = (lk, c)
-                    back = backs.get(u)
-                    if back is not None:
-                        self._attach[u] = a
-                        self._up[u] = out[u][0][1:]
-                        self._down[u] = back
+        """Stubs: trees hanging off the rest of the graph by one node
+        (:func:`~clustersim.platform.stubs.peel_trees`)."""
+        self._attach, self._up, self._down = peel_trees(n, out)
+
+    def _chain(self, u: int) -> list[int]:
+        """``u`` and its attachment nodes up to its core node (``u`` alone when in the core)."""
+        attach = self._attach
+        out = [u]
+        while attach[u] >= 0:
+            u = attach[u]
+            out.append(u)
+        return out
 
     def _build_reverse(self) -> None:
         """Reversed core graph; a cost-c edge becomes c unit steps through virtual nodes.
@@ -224,42 +211,38 @@ class Router:
         """Link ids of the deterministic ECMP route from node ``s`` to node ``t``."""
         if s == t:
             return ()
-        cs = self._attach[s]
-        ct = self._attach[t]
-        if cs < 0:
-            cs = s
-            up: tuple[int, ...] = ()
-        else:
-            up = (self._up[s][0],)
-            if cs == t:
-                return up
-        if ct < 0:
-            ct = t
-            down: tuple[int, ...] = ()
-        else:
-            down = (self._down[t][0],)
-        if cs == ct:
-            return up + down
-        return (*up, *self._core_walk(self._cid[cs], self._cid[ct], mix(s, t)), *down)
+        attach = self._attach
+        if attach[s] < 0 and attach[t] < 0:
+            return tuple(self._core_walk(self._cid[s], self._cid[t], mix(s, t)))
+        cs, ct = self._chain(s), self._chain(t)
+        up = self._up
+        down = self._down
+        if cs[-1] == ct[-1]:  # one tree: up to the lowest common node, then down
+            i, j = len(cs) - 1, len(ct) - 1
+            while i > 0 and j > 0 and cs[i - 1] == ct[j - 1]:
+                i -= 1
+                j -= 1
+            return (*(up[x][0] for x in cs[:i]), *(down[x][0] for x in reversed(ct[:j])))
+        return (*(up[x][0] for x in cs[:-1]),
+                *self._core_walk(self._cid[cs[-1]], self._cid[ct[-1]], mix(s, t)),
+                *(down[x][0] for x in reversed(ct[:-1])))
 
     def distance(self, s: int, t: int) -> int:
         """Minimal route cost from ``s`` to ``t`` (``-1`` when unreachable)."""
         if s == t:
             return 0
-        extra = 0
-        if self._attach[s] >= 0:
-            up = self._up[s][1]
-            if self._attach[s] == t:
-                return up
-            s = self._attach[s]
-            extra += up
-        if self._attach[t] >= 0:
-            extra += self._down[t][1]
-            t = self._attach[t]
-        if s == t:
-            return extra
-        ct = self._cid[t]
-        d = self._dist(self._dist_vec(self._twin[ct]), self._cid[s], ct)
+        cs, ct = self._chain(s), self._chain(t)
+        up = self._up
+        down = self._down
+        if cs[-1] == ct[-1]:
+            i, j = len(cs) - 1, len(ct) - 1
+            while i > 0 and j > 0 and cs[i - 1] == ct[j - 1]:
+                i -= 1
+                j -= 1
+            return sum(up[x][1] for x in cs[:i]) + sum(down[x][1] for x in ct[:j])
+        extra = sum(up[x][1] for x in cs[:-1]) + sum(down[x][1] for x in ct[:-1])
+        c = self._cid[ct[-1]]
+        d = self._dist(self._dist_vec(self._twin[c]), self._cid[cs[-1]], c)
         return d + extra if d >= 0 else -1
 
     # -- distances ---------------------------------------------------------------------

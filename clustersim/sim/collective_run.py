@@ -34,13 +34,16 @@ class _Group:
     __slots__ = ("gid", "members", "devices", "hosts", "shared", "n", "seq", "open")
 
     def __init__(self, gid: int, members: tuple[int, ...], devices: tuple[int, ...],
-                 hosts: tuple[int, ...]) -> None:
+                 hosts: tuple[int, ...], arrivals: int | None = None) -> None:
         self.gid = gid
         self.members = members
         self.devices = devices
         self.hosts = hosts
         self.shared = len(set(devices)) < len(devices)
-        self.n = len(members)
+        #: actors that must arrive before a collective starts: every member, except in a
+        #: grouped run (:mod:`clustersim.sim.grouped`), where one representative per class
+        #: of identical workers arrives for the whole class
+        self.n = len(members) if arrivals is None else arrivals
         self.seq: dict[int, int] = {}
         self.open: dict[int, _Rendezvous] = {}
 
@@ -75,6 +78,7 @@ class CollectiveRunner:
     trace: bool
     placement: list[int]
     _workers: tuple[int, ...]
+    _world: tuple[tuple[int, ...], tuple[int, ...]] | None
     _groups: dict
     _by_members: dict
     _tail: dict
@@ -90,6 +94,19 @@ class CollectiveRunner:
         hit = self._groups.get(key)
         if hit is not None and hit[0] is members:
             return hit[1]
+        world = self._world
+        if world is not None:  # a grouped run: the world group stands for every worker
+            if members is not None:
+                raise RuntimeError("a grouped run supports collectives on all workers only")
+            ranks, devices = world
+            g = self._by_members.get(ranks)
+            if g is None:
+                host = self.platform.host
+                g = _Group(len(self._by_members), ranks, devices,
+                           tuple([host(d) for d in devices]), len(self._workers))
+                self._by_members[ranks] = g
+            self._groups[key] = (members, g)
+            return g
         ranks = self._workers if members is None else tuple(members)
         g = self._by_members.get(ranks)
         if g is None:

@@ -120,7 +120,12 @@ class Engine(CollectiveRunner, PointToPoint):
         trace: bool = False,
         until: float | None = None,
         warmup: int = 0,
+        world: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
     ) -> None:
+        """``world``: (ranks, devices) of *every* worker when ``actors`` are only the
+        representatives of classes of identical workers (:mod:`clustersim.sim.grouped`):
+        collectives on all workers then run on these ranks and devices, and start once each
+        representative has arrived."""
         if len(placement) != len(actors):
             raise ValueError("one device per actor")
         self.platform = platform
@@ -144,6 +149,7 @@ class Engine(CollectiveRunner, PointToPoint):
                       for i, a in enumerate(self.actors)]
         self.events: list[TraceEvent] = []
         self._workers = tuple(a.rank for a in self.actors if a.role == "worker")
+        self._world = world
         self._groups: dict[int, tuple[Any, _Group]] = {}
         self._by_members: dict[tuple[int, ...], _Group] = {}
         self._tail: dict[int, simpy.Event] = {}

@@ -23,6 +23,7 @@ from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.costs import CostModel
 from clustersim.sim.emulate import EmulationResult, emulate_point
 from clustersim.sim.engine import Engine, RunResult
+from clustersim.sim.grouped import run_grouped, worker_classes
 from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
 from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
@@ -30,6 +31,10 @@ from clustersim.trace import TraceEvent
 __all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors",
            "sweep_cases", "sweep_tasks", "run_tasks", "assemble_sweep",
            "prepare_point"]
+
+
+#: grouped runs where exact (sim/grouped.py); tests turn it off to compare with the exact path
+GROUPED = True
 
 
 @dataclass
@@ -144,9 +149,14 @@ def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                     trace: bool) -> tuple[PointMetrics, RunResult]:
     scn, job, actors, placement, costs = prepare_point(scn, alg, workers, seed)
     batch = costs.batch
-    engine = Engine(scn.platform, job, actors, placement, costs, params=scn.network,
-                    fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
-    res = engine.run()
+    # classes of provably identical workers run as one representative each (sim/grouped.py)
+    classes = worker_classes(alg.name, scn, actors, placement, trace) if GROUPED else None
+    if classes is not None:
+        res = run_grouped(scn, job, actors, placement, costs, classes)
+    else:
+        engine = Engine(scn.platform, job, actors, placement, costs, params=scn.network,
+                        fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
+        res = engine.run()
     m = point_metrics(alg.title, workers, [batch] * workers, res,
                       scn.run.iterations - scn.run.warmup)
     # emulate: the emulated task is the measure (its analytic twin is printed beside it)
