@@ -3,4 +3,5 @@ calibration fitter): each module has ``add_parser(subparsers)``; ``cli.build_par
 them in the order of :data:`MODULES`.  Importing a command module must stay cheap: heavy
 imports go inside the command function."""
 
-MODULES = ("clustersim.commands.run_real", "clustersim.commands.calibrate")
+MODULES = ("clustersim.commands.run_real", "clustersim.commands.calibrate",
+           "clustersim.commands.sweep")

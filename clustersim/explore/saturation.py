@@ -14,9 +14,13 @@ server spreads one exchange over S shards, each serving its part of the paramete
 that shard's measured ``s``, so W* grows with S.
 
 Both figures come from the simulated run, not from a formula of the algorithm: ``s`` is the
-servers' busy time divided by the updates they applied, ``t`` the workers' compute per
-iteration.  Measured at a point below the knee, where there is no queueing, ``W*`` predicts
-the knee; at points past it the measured ``s`` still holds and so does the estimate.
+time a server is occupied per update it applies - its compute (the update) plus the time its
+answers are on the wire (a master's link is as much a server as its processor) - and ``t``
+the worker's iteration time (compute and its own exchange).  Past the knee a worker's step
+includes queueing at the master and the row's ``W*`` drifts up with ``W``: the summary takes
+it at the smallest worker count of each group.  With full-duplex links a push and another
+worker's pull overlap, so throughput still creeps up past ``W*`` towards ``batch / s`` - the
+ceiling - rather than stopping flat.
 """
 
 from __future__ import annotations
@@ -29,17 +33,18 @@ __all__ = ["master_figures", "saturation_summary"]
 
 
 def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
-    """``servers``, ``service_time`` (s per exchange at one server) and
-    ``saturation_workers`` (``W*`` above) of one simulated run; None where the method has
-    no master or the master applied no update."""
+    """``servers``, ``service_time`` (seconds one server is occupied per exchange: its
+    compute plus the time its sends are on the wire, per update it applied; the busiest
+    server) and ``saturation_workers`` (``W*`` above, with the worker's iteration time as the
+    step); None where the method has no master or the master applied no update."""
     servers = [a for a in run.actors if a.role != "worker"]
-    updates = sum(len(a.records.get("update", ())) for a in servers)
-    busy = sum(a.compute for a in servers)
-    if not servers or updates == 0 or busy <= 0:
+    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in servers
+           if a.records.get("update")]
+    if not per or max(per) <= 0:
         return {"servers": len(servers), "service_time": None, "saturation_workers": None}
-    s = busy / updates
+    s = max(per)
     return {"servers": len(servers), "service_time": s,
-            "saturation_workers": metrics.compute / s}
+            "saturation_workers": metrics.iteration_time / s}
 
 
 def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
@@ -60,6 +65,6 @@ def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
         if not math.isfinite(w_star):
             continue
         label = ", ".join(f"{k}={v}" for k, v in group if v not in ("", None))
-        out.append((label, w_star, float(first["service_time"]), float(first["compute"]),
+        out.append((label, w_star, float(first["service_time"]), float(first["iteration_time"]),
                     int(first["workers"])))
     return out
