@@ -14,12 +14,13 @@ points of a worker-count axis share one parse (a platform build is tens of milli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,35 @@ def point_raw(study: Study, point: Point) -> dict[str, Any]:
 
 
 _PARSED: OrderedDict[str, Any] = OrderedDict()  # per process: canonical raw -> Scenario
+_PLATFORMS: OrderedDict[str, Any] = OrderedDict()  # per process: platform fields -> built
+
+
+@contextlib.contextmanager
+def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
+    """Build each distinct platform once per process.  Why: most axes (batch, algorithm,
+    overheads) leave the platform as it is, and building a 256-GPU leaf-spine graph costs
+    more than simulating a point; ``predict`` shares one platform between the points of its
+    sweep in the same way.  The key is the platform's and catalog's fields as written and
+    the scenario's folder (where a platform file is looked up)."""
+    from clustersim.scenario import schema
+
+    build = schema.parse_platform
+    cat = json.dumps(raw.get("catalog"), sort_keys=True, default=str)
+
+    def memo(praw: Any, base: Any, catalog: Any, file: Any) -> Any:
+        key = json.dumps([_plain(praw), str(base), cat], sort_keys=True, default=str)
+        got = _PLATFORMS.get(key)
+        if got is None:
+            got = _PLATFORMS[key] = build(praw, base, catalog, file)
+            while len(_PLATFORMS) > 8:
+                _PLATFORMS.popitem(last=False)
+        return got
+
+    schema.parse_platform = memo
+    try:
+        yield
+    finally:
+        schema.parse_platform = build
 
 
 def _scenario(study: Study, point: Point) -> Any:
@@ -146,7 +176,8 @@ def _scenario(study: Study, point: Point) -> Any:
     scn = _PARSED.get(key)
     if scn is None:
         try:
-            scn = parse_scenario(copy.deepcopy(raw), study.file)
+            with _shared_platforms(raw):
+                scn = parse_scenario(copy.deepcopy(raw), study.file)
         except InputError as exc:
             fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
             where = f"{format_path(exc.path)}: " if exc.path else ""
