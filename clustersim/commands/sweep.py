@@ -105,6 +105,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(f"{scn.name}.sweep")
     files = {"--parquet": args.parquet or out / "sweep.parquet",
              "--csv": args.csv or out / "sweep.csv", "--json": args.json or out / "sweep.json"}
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:  # Parquet is optional (the explore extra)
+        if args.parquet:
+            raise InputError("--parquet needs pyarrow (pip install 'clustersim[explore]')")
+        files["--parquet"] = None
     check_outputs(files)
     points = study_points(study)
     executor = "dask" if args.dask else ("mpi" if args.mpi else "local")
@@ -151,4 +157,5 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
         best = max(rows, key=lambda r: r["throughput"] or 0.0)
         where = ", ".join(f"{k}={best[k]}" for k in inputs if best.get(k) not in ("", None))
         print(f"  highest throughput: {best['throughput']:,.1f} samples/s at {where}")
-    print("wrote " + ", ".join(str(f) for f in files.values()))
+    print("wrote " + ", ".join(str(f) for f in files.values() if f)
+          + ("" if files["--parquet"] else " (no Parquet: pyarrow is not installed)"))

@@ -93,8 +93,7 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
     top = name.split(".", 1)[0]
     if top in _FORBIDDEN:
         raise InputError(f"an axis cannot change {top!r}; allowed: workers or any other "
-                         f"field (platform.*, workload.*, algorithm.*, network.*, run.*, "
-                         f"placement.*)", path=path)
+                         f"field (platform.*, workload.*, algorithm.*, network.*, run.*)", path=path)
     if isinstance(raw, list):
         if not raw:
             raise InputError("must not be empty", path=path)
