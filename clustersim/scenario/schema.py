@@ -25,6 +25,7 @@ from clustersim.scenario.emulation import (
     parse_emulation,
 )
 from clustersim.scenario.fields import (
+    MISSING,
     Section,
     as_bool,
     as_choice,
@@ -97,6 +98,11 @@ class SweepSpec:
     scaling: str = "weak"
     #: per-point overrides ``{workers: {dotted.field: value}}`` (``sweep.at``), as written
     at: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    #: design-space axes, sampling and constraints for ``clustersim sweep``, as written; read
+    #: by clustersim.explore.axes (``predict`` runs ``workers`` only)
+    axes: Mapping[str, Any] = field(default_factory=dict)
+    sample: Mapping[str, Any] | None = None
+    constraints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -254,9 +260,15 @@ _AT_FORBIDDEN = ("sweep", "variants", "algorithm", "compare", "name", "label")
 
 def _parse_sweep(raw: Any) -> SweepSpec:
     path = ("sweep",)
-    s = Section(raw, path, ("workers", "scaling", "at"))
-    workers = tuple(as_list(s.get("workers"), (*path, "workers"),
-                            lambda v, p: as_int(v, p, minimum=1)))
+    s = Section(raw, path, ("workers", "scaling", "at", "axes", "sample", "constraints"))
+    axes = s.get("axes", default={})
+    if not isinstance(axes, Mapping):
+        raise InputError("must map a field (dotted.path or workers) to a list of values or a "
+                         "range {from:, to:}", path=(*path, "axes"))
+    # with axes the worker count may be an axis, or default to the platform's devices
+    workers = tuple(as_list(s.get("workers", default=[] if axes else MISSING),
+                            (*path, "workers"), lambda v, p: as_int(v, p, minimum=1),
+                            nonempty=False))
     if list(workers) != sorted(set(workers)):
         raise InputError("must be increasing without repeats", path=(*path, "workers"))
     at: dict[int, Mapping[str, Any]] = {}
@@ -280,8 +292,11 @@ def _parse_sweep(raw: Any) -> SweepSpec:
                                      f"other field (workload.*, platform.*, network.*, run.*)",
                                      path=(*path, "at", key, dotted))
             at[w] = dict(sets)
+    sample = s.get("sample", default=None)
+    constraints = tuple(as_list(s.get("constraints", default=[]), (*path, "constraints"), as_str,
+                                nonempty=False))
     return SweepSpec(workers, s.get("scaling", as_choice, "weak", choices=("weak", "strong"),
-                                    kind="scaling"), at)
+                                    kind="scaling"), at, dict(axes), sample, constraints)
 
 
 def _parse_run(raw: Any) -> RunSpec:
@@ -358,6 +373,8 @@ def _parse(raw: Any, file: str | None) -> Scenario:
     if workload is not None and algorithm is None:
         raise InputError("is required when a workload is given", path=("algorithm",))
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
+    if sweep is not None and not sweep.workers:  # axes without workers: all devices
+        sweep = replace(sweep, workers=(platform.num_devices,))
     run = _parse_run(s.get("run", default=None))
     _check_run_bounds(run)
     check_convergence(run.convergence, workload)

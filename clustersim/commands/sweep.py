@@ -1,0 +1,161 @@
+"""``clustersim sweep``: a design-space sweep to a tidy table (Parquet, CSV, JSON).
+
+The points come from the scenario's ``sweep:`` section (``axes``, ``sample``, ``constraints``;
+the old ``workers`` list and ``variants`` work as axes); they run on the local process pool,
+Dask (``--dask local`` or ``--dask tcp://host:port``) or MPI (``--mpi`` under
+``mpiexec -n N python -m mpi4py.futures -m clustersim sweep ...``), with a per-point cache in
+the output folder so a rerun or an extended sweep only runs new points.  See
+docs/exploration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from clustersim.errors import InputError
+
+EXIT_OK = 0
+
+
+def _jobs(text: str) -> int:
+    n = int(text) if text.lstrip("-").isdigit() else 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return n
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "sweep", help="sweep any scenario fields to a tidy table (Parquet/CSV/JSON)",
+        description="Run every point of the scenario's sweep (sweep.axes: any field as a grid "
+                    "or sampled with sobol/lhs; constraints) and write one tidy table: every "
+                    "input axis and every metric a column.  Points already run (same "
+                    "scenario fields, seed and code) come from the cache.")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario field, as in predict (repeatable)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="run on Dask: 'local' starts a LocalCluster of -j workers; "
+                            "tcp://host:port uses your scheduler")
+    where.add_argument("--mpi", action="store_true",
+                       help="run on the mpi4py.futures pool (start under mpiexec -n N python "
+                            "-m mpi4py.futures -m clustersim sweep ...)")
+    p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help="local processes or LocalCluster workers (default: CLUSTERSIM_JOBS or "
+                        "all cores); results do not depend on it")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for sweep.parquet, sweep.csv, sweep.json and the point cache "
+                        "(default: <scenario name>.sweep)")
+    p.add_argument("--parquet", metavar="FILE", help="the table as Parquet (instead of DIR's)")
+    p.add_argument("--csv", metavar="FILE", help="the table as CSV (instead of DIR's)")
+    p.add_argument("--json", metavar="FILE", help="the table as JSON (instead of DIR's)")
+    p.add_argument("--no-cache", action="store_true", help="run every point; store nothing")
+    p.add_argument("--chunk", type=_jobs, metavar="N",
+                   help="points per task (default: about 4 tasks per worker, at most 64)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.set_defaults(func=cmd_sweep)
+    return p
+
+
+def _progress(total: int, enabled: bool):
+    """Points done, rate and ETA on stderr (a terminal only)."""
+    from contextlib import nullcontext
+
+    if not enabled or total < 2 or not sys.stderr.isatty():
+        return nullcontext(lambda n=1: None)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    from clustersim._progress import ProgressAdvance
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text("" if task.speed is None else f"{task.speed:,.1f} points/s")
+
+    prog = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), Rate(),
+                    TimeRemainingColumn(), console=Console(stderr=True))
+    return ProgressAdvance(prog, total)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from clustersim.explore import PointCache, input_columns, load_study, run_study, study_points
+    from clustersim.explore.points import METRICS
+    from clustersim.explore.saturation import saturation_summary
+    from clustersim.explore.table import csv_bytes, json_bytes, parquet_bytes, tidy_rows
+    from clustersim.report.output import check_outputs, write_outputs
+    from clustersim.sim.sweep import default_jobs
+
+    scn, study = load_study(args.scenario, list(args.set or []))
+    if scn.workload is None:
+        raise InputError("a sweep needs a training scenario ('workload' and 'algorithm')",
+                         file=scn.file)
+    out = Path(args.out) if args.out else Path(f"{scn.name}.sweep")
+    files = {"--parquet": args.parquet or out / "sweep.parquet",
+             "--csv": args.csv or out / "sweep.csv", "--json": args.json or out / "sweep.json"}
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:  # Parquet is optional (the explore extra)
+        if args.parquet:
+            raise InputError("--parquet needs pyarrow (pip install 'clustersim[explore]')")
+        files["--parquet"] = None
+    check_outputs(files)
+    points = study_points(study)
+    executor = "dask" if args.dask else ("mpi" if args.mpi else "local")
+    jobs = args.jobs or default_jobs()
+    cache = None if args.no_cache else PointCache(out / "points.sqlite")
+    t0 = time.perf_counter()
+    try:
+        with _progress(len(points), not args.quiet) as advance:
+            res = run_study(study, points, executor=executor, jobs=jobs, address=args.dask,
+                            cache=cache, advance=advance, chunk=args.chunk)
+    finally:
+        if cache is not None:
+            cache.close()
+    wall = time.perf_counter() - t0
+    rows = tidy_rows(study, points, res.results)
+    inputs = input_columns(study)
+    cols = [*inputs, *(c for c in (rows[0] if rows else METRICS) if c not in inputs)]
+    meta = {"scenario": scn.name, "inputs": inputs,
+            "design": study.spec.method or "grid", "points": len(points)}
+    write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols)),
+                   (files["--csv"], lambda: csv_bytes(rows, cols)),
+                   (files["--json"], lambda: json_bytes(meta, rows, cols))])
+    if not args.quiet:
+        _summary(scn, points, res, rows, inputs, wall, executor, files,
+                 saturation_summary(rows, inputs))
+    return EXIT_OK
+
+
+def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
+             executor: str, files: dict, saturation: list) -> None:
+    from clustersim.units import format_time
+
+    rate = res.ran / wall if wall > 0 and res.ran else 0.0
+    print(f"{scn.name}: {len(points)} points - {res.cached} from the cache, {res.ran} run "
+          f"({executor}, {rate:,.1f} points/s), {len(res.skipped)} skipped; {wall:.1f} s")
+    if res.skipped:
+        print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
+                                                if len(res.skipped) > 1 else ""))
+    for label, w_star, s, step, w0 in saturation:
+        print(f"  master saturates at ~{w_star:,.0f} workers ({label}): service "
+              f"{format_time(s)} per exchange x workers > a step of {format_time(step)} "
+              f"(measured at {w0} workers); throughput stops growing beyond")
+    if rows:
+        best = max(rows, key=lambda r: r["throughput"] or 0.0)
+        where = ", ".join(f"{k}={best[k]}" for k in inputs if best.get(k) not in ("", None))
+        print(f"  highest throughput: {best['throughput']:,.1f} samples/s at {where}")
+    print("wrote " + ", ".join(str(f) for f in files.values() if f)
+          + ("" if files["--parquet"] else " (no Parquet: pyarrow is not installed)"))

@@ -1,0 +1,257 @@
+"""Design-space axes: any scenario field as a grid, or sampled (Sobol / Latin hypercube),
+with constraints.
+
+The ``sweep:`` section of a scenario may hold::
+
+    sweep:
+      axes:
+        platform.file: [supercloud_v100_eth25, supercloud_v100_opa100]   # a grid axis
+        workload.batch_per_worker: {from: 16, to: 256, log: true, integer: true}   # a range
+        workers: [2, 8, 32]          # the worker count is an axis like any other
+      sample: {method: sobol, n: 64, seed: 0}   # without it: the full grid (no ranges allowed)
+      constraints: ["workload.batch_per_worker * workers <= 4096"]
+
+Why ``scipy.stats.qmc``: scrambled Sobol' and Latin hypercube designs with a seed are the
+standard space-filling designs (Sobol' 1967; McKay, Beckman & Conover 1979); SciPy's are
+well tested and deterministic for a given seed.  A grid axis in a sampled design is
+categorical: the unit coordinate picks one of its values (``floor(u * len)``).
+
+Constraints are Python-like expressions over the axis names (dotted names are fine):
+arithmetic, comparisons, ``and``/``or``/``not``, ``in`` a literal list.  They are read with
+:mod:`ast` and evaluated by a small walker of those node kinds only (no ``eval``: a scenario
+file is input, not code).  A point that breaks a constraint is dropped, so a sampled design
+may end with fewer than ``n`` points (the command says how many).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import operator
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clustersim.errors import InputError
+from clustersim.scenario.fields import Section, as_bool, as_choice, as_float, as_int
+
+__all__ = ["Axis", "AxesSpec", "parse_axes", "expand", "WORKERS"]
+
+#: the axis that sets the worker count (not a scenario field)
+WORKERS = "workers"
+#: top-level sections an axis may not change: the sweep itself and the case list
+_FORBIDDEN = ("sweep", "variants", "name", "label")
+#: a design larger than this is a typo, not a plan (10^6 points x >= 10 ms each = hours)
+MAX_POINTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One input dimension: a list of values (grid / categorical) or a numeric range."""
+
+    name: str
+    values: tuple[Any, ...] = ()
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    integer: bool = False
+
+    @property
+    def is_range(self) -> bool:
+        return not self.values
+
+    def at(self, u: float) -> Any:
+        """The value at unit coordinate ``u`` in [0, 1)."""
+        if self.values:
+            return self.values[min(int(u * len(self.values)), len(self.values) - 1)]
+        if self.log:
+            x = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            x = self.low + u * (self.high - self.low)
+        if self.integer:  # equal-width integer bins over [low, high]
+            lo, hi = round(self.low), round(self.high)
+            return int(min(hi, max(lo, math.floor(x + 0.5))))
+        return float(x)
+
+
+@dataclass(frozen=True)
+class AxesSpec:
+    axes: tuple[Axis, ...]
+    method: str | None = None  # None: grid; "sobol" | "lhs"
+    n: int = 0
+    seed: int = 0
+    constraints: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+
+def _axis(name: str, raw: Any, path: tuple) -> Axis:
+    top = name.split(".", 1)[0]
+    if top in _FORBIDDEN:
+        raise InputError(f"an axis cannot change {top!r}; allowed: workers or any other "
+                         f"field (platform.*, workload.*, algorithm.*, network.*, run.*)", path=path)
+    if isinstance(raw, list):
+        if not raw:
+            raise InputError("must not be empty", path=path)
+        return Axis(name, tuple(raw))
+    if isinstance(raw, Mapping):
+        s = Section(raw, path, ("from", "to", "log", "integer"))
+        lo = s.get("from", as_float)
+        hi = s.get("to", as_float)
+        log = s.get("log", as_bool, False)
+        if hi <= lo:
+            raise InputError(f"'to' ({hi:g}) must be larger than 'from' ({lo:g})", path=path)
+        if log and lo <= 0:
+            raise InputError(f"a log range needs 'from' > 0, not {lo:g}", path=(*path, "from"))
+        integer = s.get("integer", as_bool, name == WORKERS)
+        return Axis(name, (), lo, hi, log, integer)
+    return Axis(name, (raw,))  # a single value: a fixed field, shown as a column
+
+
+def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
+               constraints: Sequence[str], workers: Sequence[int] = ()) -> AxesSpec:
+    """Read ``sweep.axes``/``sample``/``constraints``; ``workers`` (the old ``sweep.workers``
+    form) becomes the ``workers`` axis when the axes do not name one."""
+    path = ("sweep", "axes")
+    out = [_axis(str(k), v, (*path, str(k))) for k, v in axes.items()]
+    if workers and any(a.name == WORKERS for a in out):
+        raise InputError("give the worker counts once: in sweep.workers or as the 'workers' "
+                         "axis", path=(*path, WORKERS))
+    if workers and not any(a.name == WORKERS for a in out):
+        out.insert(0, Axis(WORKERS, tuple(workers)))
+    method, n, seed = None, 0, 0
+    if sample is not None:
+        sp = ("sweep", "sample")
+        s = Section(sample, sp, ("method", "n", "seed"))
+        method = s.get("method", as_choice, choices=("sobol", "lhs"), kind="sampling method")
+        n = s.get("n", as_int, minimum=1, maximum=MAX_POINTS)
+        seed = s.get("seed", as_int, 0, minimum=0)
+    else:
+        for a in out:
+            if a.is_range:
+                raise InputError("a range {from:, to:} needs sweep.sample (sobol or lhs with "
+                                 "n); a grid axis is a list of values", path=(*path, a.name))
+        size = math.prod(len(a.values) for a in out)
+        if size > MAX_POINTS:
+            raise InputError(f"the grid has {size:,} points, more than {MAX_POINTS:,}; "
+                             f"sample it (sweep.sample) or use fewer values", path=path)
+    spec = AxesSpec(tuple(out), method, n, seed, tuple(constraints))
+    for i, c in enumerate(spec.constraints):
+        _compile(c, spec.names, ("sweep", "constraints", i))
+    return spec
+
+
+def _unit_design(spec: AxesSpec) -> Any:
+    from scipy.stats import qmc
+
+    d = len(spec.axes)
+    if spec.method == "sobol":
+        eng = qmc.Sobol(d, scramble=True, seed=spec.seed)
+        with warnings.catch_warnings():  # n not a power of 2 loses balance; that is allowed
+            warnings.simplefilter("ignore", UserWarning)
+            return eng.random(spec.n)
+    return qmc.LatinHypercube(d, seed=spec.seed).random(spec.n)
+
+
+def expand(spec: AxesSpec) -> list[dict[str, Any]]:
+    """Every point of the design as ``{axis: value}``, in a fixed order (grid: the last axis
+    varies fastest; sampled: the design's order), constraints applied."""
+    if not spec.axes:
+        points: list[dict[str, Any]] = [{}]
+    elif spec.method is None:
+        points = [dict(zip(spec.names, combo))
+                  for combo in itertools.product(*(a.values for a in spec.axes))]
+    else:
+        points = [{a.name: a.at(float(u)) for a, u in zip(spec.axes, row)}
+                  for row in _unit_design(spec)]
+    checks = [_compile(c, spec.names, ("sweep", "constraints", i))
+              for i, c in enumerate(spec.constraints)]
+    return [p for p in points if all(_eval(c, p) for c in checks)]
+
+
+# ---------------------------------------------------------------- constraints
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+        ast.Pow: operator.pow}
+_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+        ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
+        ast.NotIn: lambda a, b: a not in b}
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _compile(text: str, names: Sequence[str], path: tuple) -> ast.AST:
+    try:
+        tree = ast.parse(str(text), mode="eval").body
+    except SyntaxError as exc:
+        raise InputError(f"cannot read the constraint {text!r}: {exc.msg}", path=path) from None
+
+    def check(node: ast.AST) -> None:
+        name = _dotted(node)
+        if name is not None:
+            if name not in names:
+                raise InputError(f"the constraint {text!r} names {name!r}, which is not an "
+                                 f"axis (axes: {', '.join(names) or 'none'})", path=path)
+            return
+        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+            check(node.left)
+            check(node.right)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub,
+                                                                    ast.UAdd)):
+            check(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            for v in node.values:
+                check(v)
+        elif isinstance(node, ast.Compare) and all(type(o) in _CMP for o in node.ops):
+            for v in (node.left, *node.comparators):
+                check(v)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for v in node.elts:
+                check(v)
+        elif not (isinstance(node, ast.Constant)
+                  and isinstance(node.value, (int, float, str, bool))):
+            raise InputError(f"the constraint {text!r} uses {type(node).__name__}; allowed: "
+                             f"axis names, numbers, strings, + - * / // % **, comparisons, "
+                             f"and/or/not, in [...]", path=path)
+
+    check(tree)
+    return tree
+
+
+def _eval(node: ast.AST, point: Mapping[str, Any]) -> Any:
+    name = _dotted(node)
+    if name is not None:
+        return point[name]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.BinOp):
+        return _BIN[type(node.op)](_eval(node.left, point), _eval(node.right, point))
+    if isinstance(node, ast.UnaryOp):
+        v = _eval(node.operand, point)
+        return not v if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub)
+                                                           else +v)
+    if isinstance(node, ast.BoolOp):
+        vals = (_eval(v, point) for v in node.values)
+        return all(vals) if isinstance(node.op, ast.And) else any(vals)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, point)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _eval(right_node, point)
+            if not _CMP[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_eval(v, point) for v in node.elts]
+    raise AssertionError(type(node).__name__)  # _compile admits nothing else

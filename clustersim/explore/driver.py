@@ -1,0 +1,64 @@
+"""Running a study: cached points looked up, the others sent to an executor, results
+streamed into the cache and the progress bar as they finish.
+
+Why the cache is written per finished chunk (not at the end): a sweep stopped by Ctrl-C, a
+batch job's time limit or a lost Dask worker keeps everything that finished, and the next
+run only does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustersim.errors import InputError
+from clustersim.explore.cache import PointCache, point_key
+from clustersim.explore.executors import iter_results
+from clustersim.explore.points import Point, Study
+
+__all__ = ["Outcome", "run_study"]
+
+
+@dataclass
+class Outcome:
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    cached: int = 0
+    ran: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
+              jobs: int = 1, address: str | None = None, cache: PointCache | None = None,
+              advance: Callable[[int], Any] | None = None, chunk: int | None = None
+              ) -> Outcome:
+    """Every point's row (``results[index]``), from the cache where it has one.  The first
+    input error of a point (a bad axis value) is raised once the finished rows are stored."""
+    out = Outcome()
+    keys = {p.index: point_key(study, p) for p in points} if cache is not None else {}
+    hits = cache.get_many(keys.values()) if cache is not None else {}
+    todo = []
+    for p in points:
+        row = hits.get(keys.get(p.index, ""))
+        if row is None:
+            todo.append(p)
+        else:
+            out.results[p.index] = row
+            out.cached += 1
+    if advance is not None and out.cached:
+        advance(out.cached)
+    error: str | None = None
+    for batch in iter_results(study, todo, executor, jobs, address, chunk):
+        if cache is not None:
+            cache.put_many((keys[i], row) for i, row in batch)
+        for i, row in batch:
+            out.results[i] = row
+            if "error" in row and error is None:
+                error = row["error"]
+        out.ran += len(batch)
+        if advance is not None:
+            advance(len(batch))
+    if error is not None:
+        raise InputError(error)
+    out.skipped = [r["skipped"] for r in out.results.values() if "skipped" in r]
+    return out

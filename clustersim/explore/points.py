@@ -1,0 +1,274 @@
+"""A design point and the pure function that turns it into one row of metrics.
+
+A :class:`Study` is what every executor ships once (pickled, scattered): the scenario as
+written minus its sweep, and its *cases* (each variant x each algorithm, as ``predict``
+lists them).  A :class:`Point` is small: a case, a worker count, the axis values and an
+optional seed.  :func:`run_point` applies the point's fields to the raw scenario, parses it
+(the same validation as a file: a bad value is an error naming the axis), simulates it with
+:func:`clustersim.sim.sweep.simulate_point` (``run.repeats`` seeds summarised, as in
+``predict``) and returns plain JSON values, so the row is the same bytes wherever it ran.
+
+Parsed scenarios are kept per process, keyed by their fields without the worker count: the
+points of a worker-count axis share one parse (a platform build is tens of milliseconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import gc
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clustersim.errors import InputError, format_path
+from clustersim.explore.axes import WORKERS, AxesSpec, expand, parse_axes
+
+__all__ = ["Case", "Study", "Point", "make_study", "study_points", "point_sets", "run_point",
+           "run_chunk", "METRICS"]
+
+#: metric columns of a row, in table order (PointMetrics fields, then the master's figures)
+METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
+           "comm_total", "comm_share", "comm_share_total", "worker_utilization",
+           "server_utilization", "update_rate", "staleness_mean", "staleness_p90",
+           "staleness_max", "bytes_per_iteration", "makespan", "sim_events", "flows", "seeds",
+           "steps_to_target", "time_to_target", "statistical_efficiency", "goodput",
+           "devices", "servers", "service_time", "saturation_workers")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One variant x one algorithm: ``sets`` are the variant's fields, ``alg`` the index in
+    the point scenario's ``algorithms`` (main first, then ``compare``)."""
+
+    variant: str
+    algorithm: str
+    sets: tuple[tuple[str, Any], ...]
+    alg: int
+
+
+@dataclass(frozen=True)
+class Study:
+    raw: Mapping[str, Any]  # the scenario without sweep and variants
+    file: str | None
+    scaling: str
+    at: Mapping[int, Mapping[str, Any]]
+    cases: tuple[Case, ...]
+    spec: AxesSpec
+    token: str  # digest of the above: per-process caches of two studies never mix
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the design: ``sets`` are the axis values (without ``workers``)."""
+
+    index: int
+    case: int
+    workers: int | None  # None: the platform's device count
+    sets: tuple[tuple[str, Any], ...]
+    seed: int | None = None  # None: run.seed of the point's scenario
+
+
+def _plain(obj: Any) -> Any:
+    """The raw scenario as plain dicts and lists (picklable, JSON-able, no line info)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
+    """The study of a parsed scenario and its raw mapping (the one ``scn`` was parsed from)."""
+    sweep = scn.sweep
+    axes = sweep.axes if sweep else {}
+    old_workers = sweep.workers if sweep and "workers" in (raw.get("sweep") or {}) else ()
+    spec = parse_axes(axes, sweep.sample if sweep else None,
+                      sweep.constraints if sweep else (), old_workers)
+    variants = [(scn.label if scn.variants else "", ())]
+    for v in (raw.get("variants") or []) if scn.variants else []:
+        variants.append((str(v.get("label", "")), tuple((str(k), _plain(x))
+                                                        for k, x in v["set"].items())))
+    cases = []
+    for (label, sets), vscn in zip(variants, (scn, *(s for _, s in scn.variants))):
+        for i, alg in enumerate(vscn.algorithms):
+            cases.append(Case(label, alg.title, sets, i))
+    base = {k: _plain(v) for k, v in raw.items() if k not in ("sweep", "variants")}
+    at = {int(w): _plain(s) for w, s in (sweep.at.items() if sweep else ())}
+    scaling = sweep.scaling if sweep else "weak"
+    token = hashlib.sha256(json.dumps([base, scn.file, scaling, sorted(at.items()),
+                                       [c.__dict__ for c in cases]], sort_keys=True,
+                                      default=str).encode()).hexdigest()[:16]
+    return Study(base, scn.file, scaling, at, tuple(cases), spec, token)
+
+
+def study_points(study: Study) -> list[Point]:
+    """Every case at every design point, in table order (case, then the design's order)."""
+    try:
+        design = expand(study.spec)
+    except (TypeError, ZeroDivisionError) as exc:
+        raise InputError(f"a constraint cannot be evaluated on these values: {exc}",
+                         path=("sweep", "constraints")) from None
+    out = []
+    for ci in range(len(study.cases)):
+        for values in design:
+            sets = tuple((k, v) for k, v in values.items() if k != WORKERS)
+            out.append(Point(len(out), ci, values.get(WORKERS), sets))
+    return out
+
+
+def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
+    """The fields a point sets, in the order they are applied: the variant's, the sweep
+    point's own (``sweep.at``), then the axes'."""
+    at = study.at.get(point.workers, {}) if point.workers is not None else {}
+    return [*study.cases[point.case].sets, *at.items(), *point.sets]
+
+
+def point_raw(study: Study, point: Point) -> dict[str, Any]:
+    """The point's scenario as a raw mapping (all fields set; its sweep: the scaling only).
+
+    Fields are set as ``--set`` sets them (clustersim.scenario.overrides): a missing or
+    non-mapping parent becomes a mapping.  The base is copied through JSON (the raw is plain
+    JSON values), ten times faster than ``copy.deepcopy``: the cache computes this for every
+    point of a resumed sweep."""
+    raw = json.loads(_base_json(study))
+    raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
+    for dotted, value in point_sets(study, point):
+        parts = [p for p in str(dotted).strip().split(".") if p]
+        node = raw
+        for p in parts[:-1]:
+            if not isinstance(node.get(p), dict):
+                node[p] = {}
+            node = node[p]
+        node[parts[-1]] = _plain(value)
+    return raw
+
+
+_BASE_JSON: dict[str, str] = {}
+
+
+def _base_json(study: Study) -> str:
+    text = _BASE_JSON.get(study.token)
+    if text is None:
+        text = _BASE_JSON[study.token] = json.dumps(study.raw)
+    return text
+
+
+_PARSED: OrderedDict[str, Any] = OrderedDict()  # per process: canonical raw -> Scenario
+_PLATFORMS: OrderedDict[str, Any] = OrderedDict()  # per process: platform fields -> built
+
+
+@contextlib.contextmanager
+def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
+    """Build each distinct platform once per process.  Why: most axes (batch, algorithm,
+    overheads) leave the platform as it is, and building a 256-GPU leaf-spine graph costs
+    more than simulating a point; ``predict`` shares one platform between the points of its
+    sweep in the same way.  The key is the platform's and catalog's fields as written and
+    the scenario's folder (where a platform file is looked up)."""
+    from clustersim.scenario import schema
+
+    build = schema.parse_platform
+    cat = json.dumps(raw.get("catalog"), sort_keys=True, default=str)
+
+    def memo(praw: Any, base: Any, catalog: Any, file: Any) -> Any:
+        key = json.dumps([_plain(praw), str(base), cat], sort_keys=True, default=str)
+        got = _PLATFORMS.get(key)
+        if got is None:
+            got = _PLATFORMS[key] = build(praw, base, catalog, file)
+            while len(_PLATFORMS) > 8:
+                _PLATFORMS.popitem(last=False)
+        return got
+
+    schema.parse_platform = memo
+    try:
+        yield
+    finally:
+        schema.parse_platform = build
+
+
+def _scenario(study: Study, point: Point) -> Any:
+    from clustersim.scenario.schema import parse_scenario
+
+    raw = point_raw(study, point)
+    key = study.token + json.dumps(raw, sort_keys=True, default=str)
+    scn = _PARSED.get(key)
+    if scn is None:
+        try:
+            with _shared_platforms(raw):
+                scn = parse_scenario(copy.deepcopy(raw), study.file)
+        except InputError as exc:
+            fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
+            where = f"{format_path(exc.path)}: " if exc.path else ""
+            raise InputError(f"at the sweep point {{{fields}}}: {where}{exc.message}",
+                             path=("sweep", "axes"), file=study.file) from None
+        _PARSED[key] = scn
+        while len(_PARSED) > 32:
+            _PARSED.popitem(last=False)
+    else:
+        _PARSED.move_to_end(key)
+    return scn
+
+
+def run_point(study: Study, point: Point) -> dict[str, Any]:
+    """Simulate one point: ``{metric: value}`` (JSON values), or ``{"skipped": why}``."""
+    from clustersim.explore.saturation import master_figures
+    from clustersim.sim.metrics import summarize
+    from clustersim.sim.sweep import simulate_point
+
+    scn = _scenario(study, point)
+    devices = scn.platform.num_devices
+    w = devices if point.workers is None else int(point.workers)
+    if w > devices:
+        return {"skipped": f"{w} workers but the platform has {devices} devices"}
+    if scn.workload is None or not scn.algorithms:
+        raise InputError("a sweep needs 'workload' and 'algorithm' sections", file=study.file)
+    case = study.cases[point.case]
+    if case.alg >= len(scn.algorithms):
+        return {"skipped": "the point's scenario has no such algorithm"}
+    alg = scn.algorithms[case.alg]
+    seed = scn.run.seed if point.seed is None else point.seed
+    repeats = scn.run.repeats if scn.workload.jitter > 0 else 1
+    samples, figures = [], []
+    for r in range(repeats):
+        m, res = simulate_point(scn, alg, w, seed + r, False)
+        samples.append(m)
+        figures.append(master_figures(res, m))
+    m = summarize(samples) if repeats > 1 else samples[0]
+    row = {k: v for k, v in m.to_dict().items() if k in METRICS}
+    row["devices"] = devices
+    row.update(figures[0] if repeats == 1 else _mean_figures(figures))
+    for key, (lo, hi) in sorted(m.interval.items()):
+        row[f"{key}_lo"], row[f"{key}_hi"] = lo, hi
+    row["workers"] = w
+    row["algorithm"] = alg.title
+    row["seed"] = seed
+    return json.loads(json.dumps(row, default=float))
+
+
+def _mean_figures(figs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in figs[0]:
+        vals = [f[k] for f in figs if f[k] is not None]
+        out[k] = sum(vals) / len(vals) if len(vals) == len(figs) else None
+    return out
+
+
+def run_chunk(study: Study, chunk: Sequence[Point], freeze: bool = True
+              ) -> list[tuple[int, dict[str, Any]]]:
+    """Points of one task, in order: ``[(index, row), ...]``.  An input error at a point
+    becomes that row's ``{"error": message}`` (the driver reports the first one): an
+    exception would lose the chunk's other rows.  What survives the chunk is frozen out of
+    the cyclic collector's sight, as in the local pool of ``predict`` (sim/sweep.py);
+    ``freeze=False`` in the caller's own process."""
+    out = []
+    for p in chunk:
+        try:
+            out.append((p.index, run_point(study, p)))
+        except InputError as exc:
+            out.append((p.index, {"error": str(exc)}))
+    if freeze:
+        gc.freeze()
+    return out
