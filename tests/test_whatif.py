@@ -53,7 +53,7 @@ def test_whatif_page(tmp_path, capsys):
     html = out1.read_text()
     assert out1.read_bytes() == out2.read_bytes()
     assert "plotly.js" in html or "Plotly" in html  # the library is embedded, works offline
-    assert len(re.findall(r'id="clustersim-fig-\d"', html)) == 5  # + time to target
+    assert len(re.findall(r'id="clustersim-fig-\d"', html)) == 6  # + time to target, progress
     # one control panel: a radio button per factor, labelled 0.5x, 10x
     assert 'id="clustersim-bandwidth-0.5"' in html and 'id="clustersim-latency-10.0"' in html
     assert "> 0.5x</label>" in html and "> 10x</label>" in html

@@ -207,6 +207,21 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     return figs, owners
 
 
+def _progress_figure(scn: Scenario, cell: dict[str, list[dict[str, Any]]]) -> Any:
+    """Modelled progress to the target against simulated time at the largest point, one line
+    per algorithm (clustersim.report.convergence's chart), for the scenario as given."""
+    from types import SimpleNamespace
+
+    from clustersim.report.convergence import chart_data
+    from clustersim.report.convergence_chart import convergence_figures
+
+    result = SimpleNamespace(points={a: [SimpleNamespace(**p) for p in pts]
+                                     for a, pts in cell.items()})
+    curves, _ = chart_data(scn, result)
+    figs = convergence_figures(scn.name, curves, {}) if curves else []
+    return figs[0] if figs else None
+
+
 def _tta_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
                 algs: list[str], names: dict[str, str], style: dict[str, Any],
                 xw: dict[str, Any]) -> tuple[Any, list[int]] | None:
@@ -267,6 +282,11 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     active = combos.index((1.0, 1.0))
     figs, owners = (_benchmark_figures(scn, grid, combos) if scn.benchmark is not None
                     else _training_figures(scn, grid, combos))
+    if scn.benchmark is None:
+        prog = _progress_figure(scn, grid["cells"][combos[active]])
+        if prog is not None:  # the scenario as given (factors 1x): the panel leaves it be
+            figs.append(prog)
+            owners.append([-1] * len(prog.data))
     for fig, own in zip(figs, owners):
         for trace, k in zip(fig.data, own):
             trace.visible = k < 0 or k == active
