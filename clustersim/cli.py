@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clustersim import __version__
-from clustersim.errors import InputError
+from clustersim.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
@@ -362,6 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except RunFailed as exc:
+        print(f"failed: {exc}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_signals.Terminated)
         signum = getattr(exc, "signum", 2)
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone

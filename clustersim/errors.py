@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-__all__ = ["InputError", "did_you_mean", "format_path", "unknown_name"]
+__all__ = ["InputError", "RunFailed", "did_you_mean", "format_path", "unknown_name"]
 
 PathPart = str | int
 
@@ -106,3 +106,8 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], **loc: object) ->
     hint = did_you_mean(name, choices)
     listing = ", ".join(choices) if len(choices) <= 30 else ", ".join(choices[:30]) + ", …"
     return InputError(f"unknown {kind} {name!r}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]
+
+
+class RunFailed(Exception):
+    """A run that could not finish for a reason outside the input (a worker process killed,
+    out of memory): the command says so in one line and exits 1, with no traceback."""

@@ -209,3 +209,36 @@ def test_csv_columns_carry_units(tmp_path, train):
                                  "algbw_B_per_s", "busbw_B_per_s"]
     for r, p in zip(rows, json.loads(bj.read_text())["rows"]):
         assert float(r["busbw_B_per_s"]) == p["busbw"] and float(r["time_s"]) == p["time"]
+
+
+def test_a_killed_pool_worker_fails_cleanly_not_hangs(tmp_path):
+    """A sweep worker killed from outside (the OOM killer, a stray kill) must end predict with
+    one line and exit 1 - multiprocessing.Pool would have waited for its result forever."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "o.json"
+    proc = subprocess.Popen([sys.executable, "-m", "clustersim", "predict",
+                             "scenarios/knl_4253.yaml", "-q", "-j", "2", "--json", str(out)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    victim = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:  # a forked worker: child of proc
+        time.sleep(0.2)
+        try:
+            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        victim = int(kids[0]) if kids else None
+    assert victim is not None, "no pool worker appeared"
+    os.kill(victim, signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, err
+    assert "simulation process died" in err and "Traceback" not in err
+    assert not out.exists()

@@ -13,12 +13,14 @@ import math
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
-from clustersim.errors import InputError
+from clustersim.errors import InputError, RunFailed
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.costs import CostModel
 from clustersim.sim.emulate import EmulationResult, emulate_point
@@ -271,13 +273,24 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
     if use_pool:
         global _POOL_CASES
         _POOL_CASES = list(cases)
+        # concurrent.futures, not multiprocessing.Pool: a worker killed from outside (the
+        # out-of-memory killer, a stray kill) breaks the executor (BrokenProcessPool) where a
+        # Pool would wait for its result forever
+        ex = ProcessPoolExecutor(min(jobs, len(todo)),
+                                 mp_context=multiprocessing.get_context("fork"))
         try:
-            with multiprocessing.get_context("fork").Pool(min(jobs, len(todo))) as pool:
-                for ci, w, r, m in pool.imap_unordered(_pool_task, todo):
-                    results[(ci, w, r)] = m
-                    advance(1)
+            for fut in as_completed([ex.submit(_pool_task, t) for t in todo]):
+                ci, w, r, m = fut.result()
+                results[(ci, w, r)] = m
+                advance(1)
+        except BrokenProcessPool:
+            raise RunFailed("a simulation process died before its point was done (killed "
+                               "from outside, or out of memory); nothing was written") from None
         finally:
             _POOL_CASES = []
+            for proc in list(getattr(ex, "_processes", {}).values()):
+                proc.terminate()  # as Pool.__exit__ did: on an error or a signal, stop now
+            ex.shutdown(wait=False, cancel_futures=True)
     else:
         for ci, w, r, seed in todo:
             m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
