@@ -134,7 +134,9 @@ class FitLine:
 
     def as_dict(self) -> dict[str, Any]:
         def g(x: float) -> Any:
-            return None if x is None or math.isnan(x) else float(f"{x:.6g}")
+            # an interval the data cannot bound (inf) or a number it cannot give (nan) is
+            # written as null: profiles are read back with finite numbers only
+            return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
 
         return {"parameter": self.parameter, "value": g(self.value),
                 "ci95": [g(self.low), g(self.high)], "unit": self.unit,
