@@ -17,7 +17,7 @@ from typing import Any
 
 from clustersim.catalog import Catalog, builtin_catalog
 from clustersim.errors import InputError
-from clustersim.network.params import NetworkParams
+from clustersim.network.params import EXPLICIT_FIELDS, NetworkParams
 from clustersim.scenario.emulation import (
     CONVERGENCE_MODES,
     EmulationSpec,
@@ -157,11 +157,17 @@ class Scenario:
         return self
 
 
-def _parse_network(raw: Any) -> NetworkParams:
-    s = Section(raw, ("network",), ("overhead", "efficiency"))
+def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
+    """``network:``.  The platform's link transports (catalog) apply unless
+    ``transports: false``; an explicit ``overhead``/``efficiency`` replaces their figure."""
+    s = Section(raw, ("network",), ("overhead", "efficiency", "transports"))
+    specs = getattr(platform, "transport_specs", {}) if s.get("transports", as_bool, True) \
+        else {}
     return NetworkParams(
         overhead=s.get("overhead", as_time, 0.0),
         efficiency=s.get("efficiency", as_float, 1.0, minimum=1e-6, maximum=1.0),
+        transports=tuple((t.name, t.overhead, t.efficiency) for t in specs.values()),
+        explicit=tuple(k for k in EXPLICIT_FIELDS if s.has(k)),
     )
 
 
@@ -405,7 +411,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         catalog=catalog,
         platform=platform,
         platform_raw=praw,
-        network=_parse_network(s.get("network", default=None)),
+        network=_parse_network(s.get("network", default=None), platform),
         run=run,
         benchmark=bench,
         workload=workload,
