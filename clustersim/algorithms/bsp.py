@@ -13,8 +13,10 @@ Theano-MPI strategies (Ma, Mao, Taylor 2016, arXiv 1605.08325; docs/references.m
 =========  =====================================================================
 ar         MPI_Allreduce through host memory, barrier first (device->host copy,
            allreduce among hosts, host->device copy)
-asa32/16   alltoall-sum-allgather (reduce-scatter by Alltoall, local sum, Allgather),
-           fp16 variant casts before sending
+asa32/16   alltoall-sum-allgather per tensor, as CUDA-aware Open MPI 1.8 ran it:
+           MPI_Alltoall by pairwise exchange, local sum, MPI_Allgather by ring
+           (``asa_ompi``); fp16 variant casts before sending.  ``asa32_direct`` /
+           ``asa16_direct``: the earlier model, both phases as one all-at-once exchange
 copper     hand-fitted binary tree matching the node's PCIe/socket layout
 nccl32/16  NCCL all-reduce inside a node (ring), fp16 variant casts first
 =========  =====================================================================
@@ -49,8 +51,10 @@ __all__ = ["STRATEGIES", "strategy_collective", "bsp_worker", "BSP"]
 #: Theano-MPI strategy -> (allreduce algorithm, fp16, staged through host memory, barrier first)
 STRATEGIES: dict[str, tuple[str, bool, bool, bool]] = {
     "ar": ("rabenseifner", False, True, True),
-    "asa32": ("asa", False, False, False),
-    "asa16": ("asa", True, False, False),
+    "asa32": ("asa_ompi", False, False, False),
+    "asa16": ("asa_ompi", True, False, False),
+    "asa32_direct": ("asa", False, False, False),
+    "asa16_direct": ("asa", True, False, False),
     "copper": ("copper", False, False, False),
     "nccl32": ("nccl", False, False, False),
     "nccl16": ("nccl", True, False, False),
@@ -211,8 +215,9 @@ BSP = AlgorithmDef(
     family="sync",
     summary="synchronous data parallelism: all-reduce gradients (or average weights) each step",
     params={
-        "strategy": Param("ring", "Theano-MPI strategy (ar, asa32, asa16, copper, nccl32, "
-                          "nccl16) or any allreduce algorithm name", "Ma et al. 2016", kind=str),
+        "strategy": Param("ring", "Theano-MPI strategy (ar, asa32, asa16, asa32_direct, "
+                          "asa16_direct, copper, nccl32, nccl16) or any allreduce algorithm "
+                          "name", "Ma et al. 2016", kind=str),
         "exchange": Param("gradients", "what is exchanged: gradients every step, or weights "
                           "averaged every `every` steps", "Theano-MPI", kind=str,
                           choices=("gradients", "weights")),

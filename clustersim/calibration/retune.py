@@ -32,6 +32,7 @@ class _Resource:
     bandwidth: float
     latency: float
     kind: str
+    transport: str | None = None
 
 
 def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]] | None = None,
@@ -69,7 +70,8 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
     def add(name: str, rid: int, kind: str) -> int:
         new = links.get(kind, {})
         resources.append(_Resource(name, float(new.get("bandwidth", platform.capacity[rid])),
-                                   float(new.get("latency", platform.latency[rid])), kind))
+                                   float(new.get("latency", platform.latency[rid])), kind,
+                                   getattr(platform, "link_transport", (None,) * (rid + 1))[rid]))
         return len(resources) - 1
 
     done: set[tuple[str, str]] = set()

@@ -8,7 +8,7 @@ calibration profile overrides efficiencies and link parameters measured on a rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -17,7 +17,7 @@ from clustersim._yaml import safe_load
 from clustersim.errors import InputError, unknown_name
 from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
 
-__all__ = ["DeviceSpec", "LinkSpec", "Catalog", "builtin_catalog"]
+__all__ = ["DeviceSpec", "LinkSpec", "TransportSpec", "Catalog", "builtin_catalog"]
 
 
 @dataclass(frozen=True)
@@ -57,18 +57,40 @@ class DeviceSpec:
 
 @dataclass(frozen=True)
 class LinkSpec:
-    """A link class: bandwidth per direction (bytes/s) and one-hop latency (s)."""
+    """A link class: bandwidth per direction (bytes/s) and one-hop latency (s).
+
+    ``transport``: the catalog transport (``transports.yaml``) that messages limited by this
+    link use - what fraction of the line rate they reach and what each costs in software.
+    ``cpu_transport``: the transport of this class's links that end at a CPU root port in
+    the node layouts (PCIe peer-to-peer through the root complex is slower than through a
+    PCIe switch); ``None``: the same as ``transport``.
+    """
 
     name: str
     bandwidth: float
     latency: float
     duplex: bool = True
     source: str = ""
+    transport: str | None = None
+    cpu_transport: str | None = None
+
+
+@dataclass(frozen=True)
+class TransportSpec:
+    """How a software stack drives a link: ``efficiency`` (fraction of the line rate a lone
+    large message reaches) and ``overhead`` (seconds per message before the first byte
+    leaves, on top of the hop latencies).  Datasheets give line rates; real jobs see these."""
+
+    name: str
+    efficiency: float
+    overhead: float
+    source: str = ""
 
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "efficiency", "mem_efficiency",
                   "overhead", "source", "reduce_rate", "pack_rate"}
-_LINK_FIELDS = {"bandwidth", "latency", "duplex", "source"}
+_LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport"}
+_TRANSPORT_FIELDS = {"efficiency", "overhead", "source"}
 
 
 def _fraction(value: Any, field: str) -> float:
@@ -131,6 +153,10 @@ def link_from_dict(name: str, raw: dict[str, Any], base: LinkSpec | None = None,
                 if not isinstance(value, bool):
                     raise UnitError(f"duplex must be true or false, not {value!r}")
                 kwargs[key] = value
+            elif key in ("transport", "cpu_transport"):
+                if value is not None and (not isinstance(value, str) or not value):
+                    raise UnitError(f"{key} must be a transport name, not {value!r}")
+                kwargs[key] = value
             else:
                 kwargs[key] = str(value)
         except UnitError as exc:
@@ -143,12 +169,44 @@ def link_from_dict(name: str, raw: dict[str, Any], base: LinkSpec | None = None,
     return LinkSpec(name=name, **kwargs)
 
 
+def transport_from_dict(name: str, raw: dict[str, Any], base: TransportSpec | None = None,
+                        path: tuple = ()) -> TransportSpec:
+    """Build a :class:`TransportSpec`; with ``base``, only the given fields override it."""
+    if not isinstance(raw, dict):
+        raise InputError(f"transport {name!r} must be a mapping of fields", path=path)
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = (*path, key)
+        if key not in _TRANSPORT_FIELDS:
+            raise unknown_name("transport field", key, _TRANSPORT_FIELDS, path=where)
+        try:
+            if key == "efficiency":
+                kwargs[key] = _fraction(value, key)
+            elif key == "overhead":
+                kwargs[key] = parse_time(value)
+            else:
+                kwargs[key] = str(value)
+        except UnitError as exc:
+            raise InputError(str(exc), path=where) from None
+    if base is not None:
+        return replace(base, name=name, **kwargs)
+    missing = {"efficiency", "overhead"} - set(kwargs)
+    if missing:
+        raise InputError(f"transport {name!r} needs fields {sorted(missing)}", path=path)
+    return TransportSpec(name=name, **kwargs)
+
+
+_SECTIONS = ("devices", "links", "transports")
+
+
 @dataclass(frozen=True)
 class Catalog:
-    """Devices and link classes by name.  Immutable: ``extended`` returns a new catalog."""
+    """Devices, link classes and transports by name.  Immutable: ``extended`` returns a new
+    catalog."""
 
     devices: dict[str, DeviceSpec]
     links: dict[str, LinkSpec]
+    transports: dict[str, TransportSpec] = field(default_factory=dict)
 
     def device(self, name: str, **loc: Any) -> DeviceSpec:
         try:
@@ -162,18 +220,41 @@ class Catalog:
         except (KeyError, TypeError):
             raise unknown_name("link class", name, self.links, **loc) from None
 
+    def transport(self, name: str, **loc: Any) -> TransportSpec:
+        try:
+            return self.transports[name]
+        except (KeyError, TypeError):
+            raise unknown_name("transport", name, self.transports, **loc) from None
+
+    def check_link(self, spec: LinkSpec, path: tuple) -> LinkSpec:
+        """``spec`` if the transports it names are in this catalog, else an InputError."""
+        for key in ("transport", "cpu_transport"):
+            name = getattr(spec, key)
+            if name is not None:
+                self.transport(name, path=(*path, key))
+        return spec
+
     def extended(self, raw: dict[str, Any] | None, path: tuple = ("catalog",)) -> Catalog:
-        """Add or override entries from a ``{devices: {...}, links: {...}}`` mapping.
+        """Add or override entries from a ``{devices:, links:, transports:}`` mapping.
 
         An entry whose name exists, or that says ``like: <name>``, only overrides fields.
         """
         if not raw:
             return self
         if not isinstance(raw, dict):
-            raise InputError("catalog must be a mapping with 'devices' and/or 'links'", path=path)
+            raise InputError("catalog must be a mapping with 'devices', 'links' and/or "
+                             "'transports'", path=path)
         for key in raw:
-            if key not in ("devices", "links"):
-                raise unknown_name("catalog section", key, ["devices", "links"], path=(*path, key))
+            if key not in _SECTIONS:
+                raise unknown_name("catalog section", key, _SECTIONS, path=(*path, key))
+        transports = dict(self.transports)
+        for name, entry in (raw.get("transports") or {}).items():
+            entry = dict(entry) if isinstance(entry, dict) else entry
+            base = transports.get(name)
+            if isinstance(entry, dict) and "like" in entry:
+                base = self.transport(entry.pop("like"), path=(*path, "transports", name, "like"))
+            transports[name] = transport_from_dict(name, entry, base,
+                                                   (*path, "transports", name))
         devices = dict(self.devices)
         for name, entry in (raw.get("devices") or {}).items():
             entry = dict(entry) if isinstance(entry, dict) else entry
@@ -188,7 +269,10 @@ class Catalog:
             if isinstance(entry, dict) and "like" in entry:
                 base = self.link(entry.pop("like"), path=(*path, "links", name, "like"))
             links[name] = link_from_dict(name, entry, base, (*path, "links", name))
-        return Catalog(devices, links)
+        out = Catalog(devices, links, transports)
+        for name in (raw.get("links") or {}):
+            out.check_link(links[name], (*path, "links", name))
+        return out
 
 
 @lru_cache(maxsize=1)
@@ -197,6 +281,12 @@ def builtin_catalog() -> Catalog:
     pkg = resources.files(__package__)
     raw_dev = safe_load(pkg.joinpath("devices.yaml").read_text())
     raw_link = safe_load(pkg.joinpath("links.yaml").read_text())
+    raw_tr = safe_load(pkg.joinpath("transports.yaml").read_text())
     devices = {n: device_from_dict(n, d, path=("devices.yaml", n)) for n, d in raw_dev.items()}
     links = {n: link_from_dict(n, d, path=("links.yaml", n)) for n, d in raw_link.items()}
-    return Catalog(devices, links)
+    transports = {n: transport_from_dict(n, d, path=("transports.yaml", n))
+                  for n, d in raw_tr.items()}
+    cat = Catalog(devices, links, transports)
+    for n, spec in links.items():
+        cat.check_link(spec, ("links.yaml", n))
+    return cat

@@ -4,6 +4,10 @@
   all-to-all (every rank sends segment ``j`` to rank ``j``, which sums the p-1 pieces), then an
   allgather done as one direct exchange.  Two steps, so only ``2 alpha``, but each step puts
   ``p-1`` concurrent messages on every link: fine inside a node, an incast storm beyond.
+* ``asa_ompi`` - Theano-MPI's asa as CUDA-aware Open MPI 1.8 ran it, per tensor: MPI_Alltoall
+  by pairwise exchange (the tuned component's choice for large messages; each piece summed
+  as it lands, which is the same reduction work as one sum after the alltoall), then
+  MPI_Allgather by ring: ``2(p-1)`` rounds of ``n/p``, one message per link per round.
 * ``pairwise`` alltoall and reduce-scatter - ``p-1`` rounds; in round ``k`` rank ``r`` sends to
   ``r+k`` and receives from ``r-k`` (MPICH's long-message MPI_Alltoall and
   MPI_Reduce_scatter): one message per link per round, any p.
@@ -24,7 +28,8 @@ from collections.abc import Sequence
 from clustersim.collectives.plan import Plan
 from clustersim.errors import InputError
 
-__all__ = ["MAX_DIRECT_RANKS", "check_direct_size", "asa_allreduce", "pairwise_alltoall",
+__all__ = ["MAX_DIRECT_RANKS", "check_direct_size", "asa_allreduce", "asa_ompi_allreduce",
+           "pairwise_alltoall",
            "pairwise_reduce_scatter", "p2p", "ps_push", "ps_pull"]
 
 #: p(p-1) explicit messages: 1,024 ranks is about a million transfers, the sane limit
@@ -46,6 +51,14 @@ def asa_allreduce(plan: Plan) -> None:
              label="alltoall + sum")
     plan.add([plan.xfer(r, j, r, 1) for r in range(p) for j in range(p) if j != r],
              label="allgather (direct)")
+
+
+def asa_ompi_allreduce(plan: Plan) -> None:
+    """Pairwise alltoall + sum (rank j ends with block j summed), then ring allgather."""
+    from clustersim.collectives.ring import ring_allgather
+
+    pairwise_reduce_scatter(plan)
+    ring_allgather(plan)
 
 
 def pairwise_alltoall(plan: Plan) -> None:

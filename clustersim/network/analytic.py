@@ -83,8 +83,8 @@ class _Routed:
 def _routed(step: Step, platform: Platform, placement: Sequence[int],
             params: NetworkParams) -> _Routed:
     pairs = tuple((placement[t.src], placement[t.dst]) for t in step.transfers)
-    kinds = platform.link_kind if params.protocols else None
-    key = (pairs, params.efficiency, kinds is not None, params.plain)
+    kinds = params.platform_keys(platform)
+    key = (pairs, params.efficiency, kinds is not None, params.plain, params.key_signature)
     cache = _ROUTED.setdefault(platform, {})
     hit = cache.get(key)
     if hit is not None:
@@ -99,7 +99,8 @@ def _routed(step: Step, platform: Platform, placement: Sequence[int],
         cap = platform.capacity[used] * params.efficiency
         rates = progressive_fill(local, owner, cap, n)
         lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
-        classes = (tuple(bottleneck_class(r, platform.capacity, kinds) for r in routes)
+        classes = (tuple(bottleneck_class(r, platform.capacity, kinds, params.weights)
+                         for r in routes)
                    if not params.plain else None)
         uclasses: tuple[str | None, ...] = ()
         codes = None

@@ -113,6 +113,7 @@ def _step_exactness(step: Step, platform: Platform, placement: Sequence[int],
                     params: NetworkParams) -> tuple[bool, int]:
     """(is the analytic time exact for this step, size of its largest non-uniform group)."""
     worst = 0
+    keys = params.platform_keys(platform)
     for group in step_groups(step, platform, placement):
         if len(group) < 2:
             continue
@@ -123,8 +124,8 @@ def _step_exactness(step: Step, platform: Platform, placement: Sequence[int],
             t = step.transfers[i]
             route = platform.route(placement[t.src], placement[t.dst])
             ovh, charge = params.message_cost(
-                t.nbytes, bottleneck_class(route, platform.capacity, platform.link_kind)
-                if params.protocols else None, True)
+                t.nbytes, bottleneck_class(route, platform.capacity, keys, params.weights)
+                if keys is not None else None, True)
             lats.append(ovh + platform.path_latency(route))
             charged.append(t.nbytes * charge)
         if not (_same(sizes) and _same(lats) and _same(charged)):

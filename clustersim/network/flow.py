@@ -167,7 +167,8 @@ class FlowNetwork:
 
     def __init__(self, env: simpy.Environment, capacity: np.ndarray, latency: np.ndarray,
                  params: NetworkParams = NetworkParams(),
-                 link_kinds: Sequence[str] | None = None) -> None:
+                 link_kinds: Sequence[str] | None = None,
+                 link_transports: Sequence[str | None] | None = None) -> None:
         cap = np.asarray(capacity, dtype=float)
         lat = np.asarray(latency, dtype=float)
         if cap.ndim != 1 or cap.shape != lat.shape:
@@ -180,10 +181,11 @@ class FlowNetwork:
             raise ValueError(f"{len(link_kinds)} link kinds for {cap.size} links")
         self.env = env
         self.params = params
-        # piecewise protocols (NetworkParams.protocols) need each link's class
-        self._kinds: tuple[str, ...] | None = (tuple(link_kinds) if link_kinds is not None
-                                                else None)
-        self._protocols = bool(params.protocols)
+        # piecewise protocols (NetworkParams.protocols) need each link's class, transports
+        # each link's transport: together, each link's protocol table key
+        self._kinds: tuple[str, ...] | None = params.link_keys(link_kinds, link_transports)
+        self._weights = params.weights
+        self._protocols = params.tabled
         self._coll_charge = params.collective_efficiency != 1.0
         self._cap = cap * params.efficiency
         self._cap_list: list[float] = self._cap.tolist()
@@ -214,7 +216,8 @@ class FlowNetwork:
         """A network over a :class:`~clustersim.platform.model.Platform`'s link resources
         (their classes included, for ``params.protocols``)."""
         return cls(env, platform.capacity, platform.latency, params,
-                   getattr(platform, "link_kind", None))
+                   getattr(platform, "link_kind", None),
+                   getattr(platform, "link_transport", None))
 
     # -- public API ----------------------------------------------------------------------
     def transfer(self, route: Sequence[int], nbytes: float) -> simpy.Event:
@@ -314,7 +317,12 @@ class FlowNetwork:
                         narrowest = lk
                     hop_lat.append(lat[lk])
                 hops = math.fsum(hop_lat)
-                kind = self._kinds[narrowest] if self._kinds is not None else None
+                kinds = self._kinds
+                if self._weights and kinds is not None:  # narrowest achievable bandwidth
+                    w = self._weights
+                    narrowest = min(route, key=lambda lk: (cap[lk] * w.get(kinds[lk], 1.0),
+                                                           route.index(lk)))
+                kind = kinds[narrowest] if kinds is not None else None
                 info = _RouteInfo(route, self.params.overhead + hops, lone, hops, kind)
             self._route_info[route] = info
         return info

@@ -16,6 +16,17 @@ the link capacity (instead of ``efficiency``).  Under contention the flow is cha
 ``n * efficiency / segment.efficiency`` bytes of the shared ``capacity * efficiency``, i.e. a
 protocol that reaches a smaller fraction of the wire uses the wire longer.  Without a table
 (the default) nothing changes: one ``overhead`` and one ``efficiency`` for every message.
+
+Transports (``transports``).  A link may name a catalog transport (TCP over Ethernet, RoCE,
+InfiniBand verbs, NVLink, PCIe peer-to-peer...: ``clustersim/catalog/transports.yaml``) -
+what share of the line rate software reaches and what a message costs.  Each becomes a
+one-segment protocol table under the key ``"@" + name``; a link's key is its transport's when
+its class has no calibrated table of its own (and there is no ``"*"`` table), so measured
+tables keep priority over datasheet-level transport figures.  A scenario's explicit
+``network.overhead`` / ``network.efficiency`` (``explicit``) replace the transport's figure of
+the same name, so hand-fitted scenarios keep their numbers.  Which link limits a route is
+then decided on achievable bandwidth (line rate times the transport's efficiency): a GPU
+pair under one PCIe switch and one whose path crosses the CPU root complex differ there.
 """
 
 from __future__ import annotations
@@ -25,10 +36,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["NetworkParams", "Segment", "ANY_CLASS", "bottleneck_class"]
+__all__ = ["NetworkParams", "Segment", "ANY_CLASS", "TRANSPORT_KEY", "bottleneck_class"]
 
 #: protocol table key that applies to every link class without a table of its own
 ANY_CLASS = "*"
+#: prefix of a transport's protocol table key (link classes cannot start with it in tables)
+TRANSPORT_KEY = "@"
+#: the network fields a scenario may set that take priority over transports
+EXPLICIT_FIELDS = ("overhead", "efficiency")
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,8 @@ class Segment:
     overhead: float
     efficiency: float
     collective_efficiency: float = 1.0
+    transports: tuple[tuple[str, float, float], ...] = field(default=())
+    explicit: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not (self.start >= 0 and math.isfinite(self.start)):
@@ -90,6 +107,9 @@ class NetworkParams:
     point-to-point).  Point-to-point ``Send``/``Recv`` are not affected.
     ``protocols``: per link class, a piecewise table of :class:`Segment` by message size
     (module docs); ``"*"`` applies to classes without their own table.
+    ``transports``: ``(name, overhead, efficiency)`` of the catalog transports the platform's
+    links use (module docs); ``explicit``: which of ``overhead``/``efficiency`` the scenario
+    set - those replace the transports' own figures.
     """
 
     overhead: float = 0.0
@@ -97,6 +117,8 @@ class NetworkParams:
     step_overhead: float = 0.0
     protocols: tuple[tuple[str, tuple[Segment, ...]], ...] = field(default=())
     collective_efficiency: float = 1.0
+    transports: tuple[tuple[str, float, float], ...] = field(default=())
+    explicit: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.overhead < 0:
@@ -112,9 +134,78 @@ class NetworkParams:
         norm = tuple(sorted((str(k), _as_table(v)) for k, v in protos))
         if len({k for k, _ in norm}) != len(norm):
             raise ValueError("a link class has two protocol tables")
+        if any(k.startswith(TRANSPORT_KEY) for k, _ in norm):
+            raise ValueError(f"protocol table keys may not start with {TRANSPORT_KEY!r}")
+        bad = set(self.explicit) - set(EXPLICIT_FIELDS)
+        if bad:
+            raise ValueError(f"explicit names {sorted(bad)}; allowed: {list(EXPLICIT_FIELDS)}")
+        trans = tuple(sorted((str(n), float(o), float(e)) for n, o, e in self.transports))
+        object.__setattr__(self, "transports", trans)
+        object.__setattr__(self, "explicit", tuple(sorted(set(self.explicit))))
+        tables = dict(norm)
+        weights: dict[str, float] = {}
+        # both figures explicit: every transport would cost the global ones - no tables (and
+        # the fast paths of a plain network stay open)
+        live = () if set(EXPLICIT_FIELDS) <= set(self.explicit) else trans
+        for name, ovh, eff in live:
+            seg = Segment(0.0, self.overhead if "overhead" in self.explicit else ovh,
+                          self.efficiency if "efficiency" in self.explicit else eff,
+                          self.collective_efficiency)
+            tables[TRANSPORT_KEY + name] = (seg,)
+            weights[TRANSPORT_KEY + name] = eff
         object.__setattr__(self, "protocols", norm)
-        object.__setattr__(self, "_tables", dict(norm))
-        object.__setattr__(self, "_starts", {k: [s.start for s in v] for k, v in norm})
+        object.__setattr__(self, "_own", frozenset(k for k, _ in norm))
+        object.__setattr__(self, "_weights", weights)
+        object.__setattr__(self, "_tables", tables)
+        object.__setattr__(self, "_starts", {k: [s.start for s in v] for k, v in tables.items()})
+
+    @property
+    def tabled(self) -> bool:
+        """True when some message may pay a table's costs (calibrated or transport)."""
+        return bool(self._tables)  # type: ignore[attr-defined]
+
+    @property
+    def weights(self) -> dict[str, float] | None:
+        """Key -> the transport's achievable fraction of the line rate (``None``: no
+        transports), for :func:`bottleneck_class`."""
+        return self._weights or None  # type: ignore[attr-defined]
+
+    @property
+    def key_signature(self) -> tuple:
+        """What the links' keys and the bottleneck choice depend on (cache keys)."""
+        return (self._own, tuple(sorted(self._weights.items())))  # type: ignore[attr-defined]
+
+    def link_keys(self, kinds: Sequence[str] | None,
+                  transports: Sequence[str | None] | None = None) -> tuple[str, ...] | None:
+        """The protocol table key of every link: its class, or ``"@" + transport`` when the
+        link has a transport and its class no calibrated table (nor is there a ``"*"`` one).
+        """
+        if kinds is None:
+            return None
+        own = self._own  # type: ignore[attr-defined]
+        if not self._weights or transports is None or ANY_CLASS in own:  # type: ignore[attr-defined]
+            return tuple(kinds)
+        tables = self._tables  # type: ignore[attr-defined]
+        out = []
+        for k, t in zip(kinds, transports):
+            key = TRANSPORT_KEY + t if t is not None else None
+            out.append(key if key in tables and k not in own else k)
+        return tuple(out)
+
+    def platform_keys(self, platform) -> tuple[str, ...] | None:
+        """:meth:`link_keys` of a platform's links, memoised on the platform."""
+        kinds = getattr(platform, "link_kind", None)
+        if not self.tabled or kinds is None:
+            return None
+        trans = getattr(platform, "link_transport", None)
+        memo = getattr(platform, "memo", None)
+        mkey = ("link_keys", self._own, tuple(self._weights))  # type: ignore[attr-defined]
+        if memo is not None and mkey in memo:
+            return memo[mkey]
+        keys = self.link_keys(kinds, trans)
+        if memo is not None:
+            memo[mkey] = keys
+        return keys
 
     def table(self, link_class: str | None) -> tuple[Segment, ...] | None:
         """The protocol table for messages whose bottleneck link is of ``link_class``."""
@@ -154,17 +245,23 @@ class NetworkParams:
     def plain(self) -> bool:
         """True when every message costs ``overhead`` and its own bytes (no table, no
         collective correction): the models' fast paths."""
-        return not self.protocols and self.collective_efficiency == 1.0
+        return not self._tables and self.collective_efficiency == 1.0  # type: ignore[attr-defined]
 
 
 def bottleneck_class(route: Sequence[int], capacity: Sequence[float],
-                     kinds: Sequence[str] | None) -> str | None:
-    """Link class of the narrowest link of ``route`` (the first one on ties).
+                     kinds: Sequence[str] | None,
+                     weights: Mapping[str, float] | None = None) -> str | None:
+    """Link class (protocol key) of the narrowest link of ``route`` (the first one on ties).
 
     The protocol of a message is the one of the link that limits it: on a GPU -> PCIe -> NIC
-    -> switch path that is the network link, not the PCIe hops.
+    -> switch path that is the network link, not the PCIe hops.  ``weights`` (transports'
+    efficiencies by key) make "narrowest" the lowest *achievable* bandwidth.
     """
     if not route or kinds is None:
         return None
-    best = min(route, key=lambda lk: (capacity[lk], route.index(lk)))
+    if weights:
+        best = min(route, key=lambda lk: (capacity[lk] * weights.get(kinds[lk], 1.0),
+                                          route.index(lk)))
+    else:
+        best = min(route, key=lambda lk: (capacity[lk], route.index(lk)))
     return kinds[best]

@@ -65,7 +65,7 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
     if not isinstance(topo, str) or topo not in TOPOLOGIES:
         raise unknown_name("topology", str(topo), TOPOLOGIES, path=(*path, "topology"))
     if topo == "explicit":
-        return _build_explicit(raw, catalog, path)
+        return _with_transports(_build_explicit(raw, catalog, path), catalog, path)
     fn = TOPOLOGIES[topo][0]
     params = {n: p for n, p in inspect.signature(fn).parameters.items()
               if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
@@ -84,9 +84,25 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
             raise InputError(f"topology {topo!r} needs field {pname!r} (required: "
                              f"{', '.join(required)})", path=(*path, pname))
     try:
-        return fn(**kwargs)
+        platform = fn(**kwargs)
     except InputError as exc:
         raise exc.located(prefix=path) from None
+    return _with_transports(platform, catalog, path)
+
+
+def _with_transports(platform: Platform, catalog: Catalog, path: tuple) -> Platform:
+    """Attach ``transport_specs`` (name -> :class:`~clustersim.catalog.TransportSpec`) for the
+    transports the platform's links name, from the catalog they were described with - the
+    scenario turns them into :class:`~clustersim.network.params.NetworkParams` tables."""
+    specs = {}
+    builtin = builtin_catalog().transports
+    for name in sorted({t for t in platform.link_transport if t is not None}):
+        spec = catalog.transports.get(name) or builtin.get(name)
+        if spec is None:
+            raise unknown_name("transport", name, catalog.transports, path=path)
+        specs[name] = spec
+    platform.transport_specs = specs
+    return platform
 
 
 def load_platform(file: str | Path, catalog: Catalog | None = None) -> Platform:
@@ -127,7 +143,7 @@ def parse_link(value: Any, catalog: Catalog, path: tuple) -> LinkSpec:
         raw = dict(value)
         base = catalog.link(raw.pop("like"), path=(*path, "like")) if "like" in raw else None
         name = str(raw.pop("name", base.name if base else "custom"))
-        return link_from_dict(name, raw, base, path)
+        return catalog.check_link(link_from_dict(name, raw, base, path), path)
     raise InputError(f"link must be a catalog name ({', '.join(sorted(catalog.links))}) or a "
                      f"mapping like {{bandwidth: 10 Gb/s, latency: 1 us}}, not {value!r}",
                      path=path)

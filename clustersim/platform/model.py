@@ -60,6 +60,7 @@ class _LinkRes:
     bandwidth: float
     latency: float
     kind: str
+    transport: str | None = None
 
 
 #: Bounds on a platform's size.  Why: a typo (``hosts: 1e12``, a 1024-device NVLink mesh) must
@@ -121,15 +122,18 @@ class PlatformBuilder:
         kind: str | None = None,
         duplex: bool | None = None,
         cost: int = 1,
+        transport: str | None = None,
     ) -> None:
         """Connect ``a`` and ``b``; explicit values override the link class ``spec``.
 
         ``cost`` is the routing cost of crossing the link (a positive integer).
+        ``transport``: the catalog transport of this link (default: the class's).
         """
         bw = bandwidth if bandwidth is not None else (spec.bandwidth if spec else None)
         lat = latency if latency is not None else (spec.latency if spec else 0.0)
         kd = kind or (spec.name if spec else "link")
         dup = duplex if duplex is not None else (spec.duplex if spec else True)
+        tr = transport if transport is not None else (spec.transport if spec else None)
         if bw is None or not bw > 0:
             raise InputError(f"link {a}-{b} needs a positive bandwidth, got {bw!r}")
         if lat < 0:
@@ -148,11 +152,11 @@ class PlatformBuilder:
         if rid >= MAX_LINKS:
             raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
                              f"it smaller (fewer hosts, switches or devices per machine)")
-        self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd))
+        self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd, tr))
         adj[a][b] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
         if dup:
             rid += 1
-            self._res.append(_LinkRes(f"{b}->{a}", bw, lat, kd))
+            self._res.append(_LinkRes(f"{b}->{a}", bw, lat, kd, tr))
         else:
             self._res[rid].name = f"{a}<->{b}"
         adj[b][a] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
@@ -190,6 +194,9 @@ class Platform:
         self.devices: tuple[str, ...] = tuple(devices)
         self.link_names: tuple[str, ...] = tuple(r.name for r in resources)
         self.link_kind: tuple[str, ...] = tuple(r.kind for r in resources)
+        #: catalog transport of each link resource (None: datasheet line rate, no overhead)
+        self.link_transport: tuple[str | None, ...] = tuple(
+            getattr(r, "transport", None) for r in resources)
         self.capacity = np.array([r.bandwidth for r in resources], dtype=float)
         self.latency = np.array([r.latency for r in resources], dtype=float)
         self.capacity.setflags(write=False)
@@ -212,6 +219,9 @@ class Platform:
         #: what simulations derive from this (immutable) platform and reuse across runs in
         #: one process, keyed by its users (the engine: point-to-point message plans)
         self.memo: dict[Any, Any] = {}
+        #: transport name -> catalog TransportSpec, attached by the platform's describer
+        #: (clustersim.platform.describe) for the scenario's network parameters
+        self.transport_specs: dict[str, Any] = {}
 
     # -- devices -------------------------------------------------------------------------
     @property

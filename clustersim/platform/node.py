@@ -205,15 +205,19 @@ def _add_pcie_tree(b: PlatformBuilder, p: str, node: NodeSpec, devs: tuple[str, 
             b.add_link(cpus[s], cpus[t], qpi)
     nsw = node.pcie_switches
     switches = [b.add_node(f"{p}.pcie{j}", "pcie") for j in range(nsw)]
+    # a link that ends at a CPU root port carries the class's cpu_transport: peer-to-peer
+    # through the root complex is slower than through a PCIe switch (catalog transports)
     for j, sw in enumerate(switches):
-        b.add_link(sw, cpus[j * node.sockets // nsw], pcie)
+        b.add_link(sw, cpus[j * node.sockets // nsw], pcie, transport=pcie.cpu_transport)
     for d, dev in enumerate(devs):
         if nsw:
             b.add_link(dev, switches[d // node.devices_per_switch], pcie)
         else:
-            b.add_link(dev, cpus[d * node.sockets // len(devs)], pcie)
+            b.add_link(dev, cpus[d * node.sockets // len(devs)], pcie,
+                       transport=pcie.cpu_transport)
     for j, nic in enumerate(nics):
         if node.gpudirect and nsw:
             b.add_link(nic, switches[j * nsw // len(nics)], nic_link)
         else:
-            b.add_link(nic, cpus[j * node.sockets // len(nics)], nic_link)
+            b.add_link(nic, cpus[j * node.sockets // len(nics)], nic_link,
+                       transport=nic_link.cpu_transport)

@@ -17,7 +17,7 @@ from typing import Any
 
 from clustersim.catalog import Catalog, builtin_catalog
 from clustersim.errors import InputError
-from clustersim.network.params import NetworkParams
+from clustersim.network.params import EXPLICIT_FIELDS, NetworkParams
 from clustersim.scenario.emulation import (
     CONVERGENCE_MODES,
     EmulationSpec,
@@ -72,6 +72,8 @@ class WorkloadSpec:
     global_batch: int | None = None
     optimizer: str = "momentum"
     bucket_bytes: float | None = None
+    #: a framework's gradient grouping (clustersim.workload.fusion.FusionSpec), or None
+    fusion: Any = None
     jitter: float = 0.0
     compute: Any = None
     pipeline: Any = None
@@ -157,11 +159,17 @@ class Scenario:
         return self
 
 
-def _parse_network(raw: Any) -> NetworkParams:
-    s = Section(raw, ("network",), ("overhead", "efficiency"))
+def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
+    """``network:``.  The platform's link transports (catalog) apply unless
+    ``transports: false``; an explicit ``overhead``/``efficiency`` replaces their figure."""
+    s = Section(raw, ("network",), ("overhead", "efficiency", "transports"))
+    specs = getattr(platform, "transport_specs", {}) if s.get("transports", as_bool, True) \
+        else {}
     return NetworkParams(
         overhead=s.get("overhead", as_time, 0.0),
         efficiency=s.get("efficiency", as_float, 1.0, minimum=1e-6, maximum=1.0),
+        transports=tuple((t.name, t.overhead, t.efficiency) for t in specs.values()),
+        explicit=tuple(k for k in EXPLICIT_FIELDS if s.has(k)),
     )
 
 
@@ -208,7 +216,7 @@ def _parse_workload(raw: Any, base: Path | None = None) -> WorkloadSpec:
 
     path = ("workload",)
     s = Section(raw, path, ("model", "batch_per_worker", "global_batch", "optimizer", "bucket",
-                            "input", "jitter", "compute", "convergence"))
+                            "fusion", "input", "jitter", "compute", "convergence"))
     model = resolve_model(s.get("model"), (*path, "model"))
     # a million samples per worker (or 10**9 in all) is far past any GPU's memory: a typo
     bpw = s.get("batch_per_worker", as_int, None, minimum=1, maximum=1_000_000)
@@ -221,6 +229,13 @@ def _parse_workload(raw: Any, base: Path | None = None) -> WorkloadSpec:
     # Theano-MPI); a size: DDP-style buckets of at least that many bytes
     no_bucket = bucket is None or bucket is False or bucket == "none"
     bucket_bytes = None if no_bucket else as_size(bucket, (*path, "bucket"), allow_zero=True)
+    fusion = None
+    if s.has("fusion"):  # a framework's grouping; bucket is the older, framework-free knob
+        from clustersim.workload.fusion import parse_fusion
+
+        if not no_bucket:
+            raise InputError("give bucket or fusion, not both", path=(*path, "fusion"))
+        fusion = parse_fusion(s.raw["fusion"], (*path, "fusion"))
     pipeline = (InputPipeline.from_dict(s.raw["input"], (*path, "input"))
                 if s.has("input") else None)
     return WorkloadSpec(
@@ -230,6 +245,7 @@ def _parse_workload(raw: Any, base: Path | None = None) -> WorkloadSpec:
         optimizer=s.get("optimizer", as_choice, "momentum", choices=list(OPTIMIZERS),
                         kind="optimizer"),
         bucket_bytes=bucket_bytes,
+        fusion=fusion,
         jitter=s.get("jitter", as_float, 0.0, minimum=0.0, maximum=1.0),
         compute=ComputeOverrides.from_dict(s.get("compute", default=None), (*path, "compute")),
         pipeline=pipeline,
@@ -405,7 +421,7 @@ def _parse(raw: Any, file: str | None) -> Scenario:
         catalog=catalog,
         platform=platform,
         platform_raw=praw,
-        network=_parse_network(s.get("network", default=None)),
+        network=_parse_network(s.get("network", default=None), platform),
         run=run,
         benchmark=bench,
         workload=workload,

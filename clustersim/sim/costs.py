@@ -48,6 +48,7 @@ class CostModel:
         self.batch = batch
         self.optimizer = wl.optimizer
         self.bucket_bytes = wl.bucket_bytes
+        self.fusion = getattr(wl, "fusion", None)
         self.pipeline = wl.pipeline
         self.overrides = wl.compute
         self.platform = scn.platform
@@ -92,13 +93,19 @@ class CostModel:
         without parameters at the input end join the last bucket.  No bucketing = one bucket.
         """
         L = self.num_layers
-        if self.bucket_bytes is None:
+        if self.fusion is not None:  # a framework's grouping (workload.fusion)
+            from clustersim.workload.fusion import fusion_buckets
+
+            bks = fusion_buckets(self.profile(0), self.fusion)
+        else:
+            bks = None if self.bucket_bytes is None else self.profile(0).buckets(
+                self.bucket_bytes)
+        if bks is None:
             return ((0, L, self.grad_bytes),)
         prof = self.profile(0)
         pos = {s.name: j for j, s in enumerate(prof.backward)}
         out = []
         prev = -1
-        bks = prof.buckets(self.bucket_bytes)
         for k, b in enumerate(bks):
             last = max(pos[n] for n in b.layers)
             if k == len(bks) - 1:

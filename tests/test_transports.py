@@ -1,0 +1,128 @@
+"""Transports (catalog): a message limited by a link of transport T costs overhead_T + the hop
+latencies + n / (B * efficiency_T); an explicit network.overhead / efficiency wins."""
+
+import pytest
+import simpy
+
+from clustersim.catalog import builtin_catalog
+from clustersim.errors import InputError
+from clustersim.network.flow import FlowNetwork
+from clustersim.network.params import NetworkParams
+from clustersim.scenario.schema import parse_scenario
+
+MB = 1e6
+
+
+def _scenario(network=None, link=None, catalog=None):
+    """Two GPUs joined by one explicit link (default: 25 GbE, transport tcp_25g)."""
+    raw = {
+        "platform": {"topology": "explicit",
+                     "nodes": [{"name": "a", "kind": "device", "device": "v100"},
+                               {"name": "b", "kind": "device", "device": "v100"}],
+                     "links": [{"between": ["a", "b"], "link": link or "eth25g"}]},
+        "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [2], "sizes": ["1 MB"]},
+    }
+    if network is not None:
+        raw["network"] = network
+    if catalog is not None:
+        raw["catalog"] = catalog
+    return parse_scenario(raw)
+
+
+def _one_message(scn, nbytes):
+    env = simpy.Environment()
+    net = FlowNetwork.for_platform(env, scn.platform, scn.network)
+    route = scn.platform.route(0, 1)
+    ev = net.transfer(route, nbytes)
+    env.run(ev)
+    return env.now, scn.platform.path_latency(route)
+
+
+def test_catalog_transports_have_sources_and_links_name_them():
+    cat = builtin_catalog()
+    for name in ("tcp_10g", "tcp_25g", "tcp_100g", "roce", "ib_verbs", "omnipath", "nvlink1",
+                 "nvlink2", "nvlink3", "pcie_switch_p2p", "pcie_rc_p2p", "socket_link"):
+        t = cat.transport(name)
+        assert 0 < t.efficiency <= 1 and t.overhead >= 0 and t.source
+    assert cat.link("eth25g").transport == "tcp_25g"
+    assert cat.link("pcie3x16").cpu_transport == "pcie_rc_p2p"
+
+
+@pytest.mark.parametrize("link, transport", [("eth25g", "tcp_25g"), ("ib_edr", "ib_verbs"),
+                                             ("nvlink2", "nvlink2"), ("opa100", "omnipath")])
+def test_lone_flow_closed_form(link, transport):
+    scn = _scenario(link=link)
+    cat = builtin_catalog()
+    t, lk = cat.transport(transport), cat.link(link)
+    n = 8 * MB
+    got, hops = _one_message(scn, n)
+    assert got == pytest.approx(t.overhead + hops + n / (lk.bandwidth * t.efficiency), rel=1e-9)
+
+
+def test_explicit_network_fields_win():
+    n = 8 * MB
+    bw = builtin_catalog().link("eth25g").bandwidth
+    tr = builtin_catalog().transport("tcp_25g")
+    both, hops = _one_message(_scenario({"overhead": "2 us", "efficiency": 0.5}), n)
+    assert both == pytest.approx(2e-6 + hops + n / (bw * 0.5), rel=1e-9)
+    eff_only, _ = _one_message(_scenario({"efficiency": 0.5}), n)
+    assert eff_only == pytest.approx(tr.overhead + hops + n / (bw * 0.5), rel=1e-9)
+    ovh_only, _ = _one_message(_scenario({"overhead": "2 us"}), n)
+    assert ovh_only == pytest.approx(2e-6 + hops + n / (bw * tr.efficiency), rel=1e-9)
+    off, _ = _one_message(_scenario({"transports": False}), n)
+    assert off == pytest.approx(hops + n / bw, rel=1e-9)
+
+
+def test_link_and_catalog_override_the_transport():
+    n = 8 * MB
+    bw = builtin_catalog().link("eth25g").bandwidth
+    roce = builtin_catalog().transport("roce")
+    per_link, hops = _one_message(_scenario(link={"like": "eth25g", "transport": "roce"}), n)
+    assert per_link == pytest.approx(roce.overhead + hops + n / (bw * roce.efficiency))
+    mine = {"transports": {"fast": {"efficiency": 1.0, "overhead": "0 us"}},
+            "links": {"eth25g": {"transport": "fast"}}}
+    by_class, _ = _one_message(_scenario(catalog=mine), n)
+    assert by_class == pytest.approx(hops + n / bw)
+
+
+def test_calibrated_protocol_table_beats_the_transport():
+    from clustersim.network.params import Segment
+    scn = _scenario()
+    tr = builtin_catalog().transport("tcp_25g")
+    params = NetworkParams(transports=(("tcp_25g", tr.overhead, tr.efficiency),),
+                           protocols={"eth25g": (Segment(0, 1e-6, 0.7),)})
+    keys = params.platform_keys(scn.platform)
+    assert set(keys) == {"eth25g"}
+
+
+def test_bottleneck_is_the_lowest_achievable_bandwidth():
+    """GPUs under one PCIe switch: switch transport; across the root complex: its transport."""
+    raw = {"platform": {"topology": "node", "device": "v100_pcie",
+                        "node": {"devices": 4, "layout": "pcie_tree", "sockets": 1,
+                                 "devices_per_switch": 2, "nics": 0}},
+           "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [2],
+                         "sizes": ["1 MB"]}}
+    scn = parse_scenario(raw)
+    cat = builtin_catalog()
+    bw = cat.link("pcie3x16").bandwidth
+    sw, rc = cat.transport("pcie_switch_p2p"), cat.transport("pcie_rc_p2p")
+    n = 16 * MB
+    for dst, t in ((1, sw), (2, rc)):
+        env = simpy.Environment()
+        net = FlowNetwork.for_platform(env, scn.platform, scn.network)
+        route = scn.platform.route(0, dst)
+        env.run(net.transfer(route, n))
+        want = t.overhead + scn.platform.path_latency(route) + n / (bw * t.efficiency)
+        assert env.now == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("catalog, where", [
+    ({"links": {"eth25g": {"transport": "tcp_52g"}}}, "unknown transport"),
+    ({"transports": {"x": {"efficiency": 1.5, "overhead": "1 us"}}}, "efficiency"),
+    ({"transports": {"x": {"efficiency": 0.5}}}, "needs fields"),
+    ({"transports": {"x": {"eficiency": 0.5, "overhead": "1 us"}}}, "did you mean"),
+])
+def test_bad_transports(catalog, where):
+    with pytest.raises(InputError, match=where) as exc:
+        _scenario(catalog=catalog)
+    assert "catalog" in str(exc.value)
