@@ -28,7 +28,7 @@ def browser(width: int = 1200, height: int = 900):
         pytest.skip(f"headless chromium did not start: {exc}")
 
 
-def wait_for(driver, script: str, timeout: float = 30.0):
+def wait_for(driver, script: str, timeout: float = 90.0):
     """Poll a JavaScript expression until it is truthy; its value."""
     from selenium.webdriver.support.ui import WebDriverWait
 
