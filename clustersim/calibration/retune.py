@@ -84,13 +84,14 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
             for _, _, data in edges:
                 data["link"] = new_id
         elif want:  # a shared cable becomes two directions
+            tag = _cable_tag(name)
             for u, v, data in edges:
-                data["link"] = add(f"{u}->{v}", rid, kind)
+                data["link"] = add(f"{u}->{v}{tag}", rid, kind)
         else:  # two directions become one shared cable
             u, v, data = edges[0]
             if rid in done:
                 continue
-            new_id = add(f"{u}<->{v}", rid, kind)
+            new_id = add(f"{u}<->{v}{_cable_tag(name)}", rid, kind)
             data["link"] = new_id
             fwd = graph.get_edge_data(u, v)
             back = graph.get_edge_data(v, u)
@@ -100,3 +101,9 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
                 done.add(back["link"])  # its old resource id, met later in this loop
                 back["link"] = new_id
     return Platform(platform.name, graph, platform.devices, resources)
+
+
+def _cable_tag(name: str) -> str:
+    """``#k`` of the k-th parallel cable's resource name (``a->b#1``), else ``""``."""
+    head, sep, k = name.rpartition("#")
+    return f"#{k}" if sep and head and k.isdigit() else ""
