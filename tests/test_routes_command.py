@@ -96,3 +96,11 @@ def test_ugal_routes_on_a_dragonfly(tmp_path, capsys):
     res = json.loads(js.read_text())
     hops = sorted({len(t["links"]) for t in res["transfers"]})
     assert res["routing"]["policy"] == "ugal" and max(hops) > 5  # some flows left minimal
+
+
+def test_list_routing_names_every_policy(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["list", "routing"]) == 0
+    out = capsys.readouterr().out
+    for policy in ("ecmp", "minimal", "dmodk", "smodk", "valiant", "ugal"):
+        assert policy in out
