@@ -1,5 +1,6 @@
-"""``clustersim list``: the catalog's devices, links, topologies, routing policies, collectives, algorithms and
-models, and one algorithm's parameters (kept out of cli.py so that it stays small)."""
+"""``clustersim list``: the catalog's devices, links, topologies, routing policies,
+collectives, algorithms and models, and one algorithm's parameters (kept out of cli.py so that
+it stays small)."""
 
 from __future__ import annotations
 
