@@ -267,3 +267,16 @@ def test_retune_keeps_parallel_cables_apart():
     assert sorted(n for n in q.link_names if "<->" in n) == [
         "leaf0<->spine0", "leaf0<->spine0#1", "leaf1<->spine0", "leaf1<->spine0#1"]
     assert len({q.route(0, 2)[1], q.route(1, 3)[1]}) in (1, 2)
+
+
+def test_platforms_under_a_policy_pickle_with_their_routes():
+    import pickle
+
+    for base, policies in ((leaf_spine(4, 2, 4, DEV, ETH, ETH, cables=2), ("ecmp", "dmodk")),
+                           (dragonfly(5, 4, 2, DEV, ETH, ETH, ETH), ("valiant", "ugal"))):
+        for policy in policies:
+            p = base.with_routing(RoutingSpec(policy, 3))
+            q = pickle.loads(pickle.dumps(p))  # process pools may pickle scenarios
+            n = p.num_devices
+            assert [q.route(0, t) for t in range(n)] == [p.route(0, t) for t in range(n)]
+            assert q.adaptive == p.adaptive and q.routing == p.routing

@@ -160,14 +160,30 @@ def route_function(platform: Platform, spec: RoutingSpec) -> Callable[[int, int]
     router = platform._router
     seed = spec.seed
     if spec.policy in ("ecmp", "minimal", "ugal"):
-        if not seed:
-            return router.route
-        return lambda s, t: router.route(s, t, seed)
+        return router.route if not seed else _Seeded(router, seed)
     if spec.policy in ("dmodk", "smodk"):
-        keys = port_keys(router)
-        if spec.policy == "dmodk":
-            return lambda s, t: router.route(s, t, pick=mod_k_pick(keys[t]))
-        return lambda s, t: router.route(s, t, pick=mod_k_pick(keys[s]))
+        return _ModK(router, port_keys(router), spec.policy == "smodk")
     from clustersim.platform.dragonfly_routing import Valiant
 
     return Valiant(platform, seed).route
+
+
+class _Seeded:
+    """ECMP with a seed (a class, not a closure: platforms are pickled by process pools)."""
+
+    def __init__(self, router: Router, seed: int) -> None:
+        self.router, self.seed = router, seed
+
+    def __call__(self, s: int, t: int) -> Route:
+        return self.router.route(s, t, self.seed)
+
+
+class _ModK:
+    """d-mod-k (or s-mod-k with ``by_source``) routes."""
+
+    def __init__(self, router: Router, keys: list[int], by_source: bool) -> None:
+        self.router, self.keys, self.by_source = router, keys, by_source
+
+    def __call__(self, s: int, t: int) -> Route:
+        key = self.keys[s if self.by_source else t]
+        return self.router.route(s, t, pick=mod_k_pick(key))
