@@ -98,11 +98,12 @@ def test_a_second_run_in_the_process_equals_the_first():
 
 def test_plain_python_search_equals_scipy(monkeypatch):
     from clustersim.platform import routing
+    from clustersim.platform.searches import bfs_py
 
     scn = _scenario(16)
     router = scn.platform._router
     for ct in range(router._ncore):
-        py = router._bfs_py(ct)
+        py = bfs_py(router._radj, router._nexp, router._ncore, ct)
         monkeypatch.setattr(routing, "PY_SEARCH_EDGES", -1)
         c = router._bfs(ct)
         monkeypatch.undo()

@@ -185,9 +185,8 @@ def scenario_values(scn: Any) -> dict[str, float]:
         if spec.pack_rate is not None:
             out[f"{pre}.pack_rate"] = spec.pack_rate
     edges_per_resource: dict[int, int] = {}
-    for node in plat.nodes:
-        for data in plat.out_links(node).values():
-            edges_per_resource[data["link"]] = edges_per_resource.get(data["link"], 0) + 1
+    for _, _, data in plat.cables():
+        edges_per_resource[data["link"]] = edges_per_resource.get(data["link"], 0) + 1
     for rid, kind in enumerate(plat.link_kind):
         key = f"link.{kind}.bandwidth"
         if key not in out:

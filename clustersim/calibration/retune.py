@@ -60,11 +60,14 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
         if spec is not None and spec.name in devices:
             data["spec"] = replace(spec, **devices[spec.name])
     by_rid: dict[int, list[tuple[str, str, dict]]] = {}
-    for u, v, data in graph.edges(data=True):
-        new = links.get(data.get("kind"))
-        if new:
-            data.update({k: float(x) for k, x in new.items() if k != "duplex"})
-        by_rid.setdefault(data["link"], []).append((u, v, data))
+    for u, v, first in graph.edges(data=True):
+        if "parallel" in first:  # the copy shares the list: parallel cables get their own
+            first["parallel"] = [dict(x) for x in first["parallel"]]
+        for data in (first, *first.get("parallel", ())):
+            new = links.get(data.get("kind"))
+            if new:
+                data.update({k: float(x) for k, x in new.items() if k != "duplex"})
+            by_rid.setdefault(data["link"], []).append((u, v, data))
     resources: list[_Resource] = []
 
     def add(name: str, rid: int, kind: str) -> int:
@@ -74,7 +77,7 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
                                    getattr(platform, "link_transport", (None,) * (rid + 1))[rid]))
         return len(resources) - 1
 
-    done: set[tuple[str, str]] = set()
+    done: set[int] = set()  # resources already merged into an earlier one
     for rid, (name, kind) in enumerate(zip(platform.link_names, platform.link_kind)):
         edges = sorted(by_rid.get(rid, []), key=lambda e: (str(e[0]), str(e[1])))
         want = links.get(kind, {}).get("duplex")
@@ -83,16 +86,26 @@ def retune_platform(platform: Platform, devices: Mapping[str, Mapping[str, Any]]
             for _, _, data in edges:
                 data["link"] = new_id
         elif want:  # a shared cable becomes two directions
+            tag = _cable_tag(name)
             for u, v, data in edges:
-                data["link"] = add(f"{u}->{v}", rid, kind)
+                data["link"] = add(f"{u}->{v}{tag}", rid, kind)
         else:  # two directions become one shared cable
             u, v, data = edges[0]
-            if (u, v) in done:
+            if rid in done:
                 continue
-            new_id = add(f"{u}<->{v}", rid, kind)
+            new_id = add(f"{u}<->{v}{_cable_tag(name)}", rid, kind)
             data["link"] = new_id
+            fwd = graph.get_edge_data(u, v)
             back = graph.get_edge_data(v, u)
-            if back is not None:
+            if back is not None:  # the reverse of the same cable (parallel cables pair up)
+                k = next(i for i, x in enumerate((fwd, *fwd.get("parallel", ()))) if x is data)
+                back = (back, *back.get("parallel", ()))[k]
+                done.add(back["link"])  # its old resource id, met later in this loop
                 back["link"] = new_id
-            done.update({(u, v), (v, u)})
     return Platform(platform.name, graph, platform.devices, resources)
+
+
+def _cable_tag(name: str) -> str:
+    """``#k`` of the k-th parallel cable's resource name (``a->b#1``), else ``""``."""
+    head, sep, k = name.rpartition("#")
+    return f"#{k}" if sep and head and k.isdigit() else ""

@@ -6,4 +6,5 @@ imports go inside the command function."""
 MODULES = ("clustersim.commands.run_real", "clustersim.commands.calibrate",
            "clustersim.commands.explore",
            "clustersim.commands.sensitivity",
-           "clustersim.commands.sweep")
+           "clustersim.commands.sweep",
+           "clustersim.commands.routes")

@@ -1,5 +1,6 @@
-"""``clustersim list``: the catalog's devices, links, topologies, collectives, algorithms and
-models, and one algorithm's parameters (kept out of cli.py so that it stays small)."""
+"""``clustersim list``: the catalog's devices, links, topologies, routing policies,
+collectives, algorithms and models, and one algorithm's parameters (kept out of cli.py so that
+it stays small)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         t.add_column("what it is")
         for name, doc in list_topologies().items():
             t.add_row(name, doc)
+    elif what == "routing":
+        from clustersim.platform.policies import POLICIES
+
+        t.add_column("policy")
+        t.add_column("topologies")
+        t.add_column("what it does")
+        for name, (doc, where) in POLICIES.items():
+            t.add_row(name, ", ".join(where) if where else "all", doc)
     elif what == "algorithms":
         from clustersim.algorithms.base import list_algorithms as algs
 

@@ -26,12 +26,14 @@ measurements).
 
 1. ``analytic`` when the schedule expands to more than :data:`AUTO_FLOW_MAX_TRANSFERS`
    transfers (the flow engine would take seconds; e.g. a 256-rank ring allreduce has 130,560);
-2. ``analytic`` when it is exact (above) - same answer, much cheaper;
-3. ``analytic`` when a step that is not exact has more than :data:`AUTO_FLOW_MAX_GROUP`
+2. ``flow`` under an adaptive routing policy (UGAL chooses routes as flows start; the analytic
+   model sees only the minimal routes);
+3. ``analytic`` when it is exact (above) - same answer, much cheaper;
+4. ``analytic`` when a step that is not exact has more than :data:`AUTO_FLOW_MAX_GROUP`
    transfers contending in one group (every arrival and departure then refills that whole
    group: an alltoall over a multi-hop ring of 64 hosts is 4,032 contending flows and
    ~10 s of flow simulation for a ~1-3 % correction);
-4. ``flow`` otherwise.
+5. ``flow`` otherwise.
 
 The thresholds come from ``bench/bench_network.py``: at ~20,000 transfers or groups of ~1,000
 contending flows the flow model costs about a second on one core.
@@ -155,8 +157,8 @@ def choose_fidelity(schedule: Schedule, fidelity: str = "auto",
         return fidelity
     if expanded_transfers(schedule) > AUTO_FLOW_MAX_TRANSFERS:
         return "analytic"
-    if platform is None:
-        return "flow"
+    if platform is None or getattr(platform, "adaptive", False):
+        return "flow"  # adaptive routes exist only at flow level (analytic: minimal routes)
     placement = _placement(schedule, placement)
     worst = 0
     for s in schedule.steps:

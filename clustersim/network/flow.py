@@ -214,7 +214,13 @@ class FlowNetwork:
     def for_platform(cls, env: simpy.Environment, platform,
                      params: NetworkParams = NetworkParams()) -> FlowNetwork:
         """A network over a :class:`~clustersim.platform.model.Platform`'s link resources
-        (their classes included, for ``params.protocols``)."""
+        (their classes included, for ``params.protocols``); under an adaptive routing policy,
+        an :class:`~clustersim.network.adaptive.AdaptiveFlowNetwork` that routes flows as
+        they start."""
+        if getattr(platform, "adaptive", False) and cls is FlowNetwork:
+            from clustersim.network.adaptive import AdaptiveFlowNetwork
+
+            return AdaptiveFlowNetwork(env, platform, params)
         return cls(env, platform.capacity, platform.latency, params,
                    getattr(platform, "link_kind", None),
                    getattr(platform, "link_transport", None))

@@ -72,8 +72,13 @@ def schedule_process(
     start = env.now
     comm = red_total = 0.0
     step_times: list[float] = []
+    # adaptive routing (UGAL): every occurrence routes its flows as they start
+    adaptive = (getattr(net, "transfer_pairs", None) if getattr(platform, "adaptive", False)
+                else None)
     for step in schedule.steps:
         routes, sizes, red = _step_plan(step, platform, placement)
+        pairs = ([(placement[t.src], placement[t.dst]) for t in step.transfers]
+                 if adaptive is not None else None)
         t_step = env.now
         # the runtime's cost of a step (posting and completing its messages): paid per
         # occurrence of a step that moves data over the network, as in the analytic model
@@ -82,7 +87,9 @@ def schedule_process(
             t0 = env.now
             if step_ovh > 0.0:
                 yield env.timeout(step_ovh)
-            if routes:
+            if pairs:
+                yield adaptive(pairs, sizes, collective=True)
+            elif routes:
                 yield net.transfer_all(routes, sizes, collective=True)
             comm += env.now - t0
             if red > 0.0:

@@ -16,7 +16,9 @@ Why a thin layer over the builders: the builders already validate their argument
 and unit strings into specs (through the catalog and :mod:`clustersim.units`) and prefixes the
 location.  The allowed fields of a topology are the keyword parameters of its builder, read
 from its signature - one source of truth.  ``about``, ``notes`` and ``sources`` are free text
-for the reader; ``catalog:`` adds or overrides devices and link classes for this platform.
+for the reader; ``catalog:`` adds or overrides devices and link classes for this platform;
+``routing:`` picks the routing policy (``routing: dmodk`` or ``{policy: ecmp, seed: 3}``, see
+:mod:`clustersim.platform.policies`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from clustersim.platform.explicit import ExplicitLink, ExplicitNode, explicit
 from clustersim.platform.fabric import MAX_COUNT
 from clustersim.platform.model import Platform
 from clustersim.platform.node import LAYOUTS, NodeSpec
+from clustersim.platform.policies import parse_routing
 
 __all__ = ["build_platform", "load_platform", "list_topologies", "parse_node", "parse_device",
            "parse_link"]
@@ -64,19 +67,31 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
     topo = raw["topology"]
     if not isinstance(topo, str) or topo not in TOPOLOGIES:
         raise unknown_name("topology", str(topo), TOPOLOGIES, path=(*path, "topology"))
+    routing = None
+    if "routing" in raw:  # checked before building: a bad policy fails fast
+        routing = parse_routing(raw["routing"], topo, (*path, "routing"))
     if topo == "explicit":
-        return _with_transports(_build_explicit(raw, catalog, path), catalog, path)
+        platform = _build_explicit(raw, catalog, path)
+    else:
+        platform = _build_topology(topo, raw, catalog, path)
+    platform = _with_transports(platform, catalog, path)
+    if routing is not None and not routing.is_default:
+        platform = platform.with_routing(routing)
+    return platform
+
+
+def _build_topology(topo: str, raw: dict, catalog: Catalog, path: tuple) -> Platform:
     fn = TOPOLOGIES[topo][0]
     params = {n: p for n, p in inspect.signature(fn).parameters.items()
               if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         where = (*path, key)
-        if key in ("topology", "catalog", *_TEXT_FIELDS):
+        if key in ("topology", "catalog", "routing", *_TEXT_FIELDS):
             continue
         if key not in params:
             raise unknown_name(f"{topo} field", str(key),
-                               [*params, "catalog", *_TEXT_FIELDS], path=where)
+                               [*params, "routing", "catalog", *_TEXT_FIELDS], path=where)
         kwargs[key] = _parse_param(key, value, catalog, where)
     for pname, p in params.items():
         if p.default is inspect.Parameter.empty and pname not in kwargs:
@@ -84,10 +99,9 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
             raise InputError(f"topology {topo!r} needs field {pname!r} (required: "
                              f"{', '.join(required)})", path=(*path, pname))
     try:
-        platform = fn(**kwargs)
+        return fn(**kwargs)
     except InputError as exc:
         raise exc.located(prefix=path) from None
-    return _with_transports(platform, catalog, path)
 
 
 def _with_transports(platform: Platform, catalog: Catalog, path: tuple) -> Platform:
@@ -195,7 +209,8 @@ def _whole(value: Any) -> Any:
 
 
 def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
-    allowed = ("topology", "name", "nodes", "links", "device", "link", "catalog", *_TEXT_FIELDS)
+    allowed = ("topology", "name", "nodes", "links", "device", "link", "routing", "catalog",
+               *_TEXT_FIELDS)
     for key in raw:
         if key not in allowed:
             raise unknown_name("explicit field", str(key), allowed,

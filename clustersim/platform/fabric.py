@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
-from clustersim.platform.model import MAX_DEVICES, PlatformBuilder
+from clustersim.platform.builder import MAX_DEVICES, PlatformBuilder
 from clustersim.platform.node import Machine, NodeSpec, add_machine
 
 __all__ = ["check_count", "check_link", "check_node", "plug_machines", "MAX_COUNT"]

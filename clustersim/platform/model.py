@@ -16,24 +16,38 @@ text is allowed for display, only "device" is special); devices also carry ``spe
 :class:`~clustersim.catalog.DeviceSpec`) and ``host`` (the integer machine they sit in, used by
 hierarchical collectives).  Edge attributes: ``bandwidth`` (bytes/s), ``latency`` (s), ``link``
 (resource id), ``kind`` (link class name) and ``cost`` (integer routing cost, 1 per hop unless
-a builder says otherwise).
+a builder says otherwise).  Parallel cables between the same two nodes (two uplinks from a leaf
+to one spine) are resources of their own: the first cable's attributes are the edge's, the
+others sit in its ``parallel`` list (:meth:`Platform.cables` yields every one), and the router
+treats each as its own next-hop choice.
 
 Routing is deterministic minimal-cost (shortest-hop with unit costs) with ECMP: when several next
 hops are equally good, the choice is a fixed hash of (source, destination, current node), like a
 switch hashing a flow's 5-tuple with its own seed.  See :mod:`clustersim.platform.routing`.
+That is the default policy; :meth:`Platform.with_routing` gives the same platform under
+another (a seeded hash, d-mod-k, Valiant, UGAL: :mod:`clustersim.platform.policies`).
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clustersim.catalog import DeviceSpec, LinkSpec
+from clustersim.catalog import DeviceSpec
 from clustersim.errors import InputError
+from clustersim.platform.builder import (  # noqa: F401 - re-exported, the old home
+    MAX_DEVICES,
+    MAX_LINKS,
+    MAX_NODES,
+    PlatformBuilder,
+    Tables,
+    _LinkRes,
+)
+from clustersim.platform.policies import RoutingSpec, check_policy, route_function
 from clustersim.platform.routing import NoRoute, Router
 
 if TYPE_CHECKING:
@@ -42,139 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["Platform", "PlatformBuilder", "Route", "Tables"]
 
 Route = tuple[int, ...]
-
-
-@dataclass
-class Tables:
-    """A directed graph as networkx stores one: ``nodes[n]`` the attributes of node ``n``,
-    ``adj[u][v]`` those of edge u->v (insertion order kept), ``meta`` the graph's own."""
-
-    nodes: dict[str, dict[str, Any]]
-    adj: dict[str, dict[str, dict[str, Any]]]
-    meta: dict[str, Any]
-
-
-@dataclass
-class _LinkRes:
-    name: str
-    bandwidth: float
-    latency: float
-    kind: str
-    transport: str | None = None
-
-
-#: Bounds on a platform's size.  Why: a typo (``hosts: 1e12``, a 1024-device NVLink mesh) must
-#: end in a clear error, not in minutes of building and gigabytes of memory.  The largest
-#: shipped platform is scenarios/bsp_100k.yaml's (the design-space target of one BSP point at
-#: 100,000 GPUs): 100,000 devices, ~127,000 nodes and ~314,000 link resources (two per
-#: full-duplex cable).  These leave ~30% room above it (131,072 devices: 16,384 nodes of 8
-#: GPUs) while keeping a build at a few seconds and a few hundred MiB.
-MAX_DEVICES = 131_072
-MAX_NODES = 200_000
-MAX_LINKS = 500_000
-
-
-class PlatformBuilder:
-    """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`.
-
-    ``nodes[name]`` holds each node's attributes as it is added (builders may annotate
-    them); links go into plain adjacency dicts - the platform builds a networkx graph from
-    both only if someone asks for it (:attr:`Platform.graph`).
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.meta: dict[str, Any] = {}
-        self._adj: dict[str, dict[str, dict[str, Any]]] = {}
-        self._devices: list[str] = []
-        self._res: list[_LinkRes] = []
-
-    def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
-        if len(self._devices) >= MAX_DEVICES:
-            raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
-                             f"it smaller (fewer hosts or devices per machine)")
-        self._new_node(name, {"kind": "device", "spec": spec, "host": host, **attrs})
-        self._devices.append(name)
-        return name
-
-    def add_node(self, name: str, kind: str = "switch", **attrs: object) -> str:
-        self._new_node(name, {"kind": kind, **attrs})
-        return name
-
-    def _new_node(self, name: str, attrs: dict[str, Any]) -> None:
-        if len(self.nodes) >= MAX_NODES:
-            raise InputError(f"the platform would have more than {MAX_NODES:,} nodes "
-                             f"(devices, NICs, switches); make it smaller")
-        if name in self.nodes:
-            raise InputError(f"duplicate node {name!r}")
-        self.nodes[name] = attrs
-        self._adj[name] = {}
-
-    def add_link(
-        self,
-        a: str,
-        b: str,
-        spec: LinkSpec | None = None,
-        *,
-        bandwidth: float | None = None,
-        latency: float | None = None,
-        kind: str | None = None,
-        duplex: bool | None = None,
-        cost: int = 1,
-        transport: str | None = None,
-    ) -> None:
-        """Connect ``a`` and ``b``; explicit values override the link class ``spec``.
-
-        ``cost`` is the routing cost of crossing the link (a positive integer).
-        ``transport``: the catalog transport of this link (default: the class's).
-        """
-        bw = bandwidth if bandwidth is not None else (spec.bandwidth if spec else None)
-        lat = latency if latency is not None else (spec.latency if spec else 0.0)
-        kd = kind or (spec.name if spec else "link")
-        dup = duplex if duplex is not None else (spec.duplex if spec else True)
-        tr = transport if transport is not None else (spec.transport if spec else None)
-        if bw is None or not bw > 0:
-            raise InputError(f"link {a}-{b} needs a positive bandwidth, got {bw!r}")
-        if lat < 0:
-            raise InputError(f"link {a}-{b} needs a non-negative latency, got {lat!r}")
-        if cost.__class__ is not int or cost < 1:
-            raise InputError(f"link {a}-{b} needs a positive integer routing cost, got {cost!r}")
-        adj = self._adj
-        if a not in adj or b not in adj:
-            missing = a if a not in adj else b
-            raise InputError(f"link {a}-{b} names unknown node {missing!r}")
-        if a == b:
-            raise InputError(f"link {a}-{b} connects a node to itself")
-        if b in adj[a]:
-            raise InputError(f"duplicate link {a}-{b}")
-        rid = len(self._res)
-        if rid >= MAX_LINKS:
-            raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
-                             f"it smaller (fewer hosts, switches or devices per machine)")
-        self._res.append(_LinkRes(f"{a}->{b}", bw, lat, kd, tr))
-        adj[a][b] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
-        if dup:
-            rid += 1
-            self._res.append(_LinkRes(f"{b}->{a}", bw, lat, kd, tr))
-        else:
-            self._res[rid].name = f"{a}<->{b}"
-        adj[b][a] = {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost}
-
-    def build(self, devices: Sequence[str] | None = None) -> Platform:
-        """Freeze.  ``devices`` orders the ranks (default: insertion order)."""
-        order = tuple(devices) if devices is not None else tuple(self._devices)
-        if not order:
-            raise InputError(f"platform {self.name!r} has no devices")
-        tables = Tables(self.nodes, self._adj, dict(self.meta))
-        platform = Platform(self.name, tables, order, self._res)
-        lost = platform.unreachable(order[0])
-        if lost:
-            raise InputError(
-                f"platform {self.name!r} is disconnected: device {lost[0]!r} cannot reach "
-                f"{order[0]!r} ({len(lost)} device(s) unreachable)"
-            )
-        return platform
 
 
 class Platform:
@@ -207,8 +88,12 @@ class Platform:
         self._index = {n: i for i, n in enumerate(self._names)}
         idx = self._index
         edges = [(idx[u], idx[v], data["link"], data.get("cost", 1))
-                 for u, nbrs in self._tables.adj.items() for v, data in nbrs.items()]
+                 for u, v, data in self.cables()]
         self._router = Router(len(self._names), edges)
+        #: the routing policy (:mod:`clustersim.platform.policies`); see :meth:`with_routing`
+        self.routing = RoutingSpec()
+        self._route_fn = self._router.route
+        self._ugal: Any = None
         self._edge_index = edges
         self._dev_index = [idx[d] for d in self.devices]
         self._route_cache: dict[tuple[str | int, str | int], Route] = {}
@@ -279,6 +164,16 @@ class Platform:
         """Neighbour -> attributes of the links leaving ``node`` (by name)."""
         return self._tables.adj[node]
 
+    def cables(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every directed link ``(u, v, attributes)``, parallel cables included (each is its
+        own resource; :meth:`out_links` shows only the first cable of a pair, whose
+        ``parallel`` attribute lists the others)."""
+        for u, nbrs in self._tables.adj.items():
+            for v, data in nbrs.items():
+                yield u, v, data
+                for extra in data.get("parallel", ()):
+                    yield u, v, extra
+
     def _dev(self, device: str | int) -> str:
         return self.devices[device] if isinstance(device, (int, np.integer)) else device
 
@@ -301,12 +196,41 @@ class Platform:
             s = self._node_index(src)
             t = self._node_index(dst)
             try:
-                r = self._router.route(s, t)
+                r = self._route_fn(s, t)
             except NoRoute:
                 raise InputError(
                     f"no route from {self._names[s]!r} to {self._names[t]!r}") from None
             self._route_cache[(src, dst)] = r
         return r
+
+    def with_routing(self, spec: RoutingSpec) -> Platform:
+        """This platform under another routing policy (the graph and the router's searches
+        are shared; routes, caches and :attr:`memo` are the new platform's own)."""
+        spec = check_policy(spec, self._tables.meta.get("topology"))
+        out = copy.copy(self)
+        out.routing = spec
+        out._route_cache = {}
+        out.memo = {}
+        out._route_fn = route_function(out, spec)
+        out._ugal = None
+        if spec.adaptive:
+            from clustersim.platform.dragonfly_routing import Ugal, Valiant
+
+            out._ugal = Ugal(out._route_fn, Valiant(out, spec.seed))
+        return out
+
+    @property
+    def adaptive(self) -> bool:
+        """True when a flow's route depends on the load when it starts (UGAL): the flow
+        model then asks :meth:`choose_route`; :meth:`route` gives the minimal route."""
+        return self._ugal is not None
+
+    def choose_route(self, src: str | int, dst: str | int, load: Sequence[int]) -> Route:
+        """The route a flow starting now takes, given ``load[link]`` active flows per link
+        (adaptive policies; any other policy returns :meth:`route`)."""
+        if self._ugal is None:
+            return self.route(src, dst)
+        return self._ugal.choose(self._node_index(src), self._node_index(dst), load)
 
     def routes(self, pairs: Iterable[tuple[str | int, str | int]]) -> list[Route]:
         """:meth:`route` for many ``(src, dst)`` pairs (e.g. every transfer of a step)."""
@@ -357,7 +281,7 @@ class Platform:
 
     def _link_end(self, node: str, link: int) -> str:
         for v, data in self._tables.adj[node].items():
-            if data["link"] == link:
+            if data["link"] == link or any(x["link"] == link for x in data.get("parallel", ())):
                 return v
         raise ValueError(f"link {link} does not leave {node!r}")  # an internal inconsistency
 
@@ -378,7 +302,7 @@ class Platform:
         for data in self._tables.nodes.values():
             kinds[data["kind"]] = kinds.get(data["kind"], 0) + 1
         parts = ", ".join(f"{v} {_plural(k, v)}" for k, v in sorted(kinds.items()))
-        edges = sum(len(nbrs) for nbrs in self._tables.adj.values())
+        edges = sum(1 for _ in self.cables())
         return f"{self.name}: {parts}, {edges // 2} links"
 
 

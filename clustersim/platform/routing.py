@@ -12,7 +12,8 @@ Semantics (what a route *is*):
   the choices would correlate ("hash polarisation"): in a k-ary fat-tree only k/2 of the
   (k/2)^2 core switches would ever carry traffic.
 * Everything is integer arithmetic on node indices, so routes are identical across processes
-  (Python's salted ``hash()`` is never used).
+  (Python's salted ``hash()`` is never used).  Other policies (a seeded hash, d-mod-k,
+  Valiant, UGAL) live in :mod:`clustersim.platform.policies`; they reuse this walk.
 
 How it is fast (a walk needs, at each node, which neighbours are one step nearer to ``t``):
 
@@ -26,12 +27,10 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
   ball of radius ``r = dist(s, t)`` holds every node nearer than ``s``, which is all a minimal
   walk from ``s`` can visit, so neighbour traffic (rings, tori, NVLink peers) never searches
   the whole graph.
-* *Full searches in C.*  Past the budget, distances from every core node to ``t`` come from
-  :func:`scipy.sparse.csgraph.breadth_first_order` on the reversed core graph (a link of cost
-  ``c`` becomes ``c`` unit steps through ``c - 1`` virtual nodes, so BFS stays exact;
-  levels are read off the BFS order, along which predecessor positions never decrease).
-  Small core graphs (up to ``PY_SEARCH_EDGES`` edges: a KNL chassis, DGX nodes) are searched
-  level by level in Python instead - same distances, and no scipy import at start-up.
+* *Full searches in C.*  Past the budget, distances from every core node to ``t`` come from a
+  breadth-first search of the reversed core graph, a cost-``c`` link expanded into ``c`` unit
+  steps (:mod:`clustersim.platform.searches`: scipy on large graphs, plain Python up to
+  ``PY_SEARCH_EDGES`` edges - a KNL chassis, DGX nodes - where scipy's import costs more).
 * *Candidate cache.*  The minimal next hops of ``(node, destination)`` are computed once (a
   vectorised comparison over the node's neighbours) and reused by every route through it.
   (A full next-hop table per destination was tried: it only pays off for all-to-all traffic
@@ -44,15 +43,18 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from clustersim.platform.searches import bfs_c, bfs_py, reverse_matrix
 from clustersim.platform.stubs import peel_trees
 
 __all__ = ["Router", "NoRoute", "mix"]
 
 Route = tuple[int, ...]
+#: a routing policy's choice of next hop: ``pick(node, ((core id, link), ...)) -> index``
+Pick = Callable[[int, tuple[tuple[int, int], ...]], int]
 
 #: Neighbour scans allowed when growing a local ball before falling back to a full search in
 #: C (which costs about as much as this many Python steps on a ~1,000-switch core).
@@ -111,7 +113,8 @@ class Router:
             if c != cost or c < 1:
                 raise ValueError(f"link cost must be a positive integer, got {cost!r}")
             out[u].append((v, lk, c))
-        self._find_stubs(n, out)
+        # stubs: trees hanging off the rest of the graph by one node (peel_trees)
+        self._attach, self._up, self._down = peel_trees(n, out)
         attach = self._attach
         core = [u for u in range(n) if attach[u] < 0]
         self._core = core
@@ -137,11 +140,6 @@ class Router:
         self.searches = 0  # full breadth-first searches run (benchmarks and tests read it)
 
     # -- construction ------------------------------------------------------------------
-    def _find_stubs(self, n: int, out: list[list[tuple[int, int, int]]]) -> None:
-        """Stubs: trees hanging off the rest of the graph by one node
-        (:func:`~clustersim.platform.stubs.peel_trees`)."""
-        self._attach, self._up, self._down = peel_trees(n, out)
-
     def _chain(self, u: int) -> list[int]:
         """``u`` and its attachment nodes up to its core node (``u`` alone when in the core)."""
         attach = self._attach
@@ -207,13 +205,20 @@ class Router:
         """Nodes left after collapsing stubs (the graph that is actually searched)."""
         return self._ncore
 
-    def route(self, s: int, t: int) -> Route:
-        """Link ids of the deterministic ECMP route from node ``s`` to node ``t``."""
+    def route(self, s: int, t: int, seed: int = 0, pick: Pick | None = None) -> Route:
+        """Link ids of the deterministic ECMP route from node ``s`` to node ``t``.
+
+        ``seed`` is mixed into the flow hash (0: the hash as it always was); ``pick``, when
+        given, replaces the hash: ``pick(node, candidates)`` returns the index of the next hop
+        among the ``(core id, link)`` candidates (:mod:`clustersim.platform.policies`)."""
         if s == t:
             return ()
         attach = self._attach
+        h = mix(s, t)
+        if seed:
+            h = mix(h, seed)
         if attach[s] < 0 and attach[t] < 0:
-            return tuple(self._core_walk(self._cid[s], self._cid[t], mix(s, t)))
+            return tuple(self._core_walk(self._cid[s], self._cid[t], h, pick))
         cs, ct = self._chain(s), self._chain(t)
         up = self._up
         down = self._down
@@ -224,7 +229,7 @@ class Router:
                 j -= 1
             return (*(up[x][0] for x in cs[:i]), *(down[x][0] for x in reversed(ct[:j])))
         return (*(up[x][0] for x in cs[:-1]),
-                *self._core_walk(self._cid[cs[-1]], self._cid[ct[-1]], mix(s, t)),
+                *self._core_walk(self._cid[cs[-1]], self._cid[ct[-1]], h, pick),
                 *(down[x][0] for x in reversed(ct[:-1])))
 
     def distance(self, s: int, t: int) -> int:
@@ -251,51 +256,10 @@ class Router:
         graphs, by a BFS in C (scipy) on large ones - the same distances either way."""
         self.searches += 1
         if self._nredges <= PY_SEARCH_EDGES:
-            return self._bfs_py(ct)
-        from scipy.sparse.csgraph import breadth_first_order
-
-        order, pred = breadth_first_order(self._reverse_matrix(), ct, directed=True,
-                                          return_predecessors=True)
-        pos = self._pos
-        pos[order] = self._arange[: order.size]
-        pp = pos[pred[order[1:]]]  # non-decreasing: BFS discovers in dequeue order
-        full = np.full(self._nexp, -1, dtype=np.int32)
-        lo, hi, level = 0, 1, 0
-        while lo < order.size:
-            full[order[lo:hi]] = level
-            lo, hi, level = hi, 1 + int(np.searchsorted(pp, hi, side="left")), level + 1
-        return full[: self._ncore]
-
-    def _bfs_py(self, ct: int) -> np.ndarray:
-        """:meth:`_bfs` level by level over the reversed adjacency lists."""
-        radj = self._radj
-        full = [-1] * self._nexp
-        full[ct] = 0
-        frontier = [ct]
-        level = 0
-        while frontier:
-            level += 1
-            nxt = []
-            for x in frontier:
-                for y in radj[x]:
-                    if full[y] < 0:
-                        full[y] = level
-                        nxt.append(y)
-            frontier = nxt
-        return np.array(full[: self._ncore], dtype=np.int32)
-
-    def _reverse_matrix(self):
-        """The reversed expanded graph as a scipy CSR matrix (built once, on demand)."""
+            return bfs_py(self._radj, self._nexp, self._ncore, ct)
         if self._rev is None:
-            from scipy.sparse import csr_matrix
-
-            rows = [r for r, cs in enumerate(self._radj) for _ in cs]
-            cols = [c for cs in self._radj for c in cs]
-            self._rev = csr_matrix(
-                (np.ones(len(rows)), (np.array(rows, dtype=np.int64),
-                                      np.array(cols, dtype=np.int64))),
-                shape=(self._nexp, self._nexp))
-        return self._rev
+            self._rev = reverse_matrix(self._radj, self._nexp)
+        return bfs_c(self._rev, ct, self._pos, self._arange, self._ncore)
 
     def _dist_vec(self, rep: int) -> np.ndarray:
         """Distances to ``rep`` (a twin representative), searched once and cached."""
@@ -351,13 +315,13 @@ class Router:
         return ball
 
     # -- the walk ----------------------------------------------------------------------
-    def _core_walk(self, cs: int, ct: int, h: int) -> list[int]:
+    def _core_walk(self, cs: int, ct: int, h: int, pick: Pick | None) -> list[int]:
         rep = self._twin[ct]
         d = self._dists.get(rep)
         if d is None:
             ball = self._ball(ct, cs)
             if ball is not None:
-                return self._ball_walk(ball, cs, ct, h)
+                return self._ball_walk(ball, cs, ct, h, pick)
             d = self._dist_vec(rep)
             self._balls.pop(ct, None)
         if self._dist(d, cs, ct) < 0:
@@ -378,7 +342,12 @@ class Router:
                     m = (dn >= 0) & (dn + cost == d[u])
                     cands = tuple(zip(nb[m].tolist(), lk[m].tolist()))
                     self._remember(rep * n + u, cands)
-            u, lk_id = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            if len(cands) == 1:
+                u, lk_id = cands[0]
+            elif pick is None:
+                u, lk_id = cands[mix(h, core[u]) % len(cands)]
+            else:
+                u, lk_id = cands[pick(core[u], cands)]
             links.append(lk_id)
         return links
 
@@ -397,7 +366,8 @@ class Router:
             self._remember(key, cands)
         return cands
 
-    def _ball_walk(self, ball: _Ball, cs: int, ct: int, h: int) -> list[int]:
+    def _ball_walk(self, ball: _Ball, cs: int, ct: int, h: int, pick: Pick | None
+                   ) -> list[int]:
         bd = ball.dist
         core = self._core
         links: list[int] = []
@@ -410,7 +380,12 @@ class Router:
                 cands = tuple((v, lk) for v, lk, c in self._adj_list[u]
                               if (dv := bd.get(v, -1)) >= 0 and dv + c == du)
                 self._remember(key, cands)
-            u, lk = cands[mix(h, core[u]) % len(cands)] if len(cands) > 1 else cands[0]
+            if len(cands) == 1:
+                u, lk = cands[0]
+            elif pick is None:
+                u, lk = cands[mix(h, core[u]) % len(cands)]
+            else:
+                u, lk = cands[pick(core[u], cands)]
             links.append(lk)
         return links
 

@@ -20,7 +20,8 @@ def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
     (a 100,000-GPU fat-tree: 2,000 switches instead of 27,000 nodes).  Exact: a path that
     leaves such a tree comes back through the same node, so every minimal path between two
     of its nodes stays in it and is the tree path, and every minimal path from it goes
-    through its root.  Two nodes joined only to each other stay in the core.
+    through its root.  Two nodes joined only to each other stay in the core, and so does a
+    node joined to its one neighbour by parallel cables (each cable is a route choice).
     """
     nbrs: list[set[int]] = [set() for _ in range(n)]
     for u, lst in enumerate(out):
@@ -43,7 +44,10 @@ def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
         a = next(v for v in nbrs[u] if attach[v] < 0 and v != u)
         if deg[a] <= 1:  # two nodes joined only to each other
             continue
-        upl = next(((lk, c) for v, lk, c in out[u] if v == a), None)
+        ups = [(lk, c) for v, lk, c in out[u] if v == a]
+        if len(ups) != 1:  # parallel cables to its neighbour: a real routing choice, keep it
+            continue
+        upl = ups[0]
         backs = first_back.get(a)
         if backs is None:
             backs = first_back[a] = {}

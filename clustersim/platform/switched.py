@@ -60,10 +60,14 @@ def star(hosts: int, device: DeviceSpec, link: LinkSpec, *, node: NodeSpec | Non
 def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, device: DeviceSpec,
                host_link: LinkSpec, uplink: LinkSpec | None = None, *,
                oversubscription: float | None = None, hosts: int | None = None,
-               node: NodeSpec | None = None, name: str = "leaf_spine") -> Platform:
-    """Two-level Clos: every leaf joined to every spine by one ``uplink``.
+               cables: int = 1, node: NodeSpec | None = None,
+               name: str = "leaf_spine") -> Platform:
+    """Two-level Clos: every leaf joined to every spine by ``cables`` parallel ``uplink`` s.
 
-    Oversubscription = (host ports per leaf x host bandwidth) / (spines x uplink bandwidth).
+    ``cables`` (default 1) parallel cables per leaf-spine pair are separate links, each its
+    own capacity and its own routing choice (ECMP hashes over spines x cables up-ports).
+    Oversubscription = (host ports per leaf x host bandwidth) /
+    (spines x cables x uplink bandwidth).
     Give ``oversubscription`` instead of (or on top of) ``uplink`` to size the uplinks for
     that ratio; they keep ``uplink``'s latency (or ``host_link``'s when no uplink is given).
     ``hosts`` (default ``leaves * hosts_per_leaf``) fills leaves in order.
@@ -71,9 +75,11 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, device: DeviceSpec
     check_count("leaves", leaves)
     check_count("spines", spines)
     check_count("hosts_per_leaf", hosts_per_leaf)
+    check_count("cables", cables, 1, 64)
     check_link("host_link", host_link)
     node = check_node(node, fabric=True)
     ports = hosts_per_leaf * _ports_per_machine(node) * host_link.bandwidth
+    up_ports = spines * cables
     if oversubscription is not None:
         if isinstance(oversubscription, bool) or not isinstance(oversubscription, (int, float)) \
                 or not 1e-3 <= oversubscription <= 1e3:
@@ -83,7 +89,7 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, device: DeviceSpec
         base = uplink if uplink is not None else host_link
         check_link("uplink", base)
         uplink = replace(base, name=f"{base.name}_uplink",
-                         bandwidth=ports / (spines * oversubscription))
+                         bandwidth=ports / (up_ports * oversubscription))
     elif uplink is None:
         raise InputError("leaf_spine needs 'uplink' or 'oversubscription'", path=("uplink",))
     check_link("uplink", uplink)
@@ -95,20 +101,23 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, device: DeviceSpec
     b = PlatformBuilder(name)
     b.meta.update(topology="leaf_spine", leaves=leaves, spines=spines,
                   hosts_per_leaf=hosts_per_leaf, hosts=hosts,
-                  oversubscription=ports / (spines * uplink.bandwidth))
+                  oversubscription=ports / (up_ports * uplink.bandwidth))
+    if cables > 1:
+        b.meta["cables"] = cables
     for i in range(leaves):
         b.add_node(f"leaf{i}", "switch", tier=0)
     for j in range(spines):
         b.add_node(f"spine{j}", "switch", tier=1)
     for i in range(leaves):
         for j in range(spines):
-            b.add_link(f"leaf{i}", f"spine{j}", uplink)
+            for _ in range(cables):
+                b.add_link(f"leaf{i}", f"spine{j}", uplink)
     plug_machines(b, hosts, device, node, host_link, lambda h: f"leaf{h // hosts_per_leaf}")
     return b.build()
 
 
 def fat_tree(k: int, device: DeviceSpec, link: LinkSpec, *, hosts: int | None = None,
-             node: NodeSpec | None = None, name: str = "fat_tree") -> Platform:
+             cables: int = 1, node: NodeSpec | None = None, name: str = "fat_tree") -> Platform:
     """k-ary fat-tree (Al-Fares et al., SIGCOMM 2008), every link of class ``link``.
 
     k pods of k/2 edge and k/2 aggregation switches (edge and aggregation switches of a pod
@@ -116,8 +125,11 @@ def fat_tree(k: int, device: DeviceSpec, link: LinkSpec, *, hosts: int | None = 
     cores ``a*k/2 .. a*k/2 + k/2 - 1``.  Each edge switch has k/2 host ports: up to k^3/4
     hosts, filled edge switch by edge switch.  All switches are built even when fewer hosts
     are used, so the fabric stays non-blocking (full bisection) with equal links.
+    ``cables`` (default 1) joins every pair of connected switches by that many parallel links
+    (each its own resource and routing choice): ``cables`` times the bisection of the hosts.
     """
     check_count("k", k, 2, 64)  # k=64: 65,536 hosts and 5,120 switches
+    check_count("cables", cables, 1, 64)
     if k % 2:
         raise InputError(f"k must be even (k/2 ports up, k/2 down), not {k}", path=("k",))
     check_link("link", link)
@@ -130,17 +142,21 @@ def fat_tree(k: int, device: DeviceSpec, link: LinkSpec, *, hosts: int | None = 
                          f"{hosts}", path=("hosts",))
     b = PlatformBuilder(name)
     b.meta.update(topology="fat_tree", k=k, hosts=hosts)
+    if cables > 1:
+        b.meta["cables"] = cables
     for c in range(half * half):
         b.add_node(f"core{c}", "switch", tier=2)
     for p in range(k):
         for a in range(half):
             b.add_node(f"pod{p}.agg{a}", "switch", tier=1, pod=p)
             for c in range(a * half, (a + 1) * half):
-                b.add_link(f"pod{p}.agg{a}", f"core{c}", link)
+                for _ in range(cables):
+                    b.add_link(f"pod{p}.agg{a}", f"core{c}", link)
         for e in range(half):
             b.add_node(f"pod{p}.edge{e}", "switch", tier=0, pod=p)
             for a in range(half):
-                b.add_link(f"pod{p}.edge{e}", f"pod{p}.agg{a}", link)
+                for _ in range(cables):
+                    b.add_link(f"pod{p}.edge{e}", f"pod{p}.agg{a}", link)
 
     def edge_of(h: int) -> str:
         return f"pod{h // (half * half)}.edge{(h // half) % half}"

@@ -142,6 +142,8 @@ class Engine(CollectiveRunner, PointToPoint):
         self.warmup = warmup
         self.env = _Environment()
         self.net = FlowNetwork.for_platform(self.env, platform, params)
+        # adaptive routing (UGAL): flows are routed when they start, from the link loads
+        self._adaptive = bool(getattr(platform, "adaptive", False))
         queued = fidelity == "analytic" or (fidelity == "auto"
                                             and len(self.actors) > P2P_FLOW_MAX_ACTORS)
         self._queues = LinkQueues(platform.capacity, params.efficiency) if queued else None

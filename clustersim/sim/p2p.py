@@ -46,6 +46,7 @@ class PointToPoint:
     _mail: list
     _mail_wait: list
     _nb_recv: list[int]
+    _adaptive: bool
 
     # -- point to point ----------------------------------------------------------------------
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
@@ -105,7 +106,10 @@ class PointToPoint:
         if mode == _LOCAL:
             self._arrived(_Post(None, i, op, t0))
             return None
-        ev = self.net.transfer(plan[1], op.nbytes)
+        if self._adaptive:  # routed now, from the load (the plan's route is the minimal one)
+            ev = self.net.transfer_pair(key[0], key[1], op.nbytes)
+        else:
+            ev = self.net.transfer(plan[1], op.nbytes)
         ev.callbacks.append(lambda _ev: self._arrived(_Post(None, i, op, t0)))
         return ev
 

@@ -1,0 +1,197 @@
+"""``clustersim routes SCENARIO``: the routes of one collective step and the load they put on
+every link, under the platform's routing policy or another one (``--routing``, ``--seed``).
+
+Why: a prediction that is off on a fabric is usually off because of *where* the flows go -
+three of four inter-leaf flows hashed onto one spine, a dragonfly's one global link carrying a
+whole group's traffic.  This command shows exactly that: each transfer's route, each link's
+flows, bytes and utilisation (bytes / capacity, relative to the busiest link: 1.0 is the
+bottleneck), and the step's time at flow level.  ``--seeds N`` repeats the analysis for hash
+seeds 0..N-1 to show how much a result depends on the hash (ECMP's spread).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from clustersim.errors import InputError
+
+EXIT_OK = 0
+
+#: most seeds ``--seeds`` runs (each is a routing of the step plus one flow simulation)
+MAX_SEEDS = 256
+
+
+def _platform(scn: Any, policy: str | None, seed: int | None) -> Any:
+    """The scenario's platform, under ``--routing``/``--seed`` when given."""
+    from clustersim.platform.policies import RoutingSpec
+
+    plat = scn.platform
+    if policy is None and seed is None:
+        return plat
+    spec = RoutingSpec(policy if policy is not None else plat.routing.policy,
+                       seed if seed is not None else plat.routing.seed)
+    try:
+        return plat.with_routing(spec)
+    except InputError as exc:
+        flag = "--seed" if exc.path and exc.path[-1] == "seed" else "--routing"
+        raise InputError(exc.message, path=(flag,)) from None
+
+
+def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict[str, Any]]:
+    """The schedule's step to show, its number (1-based) and what was chosen."""
+    from clustersim.collectives import build_schedule, list_algorithms
+    from clustersim.errors import unknown_name
+    from clustersim.units import parse_size
+
+    b = scn.benchmark
+    ops = list_algorithms()
+    op = args.op or (b.op if b else "allreduce")
+    if op not in ops:
+        raise unknown_name("collective", op, ops, path=("--op",))
+    alg = args.algorithm or (b.algorithms[0] if b and b.op == op else "ring")
+    if alg not in ops[op]:
+        raise unknown_name(f"{op} algorithm", alg, ops[op], path=("--algorithm",))
+    ranks = args.ranks or (min(max(b.ranks), plat.num_devices) if b else plat.num_devices)
+    if not 1 <= ranks <= plat.num_devices:
+        raise InputError(f"must be from 1 to {plat.num_devices} (the platform's "
+                         f"devices), not {ranks}", path=("--ranks",))
+    try:
+        size = parse_size(args.size, allow_zero=False) if args.size else \
+            (max(b.sizes) if b else 2.0**26)
+    except (ValueError, InputError) as exc:
+        raise InputError(getattr(exc, "message", str(exc)), path=("--size",)) from None
+    root = b.root if b and b.op == op else 0
+    hosts = [plat.host(d) for d in range(ranks)]
+    try:
+        sched = build_schedule(op, alg, ranks, size, hosts=hosts, root=root,
+                               fp16=bool(b and b.fp16))
+    except ValueError as exc:
+        raise InputError(str(exc), path=("--algorithm",)) from None
+    steps = sched.steps
+    if not steps:
+        raise InputError(f"{op} by {alg} on {ranks} rank(s) has no steps", path=("--ranks",))
+    k = args.step
+    if not 1 <= k <= len(steps):
+        raise InputError(f"must be from 1 to {len(steps)} ({op} by {alg} on {ranks} "
+                         f"ranks has {len(steps)} steps), not {k}", path=("--step",))
+    return steps[k - 1], k, {"op": op, "algorithm": alg, "ranks": ranks, "size": size,
+                             "steps": len(steps)}
+
+
+def analyse(plat: Any, step: Any, params: Any) -> dict[str, Any]:
+    """Routes of the step's transfers, per-link load, and the step's time at flow level.
+
+    Under an adaptive policy the routes are those the flows take when the step starts on an
+    idle network (each flow sees the ones routed before it), as in the simulation."""
+    import simpy
+
+    from clustersim.network.flow import FlowNetwork
+
+    ends: dict[int, tuple[str, str]] = {}
+    for u, v, data in plat.cables():
+        ends.setdefault(data["link"], (u, v))
+    load = [0] * plat.num_links
+    flows: dict[int, int] = {}
+    nbytes: dict[int, float] = {}
+    transfers = []
+    for t in step.transfers:
+        r = plat.choose_route(t.src, t.dst, load)
+        for lk in r:
+            load[lk] += 1
+            flows[lk] = flows.get(lk, 0) + 1
+            nbytes[lk] = nbytes.get(lk, 0.0) + float(t.nbytes)
+        node = plat.devices[t.src]
+        nodes = [node]
+        for lk in r:  # a half-duplex cable names one resource for both directions
+            u, v = ends[lk]
+            node = v if u == node else u
+            nodes.append(node)
+        transfers.append({"src": t.src, "dst": t.dst, "bytes": float(t.nbytes),
+                          "links": [plat.link_names[lk] for lk in r], "nodes": nodes,
+                          "route": r})
+    cap = plat.capacity
+    drain = {lk: nbytes[lk] / float(cap[lk]) for lk in flows}
+    top = max(drain.values(), default=0.0)
+    links = sorted(({"link": plat.link_names[lk], "from": ends[lk][0], "to": ends[lk][1],
+                     "kind": plat.link_kind[lk],
+                     "flows": flows[lk], "bytes": nbytes[lk], "capacity": float(cap[lk]),
+                     "drain_s": drain[lk],
+                     "utilisation": drain[lk] / top if top > 0 else 0.0} for lk in flows),
+                   key=lambda x: (-x["utilisation"], -x["flows"], x["link"]))
+    env = simpy.Environment()
+    net = FlowNetwork(env, plat.capacity, plat.latency, params, plat.link_kind)
+    routes = [x.pop("route") for x in transfers]
+    if routes:
+        net.transfer_all(routes, [x["bytes"] for x in transfers], collective=True)
+        env.run()
+    return {"transfers": transfers, "links": links, "step_time": float(env.now),
+            "max_flows": max(flows.values(), default=0), "bottleneck_s": top}
+
+
+def cmd_routes(args: argparse.Namespace) -> int:
+    from clustersim.cli import _console
+    from clustersim.report.output import check_outputs, json_text, write_outputs
+    from clustersim.report.routes import print_routes, routes_html, spread_rows
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.shipped import scenario_path
+
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        raise InputError(f"takes 1 to {MAX_SEEDS}, not {args.seeds}", path=("--seeds",))
+    if args.rows < 0:
+        raise InputError(f"must be >= 0 (0: every row), not {args.rows}",
+                         path=("--rows",))
+    check_outputs({"--json": args.json, "--plot": args.plot})
+    scn = load_scenario(str(scenario_path(args.scenario)), list(args.set or []))
+    plat = _platform(scn, args.routing, args.seed)
+    step, k, what = _step(scn, args, plat)
+    res = {"scenario": scn.name, "platform": plat.name,
+           "routing": {"policy": plat.routing.policy, "seed": plat.routing.seed},
+           **what, "step": k, **analyse(plat, step, scn.network)}
+    if args.seeds:
+        res["seeds"] = []
+        for s in range(args.seeds):
+            one = analyse(_platform(scn, plat.routing.policy, s), step, scn.network)
+            res["seeds"].append({"seed": s, "step_time": one["step_time"],
+                                 "max_flows": one["max_flows"],
+                                 "bottleneck_s": one["bottleneck_s"]})
+        res["spread"] = spread_rows(res["seeds"])
+    write_outputs([(args.json, lambda: json_text(res)),
+                   (args.plot, (lambda: routes_html(res)) if args.plot else "")])
+    if not args.quiet:
+        print_routes(_console(False, args.wide), res, rows=args.rows, wide=args.wide)
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "routes", help="routes of one collective step and the load on every link",
+        description="Show each transfer's route and each link's flows, bytes and utilisation "
+                    "(bytes / capacity, 1.0 = the busiest link) for one step of a collective "
+                    "on the scenario's platform, under its routing policy or --routing "
+                    "(docs/fabrics.md, 'Routing policies').")
+    p.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    p.add_argument("--op", help="collective (default: the benchmark's, else allreduce)")
+    p.add_argument("--algorithm", help="algorithm (default: the benchmark's first, else ring)")
+    p.add_argument("--ranks", type=int, help="ranks (default: the benchmark's largest that "
+                                             "fits, else every device)")
+    p.add_argument("--size", help="message size, e.g. 64MiB (default: the benchmark's "
+                                  "largest, else 64 MiB)")
+    p.add_argument("--step", type=int, default=1, help="step of the schedule, from 1 "
+                                                       "(default %(default)s)")
+    p.add_argument("--routing", metavar="POLICY",
+                   help="routing policy: ecmp, minimal, dmodk, smodk, valiant, ugal "
+                        "(default: the platform's)")
+    p.add_argument("--seed", type=int, help="the policy's hash seed (default: the platform's)")
+    p.add_argument("--seeds", type=int, metavar="N",
+                   help="also route with seeds 0..N-1 and show the spread of the step time")
+    p.add_argument("--rows", type=int, default=20,
+                   help="rows per table, busiest links first (0: all; default %(default)s)")
+    p.add_argument("--json", metavar="FILE", help="write routes and link loads as JSON")
+    p.add_argument("--plot", metavar="FILE.html",
+                   help="write a heat map of link utilisation (standalone HTML)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario field, as in predict (repeatable)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no tables")
+    p.add_argument("--wide", action="store_true", help="every table column")
+    p.set_defaults(func=cmd_routes)
