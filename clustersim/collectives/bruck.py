@@ -66,7 +66,7 @@ def segmented_ring_allreduce(plan: Plan, phases: int) -> None:
 
 
 def neighbor_exchange_allgather(plan: Plan) -> None:
-    """Open MPI's neighbour-exchange allgather (Chen et al. 2005), even p (segments = p).
+    """Open MPI's neighbour-exchange allgather (Chen et al., HPC Asia 2005), even p (segments = p).
 
     Step 0: even rank ``r`` and ``r+1`` swap their blocks, so each holds the pair
     ``[2q, 2q+2)``.  Step ``i >= 1``: every rank forwards the pair it received last (its own at
