@@ -269,3 +269,21 @@ def test_platform_declares_its_library():
     with pytest.raises(InputError) as e:
         build_platform({**raw, "library": "mvapich"}, builtin_catalog())
     assert e.value.path == ("platform", "library") and "openmpi-4.1" in str(e.value)
+
+
+def test_near_first_order_pays_off_on_a_hierarchical_network():
+    # 8 DGX-1 on one EDR switch, ranks host by host: MPICH's first (half-buffer) exchange is
+    # with rank^1 over NVLink, the textbook's with the rank 32 away, over InfiniBand
+    from clustersim.network.analytic import cost_schedule
+    from clustersim.platform.describe import load_platform
+
+    plat = load_platform("topologies/dgx1_edr8.yaml")
+    p = 64
+    hosts = [plat.host(d) for d in range(p)]
+
+    def t(alg: str) -> float:
+        s = build_schedule("allreduce", alg, p, 64e6, hosts=hosts)
+        return cost_schedule(s, plat, list(range(p))).time
+
+    assert t("rabenseifner_mpich") < 0.6 * t("rabenseifner")
+    assert chosen("allreduce", "mpich", p, 64e6, hosts=hosts) == "mpich→rabenseifner"
