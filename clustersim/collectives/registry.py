@@ -30,6 +30,8 @@ from clustersim.collectives.direct import (
 )
 from clustersim.collectives.hierarchical import hierarchical_allreduce
 from clustersim.collectives.library_algos import LIBRARY_ALGOS
+from clustersim.collectives.opfields import busbw_factor as _busbw
+from clustersim.collectives.opfields import convert_bytes as _convert_bytes
 from clustersim.collectives.pipeline import chain_bcast, default_chunks
 from clustersim.collectives.plan import Plan, pow2_floor
 from clustersim.collectives.recursive import (
@@ -273,34 +275,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def _busbw(op: str, p: int) -> float:
-    """nccl-tests' busBw = algBw * factor (PERFORMANCE.md of NVIDIA/nccl-tests)."""
-    if op == "allreduce":
-        return 2 * (p - 1) / p
-    if op in ("reduce_scatter", "allgather", "alltoall", "gather", "scatter"):
-        return (p - 1) / p
-    return 1.0
-
-
-def _convert_bytes(op: str, n: float, p: int, servers: int) -> float:
-    """fp32 bytes the busiest rank casts: its input to fp16 plus its output back."""
-    share = n / p
-    table = {
-        "allreduce": n + n,
-        "reduce": n + n,                        # root: input down, result up
-        "broadcast": n,                         # root casts down, others up
-        "reduce_scatter": n + share,
-        "allgather": share + n,
-        "alltoall": n + n,
-        "gather": share + n,                    # root: own block down, all blocks up
-        "scatter": n + share,
-        "p2p": n,
-        "ps_push": max(n, n / servers),         # worker casts its buffer
-        "ps_pull": max(n, n / servers),         # worker casts the result
-    }
-    return table[op]
 
 
 def _as_int(value: object, field: str, minimum: int) -> int:
