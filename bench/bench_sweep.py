@@ -28,7 +28,7 @@ SCENARIO = """\
 name: bench_sweep
 platform: {{file: supercloud_v100_eth25}}
 workload: {{model: resnet50, batch_per_worker: 64, bucket: none}}
-algorithm: {{name: bsp, strategy: nccl, overlap: false}}
+algorithm: {{name: bsp, strategy: ring, overlap: false}}
 sweep:
   axes:
     platform.file: [supercloud_v100_eth25, supercloud_v100_opa100]

@@ -21,7 +21,7 @@ ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 def _cases():
     for op, algs in list_algorithms().items():
         for alg in algs:
-            if alg in ("copper", "user_tree", "hierarchical"):
+            if alg in ("copper", "user_tree", "hierarchical", "horovod_hierarchical"):
                 continue                        # own tests below
             for p in P:
                 if op in ("p2p", "ps_push", "ps_pull") and p < 2:

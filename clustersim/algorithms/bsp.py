@@ -56,8 +56,9 @@ STRATEGIES: dict[str, tuple[str, bool, bool, bool]] = {
     "asa32_direct": ("asa", False, False, False),
     "asa16_direct": ("asa", True, False, False),
     "copper": ("copper", False, False, False),
-    "nccl32": ("nccl", False, False, False),
-    "nccl16": ("nccl", True, False, False),
+    # Theano-MPI ran NCCL 1.x, which had rings only ("nccl" is now NCCL 2.x's own choice)
+    "nccl32": ("ring", False, False, False),
+    "nccl16": ("ring", True, False, False),
 }
 
 

@@ -39,12 +39,14 @@ class Plan:
     segments: int = 1
     fp16: bool = False
     inplace: bool = True
+    wire_factor: float = 1.0
     steps: list[Step] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         #: wire bytes of one segment (fixed: segments never change after construction)
-        self.seg_bytes = self.nbytes * (0.5 if self.fp16 else 1.0) / self.segments
+        self.seg_bytes = (self.nbytes * (0.5 if self.fp16 else 1.0) * self.wire_factor
+                          / self.segments)
 
     def xfer(self, src: int, dst: int, start: int = 0, width: int | None = None,
              reduce: bool = False, dst_start: int | None = None) -> Transfer:
@@ -72,7 +74,7 @@ class Plan:
                     busbw_factor: float) -> Schedule:
         return Schedule(op, algorithm, self.ranks, float(self.nbytes), tuple(self.steps),
                         convert_bytes, busbw_factor, dict(self.meta), self.segments,
-                        self.inplace, self.fp16)
+                        self.inplace, self.fp16, self.wire_factor)
 
 
 def pow2_floor(p: int) -> int:

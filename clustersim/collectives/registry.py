@@ -17,7 +17,6 @@ import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from clustersim.collectives.dbt import dbt_allreduce
 from clustersim.collectives.direct import (
@@ -31,6 +30,9 @@ from clustersim.collectives.direct import (
     ps_push,
 )
 from clustersim.collectives.hierarchical import hierarchical_allreduce
+from clustersim.collectives.library_algos import LIBRARY_ALGOS
+from clustersim.collectives.opfields import busbw_factor as _busbw
+from clustersim.collectives.opfields import convert_bytes as _convert_bytes
 from clustersim.collectives.pipeline import chain_bcast, default_chunks
 from clustersim.collectives.plan import Plan, pow2_floor
 from clustersim.collectives.recursive import (
@@ -39,8 +41,17 @@ from clustersim.collectives.recursive import (
     rabenseifner_allreduce,
     recursive_doubling_allreduce,
 )
+from clustersim.collectives.request import Algo as _Algo
+from clustersim.collectives.request import Request
+from clustersim.collectives.request import fill as _fill
 from clustersim.collectives.ring import ring_allgather, ring_allreduce, ring_reduce_scatter
 from clustersim.collectives.schedule import Schedule
+from clustersim.collectives.selection import (
+    SELECTOR_ABOUT,
+    is_selector,
+    select_schedule,
+    selector_ops,
+)
 from clustersim.collectives.trees import (
     binomial_allreduce,
     binomial_bcast_rounds,
@@ -61,41 +72,6 @@ __all__ = ["OPS", "Request", "build_schedule", "list_algorithms", "describe_algo
 TREE_CHUNK_CAP = 1024
 CHAIN_CHUNK_CAP = 64
 
-@dataclass(frozen=True)
-class Request:
-    """A validated :func:`build_schedule` call."""
-
-    op: str
-    algorithm: str
-    ranks: int
-    nbytes: float
-    hosts: tuple[int, ...] | None
-    root: int
-    servers: tuple[int, ...]
-    tree: list | None
-    fp16: bool
-    chunks: int | None
-    inter: str
-
-    def plan(self, segments: int, inplace: bool = True) -> Plan:
-        return Plan(self.ranks, self.nbytes, max(1, segments), self.fp16, inplace)
-
-
-@dataclass(frozen=True)
-class _Algo:
-    build: Callable[[Request], Plan]
-    about: str
-    fp16: bool = False          # the name itself implies fp16 (asa16)
-    uses_root: bool = False
-
-
-def _fill(req: Request, segments: int, fn: Callable[[Plan], None],
-          inplace: bool = True) -> Plan:
-    plan = req.plan(segments, inplace)
-    fn(plan)
-    return plan
-
-
 # -- allreduce -----------------------------------------------------------------------------
 def _dbt(req: Request) -> Plan:
     wire_half = req.nbytes * (0.5 if req.fp16 else 1.0) / 2
@@ -106,18 +82,24 @@ def _dbt(req: Request) -> Plan:
     return plan
 
 
-def _hierarchical(req: Request) -> Plan:
-    if req.hosts is None:
-        raise InputError("the hierarchical allreduce needs hosts (the machine of every rank)",
-                         path=("hosts",))
+def inter_builder(req: Request) -> Callable[[int], Plan]:
+    """Builds ``req.inter`` (an allreduce) on ``L`` ranks: the stage among hosts of the
+    hierarchical allreduces."""
     inter = _ALGOS["allreduce"][req.inter]
 
     def inner(leaders: int) -> Plan:
         sub = Request("allreduce", req.inter, leaders, req.nbytes, None, 0, (0,), req.tree,
                       req.fp16, req.chunks, "ring")
         return inter.build(sub)
+    return inner
 
-    plan = hierarchical_allreduce(req.ranks, req.nbytes, req.fp16, req.hosts, inner)
+
+def _hierarchical(req: Request) -> Plan:
+    if req.hosts is None:
+        raise InputError("the hierarchical allreduce needs hosts (the machine of every rank)",
+                         path=("hosts",))
+    plan = hierarchical_allreduce(req.ranks, req.nbytes, req.fp16, req.hosts,
+                                  inter_builder(req))
     plan.meta["inter"] = req.inter
     return plan
 
@@ -198,9 +180,6 @@ _RING = "ring: reduce-scatter + allgather around a ring, 2(p-1) steps of n/p"
 _ALGOS: dict[str, dict[str, _Algo]] = {
     "allreduce": {
         "ring": _Algo(lambda r: _fill(r, r.ranks, ring_allreduce), _RING),
-        "nccl": _Algo(lambda r: _fill(r, r.ranks, ring_allreduce),
-                      "NCCL inside one node = its ring (NCCL builds rings over NVLink/PCIe); "
-                      + _RING),
         "recursive_doubling": _Algo(
             lambda r: _fill(r, 1, recursive_doubling_allreduce),
             "recursive doubling: log2 p exchanges of the whole buffer (MPICH short messages)"),
@@ -283,7 +262,12 @@ _ALGOS: dict[str, dict[str, _Algo]] = {
     },
 }
 
+for _op, _extra in LIBRARY_ALGOS.items():
+    _ALGOS[_op].update(_extra)
+
 OPS: tuple[str, ...] = tuple(_ALGOS)
+#: allreduce algorithms that build on one host per rank and an inter-host allreduce
+_HIER = ("hierarchical", "horovod_hierarchical")
 
 
 @contextmanager
@@ -301,34 +285,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def _busbw(op: str, p: int) -> float:
-    """nccl-tests' busBw = algBw * factor (PERFORMANCE.md of NVIDIA/nccl-tests)."""
-    if op == "allreduce":
-        return 2 * (p - 1) / p
-    if op in ("reduce_scatter", "allgather", "alltoall", "gather", "scatter"):
-        return (p - 1) / p
-    return 1.0
-
-
-def _convert_bytes(op: str, n: float, p: int, servers: int) -> float:
-    """fp32 bytes the busiest rank casts: its input to fp16 plus its output back."""
-    share = n / p
-    table = {
-        "allreduce": n + n,
-        "reduce": n + n,                        # root: input down, result up
-        "broadcast": n,                         # root casts down, others up
-        "reduce_scatter": n + share,
-        "allgather": share + n,
-        "alltoall": n + n,
-        "gather": share + n,                    # root: own block down, all blocks up
-        "scatter": n + share,
-        "p2p": n,
-        "ps_push": max(n, n / servers),         # worker casts its buffer
-        "ps_pull": max(n, n / servers),         # worker casts the result
-    }
-    return table[op]
 
 
 def _as_int(value: object, field: str, minimum: int) -> int:
@@ -368,7 +324,8 @@ def _lookup(op: str, algorithm: str) -> _Algo:
 def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
                    hosts: Sequence[int] | None = None, root: int | Sequence[int] = 0,
                    tree: Sequence | None = None, fp16: bool = False,
-                   chunks: int | None = None, inter: str | None = None) -> Schedule:
+                   chunks: int | None = None, inter: str | None = None,
+                   library: str | None = None) -> Schedule:
     """The schedule of collective ``op`` by ``algorithm`` on ``ranks`` ranks, ``nbytes`` each.
 
     ``nbytes`` is nccl-tests' *size*: the per-rank buffer for allreduce/broadcast/reduce/p2p/
@@ -380,7 +337,15 @@ def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
     ``user_tree``/``copper``.  ``chunks`` sets the pipeline depth of ``double_binary_tree``
     (per tree) and ``pipelined_chain``.  ``inter`` is the allreduce among host leaders of
     ``hierarchical`` (default ``ring``).
+
+    ``algorithm`` may also name a library - ``mpich``, ``openmpi`` (``openmpi-4.1``,
+    ``openmpi-4.0``), ``nccl`` - or ``auto`` (``library``, the platform's declared library,
+    else ``mpich``): the library's own decision picks the algorithm (:mod:`.selection`) and
+    the schedule's ``algorithm`` reads ``library→choice``.
     """
+    if is_selector(algorithm):
+        return select_schedule(op, algorithm, ranks, nbytes, hosts=hosts, root=root,
+                               fp16=fp16, library=library)
     algo = _lookup(op, algorithm)
     ranks = _as_int(ranks, "ranks", 1)
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real) or \
@@ -399,16 +364,15 @@ def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
         if root_rank >= ranks:
             raise InputError(f"root {root_rank} is not a rank of {ranks}", path=("root",))
     inter_name = inter if inter is not None else "ring"
-    if algorithm == "hierarchical" and (inter_name == "hierarchical"
-                                        or inter_name not in _ALGOS["allreduce"]):
-        allowed = [a for a in _ALGOS["allreduce"] if a != "hierarchical"]
+    if algorithm in _HIER and (inter_name in _HIER or inter_name not in _ALGOS["allreduce"]):
+        allowed = [a for a in _ALGOS["allreduce"] if a not in _HIER]
         raise unknown_name("inter-host allreduce", inter_name, allowed, path=("inter",))
     fp16 = bool(fp16) or algo.fp16 or (
-        algorithm == "hierarchical" and _ALGOS["allreduce"][inter_name].fp16)
+        algorithm in _HIER and _ALGOS["allreduce"][inter_name].fp16)
     host_ids = None
     if hosts is not None:
         host_ids = tuple(hosts)
-        if algorithm == "hierarchical" and len(host_ids) != ranks:
+        if algorithm in _HIER and len(host_ids) != ranks:
             raise InputError(f"hosts lists {len(host_ids)} ranks, expected {ranks}",
                              path=("hosts",))
     req = Request(op, algorithm, ranks, float(nbytes), host_ids, root_rank, servers,
@@ -427,10 +391,12 @@ def list_algorithms(op: str | None = None) -> dict[str, list[str]]:
     if op is not None:
         if op not in _ALGOS:
             raise unknown_name("collective op", op, _ALGOS, path=("op",))
-        return {op: list(_ALGOS[op])}
-    return {o: list(a) for o, a in _ALGOS.items()}
+        return {op: [*_ALGOS[op], *selector_ops(op)]}
+    return {o: [*a, *selector_ops(o)] for o, a in _ALGOS.items()}
 
 
 def describe_algorithm(op: str, algorithm: str) -> str:
     """One line on what ``algorithm`` does for ``op`` (for --help and listings)."""
+    if is_selector(algorithm) and algorithm in selector_ops(op):
+        return SELECTOR_ABOUT[algorithm]
     return _lookup(op, algorithm).about

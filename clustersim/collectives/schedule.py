@@ -164,6 +164,9 @@ class Schedule:
     segments: int = 1
     inplace: bool = True
     fp16: bool = False
+    #: bytes on the wire per payload byte: 2 for NCCL's LL protocol (a 4-byte flag beside every
+    #: 4 bytes of data), 128/120 for LL128, 1 otherwise (see :mod:`.nccl_sched`)
+    wire_factor: float = 1.0
 
     @property
     def num_steps(self) -> int:
@@ -171,8 +174,9 @@ class Schedule:
 
     @property
     def wire_bytes(self) -> float:
-        """Bytes of the whole buffer as it travels (half of ``nbytes`` in fp16)."""
-        return self.nbytes * (0.5 if self.fp16 else 1.0)
+        """Bytes of the whole buffer as it travels (half of ``nbytes`` in fp16, times the
+        protocol's ``wire_factor``)."""
+        return self.nbytes * (0.5 if self.fp16 else 1.0) * self.wire_factor
 
     def bytes_sent(self) -> dict[int, float]:
         """Total bytes each rank sends over the whole collective (a check on schedules)."""

@@ -54,11 +54,23 @@ _NODE_FIELDS = ("devices", "layout", "device", "nics", "gpudirect", "sockets",
 
 
 def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> Platform:
-    """Build the platform a parsed YAML mapping describes; errors are located under ``path``."""
+    """Build the platform a parsed YAML mapping describes; errors are located under ``path``.
+
+    ``library:`` (optional: mpich, openmpi, openmpi-4.1, openmpi-4.0, nccl) declares the
+    communication library the machine's jobs use: the collective algorithm ``auto`` runs its
+    choices (:mod:`clustersim.collectives.selection`).
+    """
     path = tuple(path)
     if not isinstance(raw, dict):
         raise InputError(f"a platform must be a mapping with a 'topology' field, not "
                          f"{type(raw).__name__}", path=path)
+    if "library" in raw:
+        from clustersim.collectives.selection import check_library
+
+        library = check_library(raw["library"], (*path, "library"))
+        plat = build_platform({k: v for k, v in raw.items() if k != "library"}, catalog, path)
+        plat.library = library
+        return plat
     if "catalog" in raw:
         catalog = catalog.extended(raw["catalog"], path=(*path, "catalog"))
     if "topology" not in raw:
@@ -91,7 +103,8 @@ def _build_topology(topo: str, raw: dict, catalog: Catalog, path: tuple) -> Plat
             continue
         if key not in params:
             raise unknown_name(f"{topo} field", str(key),
-                               [*params, "routing", "catalog", *_TEXT_FIELDS], path=where)
+                               [*params, "routing", "catalog", "library", *_TEXT_FIELDS],
+                               path=where)
         kwargs[key] = _parse_param(key, value, catalog, where)
     for pname, p in params.items():
         if p.default is inspect.Parameter.empty and pname not in kwargs:
@@ -210,6 +223,7 @@ def _whole(value: Any) -> Any:
 
 def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
     allowed = ("topology", "name", "nodes", "links", "device", "link", "routing", "catalog",
+               "library",
                *_TEXT_FIELDS)
     for key in raw:
         if key not in allowed:

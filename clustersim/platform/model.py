@@ -61,6 +61,9 @@ Route = tuple[int, ...]
 class Platform:
     """An immutable platform with deterministic ECMP routing between any two nodes."""
 
+    #: the communication library its jobs use (platform field ``library:``), None if undeclared
+    library: str | None = None
+
     def __init__(self, name: str, graph: nx.DiGraph | Tables, devices: Sequence[str],
                  resources: Sequence[_LinkRes]) -> None:
         """``graph``: a networkx DiGraph (kept as :attr:`graph`) or the :class:`Tables` of

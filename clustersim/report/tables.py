@@ -22,11 +22,13 @@ def print_benchmark(console: Console, rows: Sequence, op: str, detail: bool = Tr
     """The per-(algorithm, ranks) tables, then the summary grids; at a narrow terminal the
     grids are stacked (a few algorithms per table, size and fastest repeated in each)."""
     if detail:
-        for (alg, ranks), group in groupby(rows, key=lambda r: (r.algorithm, r.ranks)):
+        for (alg, ranks), grp in groupby(rows, key=lambda r: (r.algorithm, r.ranks)):
+            group = list(grp)
+            chosen = any(getattr(r, "selected", "") for r in group)
             cells = [[_size(r.size), f"{r.time * 1e6:.2f}", f"{r.algbw / 1e9:.3f}",
-                      f"{r.busbw / 1e9:.3f}"] for r in group]
-            print_table(console, f"{op} · {alg} · {ranks} ranks", DETAIL_COLUMNS, cells,
-                        wide=wide)
+                      f"{r.busbw / 1e9:.3f}"] + ([r.selected] if chosen else []) for r in group]
+            cols = DETAIL_COLUMNS + ((Col("selected", justify="left"),) if chosen else ())
+            print_table(console, f"{op} · {alg} · {ranks} ranks", cols, cells, wide=wide)
     for _ranks, title, algs, cells in _summary_cells(rows, op):
         cols = [Col("size", priority=0), *[Col(a) for a in algs],
                 Col("fastest", justify="left", priority=0)]

@@ -200,7 +200,10 @@ def _parse_benchmark(raw: Any) -> BenchmarkSpec:
     algs_raw = s.get("algorithms", default="all")
     if algs_raw == "all":
         # every algorithm that needs no extra input (a user tree must be given by name)
-        algs = [a for a in ops[op] if a != "user_tree"]
+        # (the library selectors are asked for by name: they run the algorithms listed here)
+        from clustersim.collectives.selection import is_selector
+
+        algs = [a for a in ops[op] if a != "user_tree" and not is_selector(a)]
     else:
         algs = as_list(algs_raw, (*path, "algorithms"),
                        lambda v, p: as_choice(v, p, ops[op], f"{op} algorithm"))

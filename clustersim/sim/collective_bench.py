@@ -41,6 +41,9 @@ class BenchRow:
     comm: float
     reduce: float
     fidelity: str
+    #: what a library selector (mpich, openmpi, nccl, auto) chose, e.g. "mpich→rabenseifner";
+    #: empty for a named algorithm
+    selected: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -66,14 +69,16 @@ def run_benchmark(scn: Scenario, progress: Callable[[int], None] | None = None
     for alg, ranks, size in benchmark_points(scn):
         placement = list(range(ranks))
         hosts = [plat.host(d) for d in placement]
-        sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16)
+        sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16,
+                               library=getattr(plat, "library", None))
         fid = scn.run.fidelity
         cost = cost_collective(sched, plat, placement, scn.network, fidelity=fid)
         used = getattr(cost, "fidelity", fid)
         t = float(cost.time)
         algbw = size / t if t > 0 else float("inf")
         rows.append(BenchRow(b.op, alg, ranks, size, t, algbw, algbw * sched.busbw_factor,
-                             float(cost.comm), float(cost.reduce), str(used)))
+                             float(cost.comm), float(cost.reduce), str(used),
+                             sched.algorithm if sched.algorithm != alg else ""))
         if progress:
             progress(1)
     return rows
@@ -98,7 +103,8 @@ def benchmark_trace(scn: Scenario) -> list[tuple[str, list[TraceEvent]]]:
     out: list[tuple[str, list[TraceEvent]]] = []
     total = 0
     for alg in b.algorithms:
-        sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16)
+        sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16,
+                               library=getattr(plat, "library", None))
         total += sum(step.repeat * len({r for t in step.transfers for r in (t.src, t.dst)})
                      for step in sched.steps)
         if total > MAX_TRACE_EVENTS:
@@ -122,7 +128,8 @@ def benchmark_trace(scn: Scenario) -> list[tuple[str, list[TraceEvent]]]:
         if cost.convert > 0:
             events += [TraceEvent(r, "rank", "convert", t, t + cost.convert, "fp16 cast")
                        for r in range(ranks)]
-        out.append((f"{b.op} · {alg} · {ranks} ranks · {size:g} B "
+        shown = sched.algorithm if sched.algorithm != alg else alg
+        out.append((f"{b.op} · {shown} · {ranks} ranks · {size:g} B "
                     f"({getattr(cost, 'fidelity', scn.run.fidelity)})", events))
     return out
 

@@ -173,7 +173,8 @@ class CollectiveRunner:
         s = self._sched_cache.get(key)
         if s is None:
             s = build_schedule(name, alg, len(g.devices), nbytes, hosts=list(g.hosts),
-                               root=op.root, fp16=op.fp16)
+                               root=op.root, fp16=op.fp16,
+                               library=getattr(self.platform, "library", None))
             self._sched_cache[key] = s
         return s
 

@@ -1,0 +1,227 @@
+"""Open MPI's ``coll_tuned`` fixed decision rules, two generations.
+
+``openmpi-4.0``: the rules of ``ompi/mca/coll/tuned/coll_tuned_decision_fixed.c`` from Open MPI
+1.8 to 4.0 (formulas fitted on the UTK "Grig" cluster):
+
+* allreduce: ``nbytes < 10000``: recursive doubling; else (commutative, ``count > p``)
+  ring when ``p * 1 MiB >= nbytes``, else the segmented ring with 1 MiB segments; else
+  (``count <= p``) "nonoverlapping" (reduce then bcast).
+* alltoall: ``p == 2``: two_procs; block ``< 200`` and ``p > 12``: Bruck; block ``< 3000``:
+  basic_linear (all at once); else pairwise.
+* allgather: ``p == 2``: two_procs; total ``< 50000``: recursive doubling (p a power of two)
+  or Bruck; else ring (odd p) or neighbour exchange (even p).
+* broadcast: ``< 2048``: binomial; ``< 370728``: split binary tree (1 KiB segments); else the
+  pipeline (a chain) with 128/64/16/8 KiB segments or the split binary tree, by the linear
+  fits ``p < a * nbytes + b`` of the source.
+* reduce_scatter: total ``<= 12 KiB``, or ``<= 256 KiB`` with p a power of two, or
+  ``p >= 0.0012 * total + 8``: recursive halving; else ring.
+* reduce: linear (``p < 8``, ``< 512``), binomial (``p < 8``, ``< 20480``), binary or
+  pipeline trees with segments otherwise (``p > a_i * nbytes + b_i``).
+* gather: linear_sync above 6000 B per block, binomial for ``p > 60`` or (``p > 10`` and
+  ``< 1024`` B), linear otherwise; scatter: binomial for ``p > 10`` and ``< 300`` B, else linear.
+
+``openmpi`` = ``openmpi-4.1``: Open MPI 4.1 replaced allreduce and alltoall (and others) by
+tables over communicator size and total bytes, measured by Mikhail et al. on UTK/ICL machines
+(``coll_tuned_decision_fixed.c`` of 4.1.x and 5.0.x, the same tables; also what SimGrid's
+``smpi_openmpi_selector.cpp`` reproduces).  Those two tables are encoded here; the other ops
+of ``openmpi-4.1`` follow the 4.0 rules (documented limitation).
+
+The base algorithms' own fallbacks (``coll_base_allreduce.c``) are applied: the ring and the
+segmented ring hand ``count < p`` to recursive doubling; the segmented ring with segment size
+0 (how 4.1's table calls it) is the plain ring; Rabenseifner hands ``count < pof2`` to the
+linear allreduce.  Trees this project has no schedule for (split binary, binary, pipelined
+reduce, "nonoverlapping" = tuned reduce + tuned bcast, linear reduce/allreduce) are costed as
+the nearest binomial schedule and labelled ``≈``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from clustersim.collectives.selection import Choice, Context
+
+__all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41"]
+
+INF = math.inf
+_NONOVERLAP = Choice("binomial_tree", "nonoverlapping≈binomial_tree")
+
+
+def _ring(c: Context, label: str = "ring") -> Choice:
+    if c.count < c.ranks:
+        return Choice("recursive_doubling", f"{label}→recursive_doubling")
+    return Choice("ring", label)
+
+
+def _allreduce_40(c: Context) -> Choice:
+    n, p = c.nbytes, c.ranks
+    if n < 10000:
+        return Choice("recursive_doubling", "recursive_doubling")
+    if c.count > p:
+        if p * (1 << 20) >= n:
+            return _ring(c)
+        return Choice("ring_segmented", "ring_segmented")
+    return _NONOVERLAP
+
+
+def _alltoall_40(c: Context) -> Choice:
+    p, block = c.ranks, c.nbytes / c.ranks
+    if p == 2:
+        return Choice("pairwise", "two_procs")
+    if block < 200 and p > 12:
+        return Choice("direct", "bruck≈direct")
+    if block < 3000:
+        return Choice("direct", "basic_linear")
+    return Choice("pairwise", "pairwise")
+
+
+def _allgather_40(c: Context) -> Choice:
+    p = c.ranks
+    if p == 2:
+        return Choice("ring", "two_procs")
+    if c.nbytes < 50000:
+        if p & (p - 1) == 0:
+            return Choice("recursive_doubling", "recursive_doubling")
+        return Choice("bruck", "bruck")
+    return Choice("ring", "ring") if p % 2 else Choice("neighbor_exchange", "neighbor_exchange")
+
+
+def _pipeline(c: Context, seg: int) -> Choice:
+    chunks = max(1, min(4096, math.ceil(c.nbytes / seg)))
+    return Choice("pipelined_chain", f"pipeline({seg // 1024}KiB)", {"chunks": chunks})
+
+
+def _bcast_40(c: Context) -> Choice:
+    n, p = c.nbytes, c.ranks
+    if n < 2048:
+        return Choice("binomial", "binomial")
+    if n < 370728:
+        return Choice("binomial", "split_bintree≈binomial")
+    if p < 1.6134e-6 * n + 2.1102:
+        return _pipeline(c, 128 * 1024)
+    if p < 13:
+        return Choice("binomial", "split_bintree≈binomial")
+    if p < 2.3679e-6 * n + 1.1787:
+        return _pipeline(c, 64 * 1024)
+    if p < 3.2118e-6 * n + 8.7936:
+        return _pipeline(c, 16 * 1024)
+    return _pipeline(c, 8 * 1024)
+
+
+def _reduce_scatter_40(c: Context) -> Choice:
+    n, p = c.nbytes, c.ranks
+    if n <= 12 * 1024 or (n <= 256 * 1024 and p & (p - 1) == 0) or p >= 0.0012 * n + 8.0:
+        return Choice("recursive_halving", "recursive_halving")
+    return Choice("ring", "ring")
+
+
+def _reduce_40(c: Context) -> Choice:
+    n, p = c.nbytes, c.ranks
+    if p < 8 and n < 512:
+        return Choice("binomial", "linear≈binomial")
+    if p < 8 and n < 20480:
+        return Choice("binomial", "binomial")
+    if n < 2048 or p > 0.6016 / 1024 * n + 1.3496:
+        return Choice("binomial", "binary≈binomial")
+    return Choice("binomial", "pipeline≈binomial")
+
+
+def _gather_40(c: Context) -> Choice:
+    p, block = c.ranks, c.nbytes / c.ranks
+    if block > 6000:
+        return Choice("linear", "linear_sync≈linear")
+    if p > 60 or (p > 10 and block < 1024):
+        return Choice("binomial", "binomial")
+    return Choice("linear", "basic_linear")
+
+
+def _scatter_40(c: Context) -> Choice:
+    if c.ranks > 10 and c.nbytes / c.ranks < 300:
+        return Choice("binomial", "binomial")
+    return Choice("linear", "basic_linear")
+
+
+_RULES_40 = {"allreduce": _allreduce_40, "alltoall": _alltoall_40, "allgather": _allgather_40,
+             "broadcast": _bcast_40, "reduce_scatter": _reduce_scatter_40, "reduce": _reduce_40,
+             "gather": _gather_40, "scatter": _scatter_40}
+
+
+def decide_40(c: Context) -> Choice:
+    """Open MPI 1.8-4.0's choice for ``c`` (module docstring)."""
+    rule = _RULES_40.get(c.op)
+    return rule(c) if rule else Choice("direct", "direct")
+
+
+#: Open MPI 4.1/5.0 commutative allreduce: (communicator size below, [(bytes below, alg)])
+#: algs: 1 basic_linear, 2 nonoverlapping, 3 recursive_doubling, 4 ring, 5 segmented_ring,
+#: 6 rabenseifner
+ALLREDUCE_41 = [
+    (4, [(8, 4), (4096, 3), (8192, 4), (16384, 3), (65536, 4), (262144, 5), (INF, 6)]),
+    (8, [(16, 4), (8192, 3), (INF, 6)]),
+    (16, [(8192, 3), (INF, 6)]),
+    (32, [(64, 5), (4096, 3), (INF, 6)]),
+    (64, [(128, 5), (INF, 6)]),
+    (128, [(262144, 3), (INF, 6)]),
+    (256, [(131072, 2), (262144, 3), (INF, 6)]),
+    (512, [(4096, 2), (INF, 6)]),
+    (2048, [(2048, 2), (16384, 3), (INF, 6)]),
+    (4096, [(2048, 2), (4096, 5), (16384, 3), (INF, 6)]),
+    (INF, [(2048, 2), (16384, 5), (32768, 3), (INF, 6)]),
+]
+#: Open MPI 4.1/5.0 alltoall by block bytes: 1 linear, 2 pairwise, 3 modified_bruck,
+#: 4 linear_sync, 5 two_proc
+ALLTOALL_41 = [
+    (3, [(2, 2), (4, 5), (16, 2), (64, 5), (256, 2), (4096, 5), (32768, 2), (262144, 4),
+         (1048576, 5), (INF, 2)]),
+    (8, [(8192, 4), (16384, 1), (65536, 4), (524288, 1), (1048576, 2), (INF, 1)]),
+    (16, [(262144, 4), (INF, 1)]),
+    (32, [(4, 4), (512, 3), (8192, 4), (32768, 1), (262144, 4), (524288, 1), (INF, 4)]),
+    (64, [(512, 3), (524288, 1), (INF, 4)]),
+    (128, [(1024, 3), (2048, 1), (4096, 4), (262144, 1), (INF, 2)]),
+    (256, [(1024, 3), (2048, 4), (262144, 1), (INF, 2)]),
+    (512, [(1024, 3), (8192, 4), (32768, 1), (INF, 2)]),
+    (1024, [(512, 3), (8192, 4), (16384, 1), (131072, 4), (262144, 1), (INF, 2)]),
+    (2048, [(512, 3), (1024, 4), (2048, 1), (16384, 4), (262144, 1), (INF, 4)]),
+    (4096, [(1024, 3), (4096, 4), (8192, 1), (131072, 4), (INF, 1)]),
+    (INF, [(2048, 3), (8192, 4), (16384, 1), (32768, 4), (65536, 1), (INF, 4)]),
+]
+
+
+def _table(table: list, p: int, nbytes: float) -> int:
+    for comm_below, rows in table:
+        if p < comm_below:
+            for size_below, alg in rows:
+                if nbytes < size_below:
+                    return alg
+    raise AssertionError("tables end in infinity")
+
+
+def _allreduce_41(c: Context) -> Choice:
+    alg = _table(ALLREDUCE_41, c.ranks, c.nbytes)
+    if alg == 1:
+        return Choice("binomial_tree", "basic_linear≈binomial_tree")
+    if alg == 2:
+        return _NONOVERLAP
+    if alg == 3:
+        return Choice("recursive_doubling", "recursive_doubling")
+    if alg in (4, 5):
+        return _ring(c, "ring" if alg == 4 else "segmented_ring")
+    if c.count < c.pof2:
+        return Choice("binomial_tree", "rabenseifner→basic_linear≈binomial_tree")
+    return Choice("rabenseifner_mpich", "rabenseifner")
+
+
+def _alltoall_41(c: Context) -> Choice:
+    # Open MPI 4.1 tests "communicator_size == 2" first; the table's first row is p < 3
+    alg = _table(ALLTOALL_41, c.ranks, c.nbytes / c.ranks)
+    return {1: Choice("direct", "linear"), 2: Choice("pairwise", "pairwise"),
+            3: Choice("direct", "modified_bruck≈direct"),
+            4: Choice("direct", "linear_sync≈direct"), 5: Choice("pairwise", "two_proc")}[alg]
+
+
+def decide_41(c: Context) -> Choice:
+    """Open MPI 4.1/5.0's choice for ``c`` (module docstring)."""
+    if c.op == "allreduce":
+        return _allreduce_41(c)
+    if c.op == "alltoall":
+        return _alltoall_41(c)
+    return decide_40(c)

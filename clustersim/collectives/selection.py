@@ -1,0 +1,131 @@
+"""Library selection: ``mpich``, ``openmpi``, ``nccl`` and ``auto`` as algorithm names.
+
+Real jobs run what their library *chooses* for the op, the message size, the number of ranks
+and their placement, not a named textbook algorithm.  A selector reproduces one library's own
+decision logic (:mod:`.select_mpich`, :mod:`.select_openmpi`, :mod:`.select_nccl`) and builds
+the schedule of the chosen algorithm; the schedule's ``algorithm`` then reads
+``library→choice`` (e.g. ``mpich→rabenseifner``) so that tables show what was run.
+
+Where a library's choice has no faithful schedule here, the nearest one is used and the label
+says so with ``≈`` (e.g. ``openmpi-4.0→split_bintree≈binomial``).
+
+Message sizes are what the library sees: the buffer in its wire type (fp32, or fp16 with
+``fp16``), counts in elements of 4 (fp32) or 2 (fp16) bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from clustersim.collectives.schedule import Schedule
+from clustersim.errors import InputError, unknown_name
+
+__all__ = ["LIBRARIES", "SELECTORS", "SELECTOR_ABOUT", "Context", "Choice", "is_selector",
+           "selector_ops", "select", "select_schedule", "check_library"]
+
+#: what a platform may declare as its ``library:``
+LIBRARIES = ("mpich", "openmpi", "openmpi-4.1", "openmpi-4.0", "nccl")
+SELECTORS = (*LIBRARIES, "auto")
+DEFAULT_LIBRARY = "mpich"
+
+_MPI_OPS = ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather", "alltoall",
+            "gather", "scatter", "p2p")
+_NCCL_OPS = ("allreduce", "broadcast", "reduce_scatter", "allgather", "alltoall", "gather",
+             "scatter", "p2p")
+
+SELECTOR_ABOUT = {
+    "mpich": "MPICH 3.3-4.2 default selection (MPIR_*_intra_auto and its CVAR thresholds)",
+    "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
+    "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision (allreduce and alltoall "
+                   "tables; other ops as openmpi-4.0)",
+    "openmpi-4.0": "Open MPI 1.8-4.0 coll_tuned fixed decision (coll_tuned_decision_fixed.c)",
+    "nccl": "NCCL 2.7 cost model (tuning.cc): ring/tree x LL/LL128/Simple, fastest predicted",
+    "auto": "the platform's declared library (platform field library:), else mpich",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a library looks at to decide."""
+
+    op: str
+    ranks: int
+    nbytes: float           # bytes of the buffer as the library sees it (fp16: half)
+    elem: int               # bytes per element: 4 (fp32) or 2 (fp16)
+    nodes: int              # distinct hosts (1 when unknown)
+
+    @property
+    def count(self) -> int:
+        return int(self.nbytes // self.elem)
+
+    @property
+    def pof2(self) -> int:
+        return 1 << (self.ranks.bit_length() - 1)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``algorithm``: the registry schedule to build; ``label``: what the library calls it;
+    ``options``: extra :func:`build_schedule` arguments (``chunks``, ``inter``)."""
+
+    algorithm: str
+    label: str
+    options: dict = field(default_factory=dict)
+
+
+def is_selector(name: str) -> bool:
+    return name in SELECTORS
+
+
+def selector_ops(op: str) -> list[str]:
+    """Selectors that know ``op`` (``auto`` follows the MPI libraries)."""
+    out = [s for s in LIBRARIES if op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
+    return [*out, "auto"] if op in _MPI_OPS else out
+
+
+def check_library(name: object, path: tuple) -> str:
+    """A platform's ``library:`` value, or an InputError naming the allowed ones."""
+    if not isinstance(name, str) or name not in LIBRARIES:
+        raise unknown_name("library", str(name), LIBRARIES, path=path)
+    return name
+
+
+def _deciders() -> dict[str, Callable[[Context], Choice]]:
+    from clustersim.collectives import select_mpich, select_nccl, select_openmpi
+
+    return {"mpich": select_mpich.decide, "openmpi": select_openmpi.decide_41,
+            "openmpi-4.1": select_openmpi.decide_41, "openmpi-4.0": select_openmpi.decide_40,
+            "nccl": select_nccl.decide}
+
+
+def select(op: str, name: str, ranks: int, nbytes: float, hosts: Sequence[int] | None = None,
+           fp16: bool = False, library: str | None = None) -> tuple[str, Choice]:
+    """(library, choice) of selector ``name`` for this call."""
+    lib = name
+    if name == "auto":
+        lib = check_library(library, ("platform", "library")) if library else DEFAULT_LIBRARY
+    ops = _NCCL_OPS if lib == "nccl" else _MPI_OPS
+    if op not in ops:
+        raise InputError(f"{lib} has no {op} (its ops: {', '.join(ops)})", path=("algorithm",))
+    nodes = len(set(hosts)) if hosts is not None else 1
+    ctx = Context(op, int(ranks), float(nbytes) * (0.5 if fp16 else 1.0), 2 if fp16 else 4,
+                  max(1, nodes))
+    return lib, _deciders()[lib](ctx)
+
+
+def select_schedule(op: str, name: str, ranks: int, nbytes: float, *,
+                    hosts: Sequence[int] | None, root: int | Sequence[int], fp16: bool,
+                    library: str | None) -> Schedule:
+    """Decide, build the chosen schedule, and name it ``library→label``."""
+    from clustersim.collectives.registry import build_schedule
+
+    if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or ranks < 1:
+        raise InputError(f"ranks must be an integer >= 1, got {ranks!r}", path=("ranks",))
+    lib, choice = select(op, name, ranks, nbytes, hosts, fp16, library)
+    sched = build_schedule(op, choice.algorithm, ranks, nbytes, hosts=hosts, root=root,
+                           fp16=fp16, **choice.options)
+    meta = {**sched.meta, "library": lib, "selected": choice.algorithm, "label": choice.label}
+    return dataclasses.replace(sched, algorithm=f"{lib}→{choice.label}", meta=meta)

@@ -1,0 +1,289 @@
+"""Library selection (mpich, openmpi, nccl, auto) and the libraries' own schedules.
+
+Closed forms on the uniform crossbar of test_collectives_cost (alpha = 2 l, bandwidth B,
+reduction bandwidth R), written from the algorithms' descriptions, not from the builders;
+selector decisions just below / at each documented threshold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from clustersim.catalog import builtin_catalog
+from clustersim.collectives import build_schedule
+from clustersim.collectives.nccl_sched import SLOT_BYTES
+from clustersim.collectives.selection import Context
+from clustersim.collectives.verify import check_schedule
+from clustersim.errors import InputError
+from tests.test_collectives_cost import A, B, N, R, close, cost, log2c
+
+P = [2, 3, 4, 5, 7, 8, 13, 16]
+
+
+def chosen(op: str, alg: str, p: int, n: float, **kw) -> str:
+    return build_schedule(op, alg, p, n, **kw).algorithm
+
+
+# -- schedules: closed forms -------------------------------------------------------------------
+@pytest.mark.parametrize("p", P)
+def test_mpich_rabenseifner_costs_the_textbook_on_a_crossbar(p):
+    close(cost("allreduce", "rabenseifner_mpich", p), cost("allreduce", "rabenseifner", p))
+
+
+def _first_halving_distance(alg: str, p: int) -> int:
+    s = build_schedule("allreduce", alg, p, N)
+    step = next(st for st in s.steps if st.label.startswith("halving"))
+    return abs(step.transfers[0].src - step.transfers[0].dst)
+
+
+@pytest.mark.parametrize("p", [4, 8, 16, 64])
+def test_mpich_pairs_near_ranks_first_the_textbook_far(p):
+    assert _first_halving_distance("rabenseifner_mpich", p) == 1
+    assert _first_halving_distance("rabenseifner", p) == p // 2
+    s = build_schedule("allreduce", "rabenseifner_mpich", p, N)
+    # the reduce-scatter halves the data at every step: the near exchange moves n/2
+    assert s.steps[0].transfers[0].nbytes == pytest.approx(N / 2)
+
+
+@pytest.mark.parametrize("p", P)
+def test_bruck_allgather(p):
+    want = sum(A + min(2 ** k, p - 2 ** k) * N / p / B for k in range(log2c(p)))
+    close(cost("allgather", "bruck", p), want)
+
+
+@pytest.mark.parametrize("p", [2, 4, 6, 8, 16])
+def test_neighbor_exchange_allgather(p):
+    close(cost("allgather", "neighbor_exchange", p),
+          A + N / p / B + (p // 2 - 1) * (A + 2 * N / p / B))
+
+
+@pytest.mark.parametrize("p", [3, 7])
+def test_neighbor_exchange_is_the_ring_for_odd_p(p):
+    close(cost("allgather", "neighbor_exchange", p), cost("allgather", "ring", p))
+
+
+@pytest.mark.parametrize("p", P)
+def test_direct_alltoall(p):
+    close(cost("alltoall", "direct", p), A + (p - 1) * N / p / B)
+
+
+@pytest.mark.parametrize("p", P)
+def test_segmented_ring(p):
+    ph = math.ceil(N / p / 2 ** 20)
+    want = (ph * (p - 1) * (A + N / (p * ph * B)) + (p - 1) * N / p / R
+            + (p - 1) * (A + N / (p * B)))
+    close(cost("allreduce", "ring_segmented", p), want)
+
+
+@pytest.mark.parametrize("p", [4, 8, 16])
+def test_scatter_recursive_doubling_bcast(p):
+    k = int(math.log2(p))
+    close(cost("broadcast", "scatter_rd_allgather", p), 2 * k * A + 2 * (p - 1) * N / p / B)
+
+
+@pytest.mark.parametrize("p", P)
+@pytest.mark.parametrize(("proto", "factor"), [("", 1.0), ("_ll", 2.0), ("_ll128", 128 / 120)])
+def test_nccl_ring_allreduce(p, proto, factor):
+    slot = SLOT_BYTES[{"": "Simple", "_ll": "LL", "_ll128": "LL128"}[proto]]
+    loops = min(256, math.ceil(N / (2 * p * slot)))
+    w = N * factor                                       # what the wire carries
+    want = 2 * (p - 1) * loops * A + 2 * (p - 1) * w / (p * B) + (p - 1) * w / (p * R)
+    close(cost("allreduce", f"nccl_ring{proto}", p), want)
+
+
+@pytest.mark.parametrize("p", [2, 5, 8])
+def test_nccl_tree_is_the_double_binary_tree_in_slots(p):
+    c = math.ceil(N / 2 / SLOT_BYTES["Simple"])
+    close(cost("allreduce", "nccl_tree", p), cost("allreduce", "double_binary_tree", p,
+                                                   chunks=c))
+    ll = build_schedule("allreduce", "nccl_tree_ll", p, N, chunks=4)
+    simple = build_schedule("allreduce", "nccl_tree", p, N, chunks=4)
+    assert sum(ll.bytes_sent().values()) == pytest.approx(2 * sum(simple.bytes_sent().values()))
+
+
+@pytest.mark.parametrize(("p", "ppn"), [(8, 2), (8, 4), (12, 3), (16, 4), (6, 1), (4, 4)])
+def test_horovod_hierarchical(p, ppn):
+    hosts = [r // ppn for r in range(p)]
+    L = p // ppn
+    s = N / ppn                                          # each local rank's shard
+    want = (2 * (ppn - 1) * (A + s / B) + (ppn - 1) * s / R
+            + 2 * (L - 1) * (A + s / (L * B)) + (L - 1) * s / (L * R))
+    close(cost("allreduce", "horovod_hierarchical", p, hosts=hosts), want)
+
+
+# -- schedules: data ---------------------------------------------------------------------------
+@pytest.mark.parametrize("hosts", [[r // 2 for r in range(8)], [r // 3 for r in range(12)],
+                                   [0, 1, 0, 1, 2, 2], [5, 5, 3, 3, 9, 9, 1, 1]])
+@pytest.mark.parametrize("inter", ["ring", "recursive_doubling", "rabenseifner_mpich",
+                                   "double_binary_tree", "nccl_ring_ll"])
+def test_horovod_hierarchical_computes_the_allreduce(hosts, inter):
+    check_schedule(build_schedule("allreduce", "horovod_hierarchical", len(hosts), 1e6,
+                                  hosts=hosts, inter=inter))
+
+
+def test_horovod_hierarchical_needs_even_hosts():
+    with pytest.raises(InputError, match="same number of ranks"):
+        build_schedule("allreduce", "horovod_hierarchical", 5, 1e6, hosts=[0, 0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("alg", ["ring_segmented", "nccl_ring", "nccl_ring_ll"])
+@pytest.mark.parametrize("p", [3, 4])
+def test_many_phases_and_loops_compute_the_allreduce(alg, p):
+    s = build_schedule("allreduce", alg, p, 1e8)
+    assert max(s.meta.get("phases", 1), s.meta.get("loops", 1)) > 10
+    check_schedule(s, elements=s.segments + 3)
+
+
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+@pytest.mark.parametrize("p", [3, 8])
+def test_nccl_rings_with_loops(op, p):
+    s = build_schedule(op, "nccl_ring_ll", p, 4e6)
+    assert s.meta["loops"] > 1
+    check_schedule(s)
+
+
+# -- selectors -----------------------------------------------------------------------------------
+def test_4_byte_allreduce_on_16_ranks_is_recursive_doubling():
+    for lib in ("mpich", "openmpi", "openmpi-4.1", "openmpi-4.0", "auto"):
+        s = build_schedule("allreduce", lib, 16, 4)
+        assert s.algorithm.endswith("recursive_doubling"), s.algorithm
+        assert s.num_steps == 4                          # log2(16), not the ring's 30
+        close(cost("allreduce", lib, 16, 4), 4 * (A + 4 / B + 4 / R))
+
+
+@pytest.mark.parametrize(("op", "p", "n", "want"), [
+    ("allreduce", 16, 2048, "recursive_doubling"),       # <= ALLREDUCE_SHORT_MSG_SIZE
+    ("allreduce", 16, 2052, "rabenseifner"),
+    ("allreduce", 16, 60, "recursive_doubling"),         # count 15 < pof2
+    ("broadcast", 8, 12287, "binomial"),                 # < BCAST_SHORT_MSG_SIZE
+    ("broadcast", 8, 12288, "scatter_recursive_doubling_allgather"),
+    ("broadcast", 8, 524288, "scatter_ring_allgather"),  # >= BCAST_LONG_MSG_SIZE
+    ("broadcast", 7, 1e6, "binomial"),                   # p < BCAST_MIN_PROCS
+    ("broadcast", 12, 100000, "scatter_ring_allgather"),  # not a power of two
+    ("allgather", 8, 524287, "recursive_doubling"),
+    ("allgather", 8, 524288, "ring"),
+    ("allgather", 6, 81919, "brucks"),
+    ("allgather", 6, 81920, "ring"),
+    ("alltoall", 8, 8 * 256, "brucks≈direct"),           # block <= ALLTOALL_SHORT_MSG_SIZE
+    ("alltoall", 8, 8 * 257, "scattered"),
+    ("alltoall", 7, 7 * 100, "scattered"),               # p < 8
+    ("alltoall", 8, 8 * 32768, "scattered"),             # <= ALLTOALL_MEDIUM_MSG_SIZE
+    ("alltoall", 8, 8 * 32769, "pairwise"),
+    ("reduce_scatter", 8, 524287, "recursive_halving"),
+    ("reduce_scatter", 8, 524288, "pairwise"),
+    ("reduce", 8, 2048, "binomial"),
+    ("gather", 8, 1e6, "binomial"),
+])
+def test_mpich_thresholds(op, p, n, want):
+    assert chosen(op, "mpich", p, n) == f"mpich→{want}"
+
+
+@pytest.mark.parametrize(("op", "p", "n", "want"), [
+    ("allreduce", 4, 9999, "recursive_doubling"),         # < 10000
+    ("allreduce", 4, 10000, "ring"),
+    ("allreduce", 4, 4 * 2 ** 20, "ring"),                # p * 1 MiB >= n
+    ("allreduce", 4, 4 * 2 ** 20 + 4, "ring_segmented"),
+    ("alltoall", 13, 13 * 199, "bruck≈direct"),           # block < 200 and p > 12
+    ("alltoall", 13, 13 * 200, "basic_linear"),
+    ("alltoall", 12, 12 * 100, "basic_linear"),
+    ("alltoall", 13, 13 * 2999, "basic_linear"),
+    ("alltoall", 13, 13 * 3000, "pairwise"),
+    ("allgather", 8, 49999, "recursive_doubling"),
+    ("allgather", 6, 49999, "bruck"),
+    ("allgather", 8, 50000, "neighbor_exchange"),
+    ("allgather", 7, 50000, "ring"),
+    ("reduce_scatter", 8, 256 * 1024, "recursive_halving"),   # <= 256 KiB, power of two
+    ("reduce_scatter", 6, 12 * 1024, "recursive_halving"),    # <= 12 KiB
+    ("reduce_scatter", 6, 12 * 1024 + 4, "ring"),
+    ("broadcast", 8, 2047, "binomial"),
+    ("broadcast", 8, 2048, "split_bintree≈binomial"),
+    ("broadcast", 8, 370728, "split_bintree≈binomial"),   # p < 13
+    ("broadcast", 4, 2e6, "pipeline(128KiB)"),          # p < 1.6134e-6 n + 2.1102
+    ("broadcast", 16, 2e6, "pipeline(8KiB)"),
+])
+def test_openmpi_40_thresholds(op, p, n, want):
+    assert chosen(op, "openmpi-4.0", p, n) == f"openmpi-4.0→{want}"
+
+
+@pytest.mark.parametrize(("p", "n", "want"), [
+    (12, 8188, "recursive_doubling"),
+    (12, 8192, "rabenseifner"),
+    (16, 4092, "recursive_doubling"),
+    (16, 4096, "rabenseifner"),
+    (6, 12, "ring→recursive_doubling"),                   # ring with count < p
+    (6, 16, "recursive_doubling"),
+    (40, 124, "segmented_ring→recursive_doubling"),
+    (40, 128, "rabenseifner"),
+    (300, 4092, "nonoverlapping≈binomial_tree"),
+])
+def test_openmpi_41_allreduce_table(p, n, want):
+    assert chosen("allreduce", "openmpi", p, n) == f"openmpi→{want}"
+    assert chosen("allreduce", "openmpi-4.1", p, n) == f"openmpi-4.1→{want}"
+
+
+def test_openmpi_41_alltoall_table():
+    assert chosen("alltoall", "openmpi", 20, 20 * 511) == "openmpi→modified_bruck≈direct"
+    assert chosen("alltoall", "openmpi", 20, 20 * 512) == "openmpi→linear_sync≈direct"
+    assert chosen("alltoall", "openmpi", 200, 200 * 262144) == "openmpi→pairwise"
+
+
+def test_nccl_protocol_follows_the_size():
+    from clustersim.collectives.select_nccl import decide, predicted_times
+
+    small = build_schedule("allreduce", "nccl", 8, 4)
+    big = build_schedule("allreduce", "nccl", 8, 1e9)
+    assert small.meta["protocol"] == "LL" and big.meta["protocol"] == "Simple"
+    assert big.algorithm == "nccl→ring/Simple×2ch"
+    # the chosen pair is the model's minimum
+    ctx = Context("allreduce", 64, 32e6, 4, 8)
+    t = predicted_times(ctx)
+    algo, proto = decide(ctx).label.split("×")[0].split("/")
+    assert t[(algo, proto)] == min(t.values())
+    assert chosen("alltoall", "nccl", 4, 1e6) == "nccl→send/recv direct"
+
+
+def test_nccl_protocols_change_the_cost():
+    # LL carries twice the bytes and takes 16x more, smaller loops than Simple
+    assert cost("allreduce", "nccl_ring_ll", 8) > 1.9 * cost("allreduce", "nccl_ring", 8)
+
+
+def test_auto_follows_the_library():
+    assert chosen("allreduce", "auto", 16, 1e6) == "mpich→rabenseifner"
+    assert chosen("allreduce", "auto", 16, 1e6, library="openmpi-4.0") == "openmpi-4.0→ring"
+    with pytest.raises(InputError, match="allowed: mpich, nccl, openmpi"):
+        build_schedule("allreduce", "auto", 4, 1e6, library="mvapich")
+    with pytest.raises(InputError, match="nccl has no reduce"):
+        build_schedule("reduce", "nccl", 4, 1e6)
+
+
+def test_platform_declares_its_library():
+    from clustersim.platform.describe import build_platform
+
+    raw = {"topology": "star", "hosts": 4, "device": "k80",
+           "link": {"bandwidth": "10 Gb/s", "latency": "1 us"}}
+    assert build_platform(raw, builtin_catalog()).library is None
+    plat = build_platform({**raw, "library": "openmpi-4.0"}, builtin_catalog())
+    assert plat.library == "openmpi-4.0"
+    with pytest.raises(InputError) as e:
+        build_platform({**raw, "library": "mvapich"}, builtin_catalog())
+    assert e.value.path == ("platform", "library") and "openmpi-4.1" in str(e.value)
+
+
+def test_near_first_order_pays_off_on_a_hierarchical_network():
+    # 8 DGX-1 on one EDR switch, ranks host by host: MPICH's first (half-buffer) exchange is
+    # with rank^1 over NVLink, the textbook's with the rank 32 away, over InfiniBand
+    from clustersim.network.analytic import cost_schedule
+    from clustersim.platform.describe import load_platform
+
+    plat = load_platform("topologies/dgx1_edr8.yaml")
+    p = 64
+    hosts = [plat.host(d) for d in range(p)]
+
+    def t(alg: str) -> float:
+        s = build_schedule("allreduce", alg, p, 64e6, hosts=hosts)
+        return cost_schedule(s, plat, list(range(p))).time
+
+    assert t("rabenseifner_mpich") < 0.6 * t("rabenseifner")
+    assert chosen("allreduce", "mpich", p, 64e6, hosts=hosts) == "mpich→rabenseifner"
