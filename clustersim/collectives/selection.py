@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from clustersim.collectives.schedule import Schedule
-from clustersim.errors import InputError, unknown_name
+from clustersim.errors import InputError
+from clustersim.platform.libraries import LIBRARIES, check_library  # noqa: F401
 
 __all__ = ["LIBRARIES", "SELECTORS", "SELECTOR_ABOUT", "Context", "Choice", "is_selector",
            "selector_ops", "select", "select_schedule", "check_library"]
 
 #: what a platform may declare as its ``library:``
-LIBRARIES = ("mpich", "openmpi", "openmpi-4.1", "openmpi-4.0", "nccl")
 SELECTORS = (*LIBRARIES, "auto")
 DEFAULT_LIBRARY = "mpich"
 
@@ -84,13 +84,6 @@ def selector_ops(op: str) -> list[str]:
     """Selectors that know ``op`` (``auto`` follows the MPI libraries)."""
     out = [s for s in LIBRARIES if op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
     return [*out, "auto"] if op in _MPI_OPS else out
-
-
-def check_library(name: object, path: tuple) -> str:
-    """A platform's ``library:`` value, or an InputError naming the allowed ones."""
-    if not isinstance(name, str) or name not in LIBRARIES:
-        raise unknown_name("library", str(name), LIBRARIES, path=path)
-    return name
 
 
 def _deciders() -> dict[str, Callable[[Context], Choice]]:

@@ -39,6 +39,7 @@ from clustersim.errors import InputError, unknown_name
 from clustersim.platform.builders import TOPOLOGIES, list_topologies
 from clustersim.platform.explicit import ExplicitLink, ExplicitNode, explicit
 from clustersim.platform.fabric import MAX_COUNT
+from clustersim.platform.libraries import check_library
 from clustersim.platform.model import Platform
 from clustersim.platform.node import LAYOUTS, NodeSpec
 from clustersim.platform.policies import parse_routing
@@ -65,8 +66,6 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
         raise InputError(f"a platform must be a mapping with a 'topology' field, not "
                          f"{type(raw).__name__}", path=path)
     if "library" in raw:
-        from clustersim.collectives.selection import check_library
-
         library = check_library(raw["library"], (*path, "library"))
         plat = build_platform({k: v for k, v in raw.items() if k != "library"}, catalog, path)
         plat.library = library
