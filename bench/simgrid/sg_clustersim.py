@@ -31,7 +31,6 @@ from sg_platforms import SgPlatform
 FREE_DEVICE: dict[str, Any] = {"like": "v100", "reduce_rate": "1e16 B/s"}
 
 
-@dataclass(frozen=True)
 #: Routing cost of a dragonfly global link.  SimGrid's dragonfly routes take exactly one global
 #: link (source group -> destination group); with unit costs a path through a third group
 #: (global, green, global) is as short and clustersim's ECMP would take it for some pairs.
