@@ -46,14 +46,14 @@ ALGS: dict[str, tuple[str, ...]] = {
     "allreduce": ("rdb", "lr", "rab_rdb", "rab1", "redbcast", "ompi_ring_segmented",
                   "mpich", "ompi"),
     "bcast": ("binomial_tree", "scatter_LR_allgather", "scatter_rdb_allgather", "mpich", "ompi"),
-    "allgather": ("ring", "rdb", "mpich", "ompi"),
+    "allgather": ("NTSLR", "ring", "rdb", "mpich", "ompi"),
     "alltoall": ("ring", "pair", "mpich", "ompi"),
 }
 QUICK_ALGS = {"allreduce": ("rdb", "lr", "rab_rdb", "redbcast", "mpich")}
 SIZES = tuple(4 * 4 ** k for k in range(13))  # 4 B .. 64 MiB
 QUICK_SIZES = (4, 1024, 65536, 4 * 1024 * 1024)
 #: SMPI's collectives allocate real temporary buffers: cap ranks x size (bytes)
-MAX_TOTAL = 512 * 1024 * 1024
+MAX_TOTAL = 256 * 1024 * 1024
 
 
 def sizes_for(op: str, ranks: int, sizes: tuple[int, ...], max_total: int) -> list[int]:
@@ -71,7 +71,9 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
     rows: list[SgRow] = []
     left: list[str] = []
     start = time.monotonic()
-    for pname in args.platforms:
+    runs = [(p, "rendezvous") for p in args.platforms]
+    runs += [(p, "eager") for p in args.eager if p in args.platforms]
+    for pname, protocol in runs:
         plat = PLATFORMS[pname]
         jobs: list[tuple[str, str, int, str, tuple[int, ...]]] = [
             ("p2p", "send", 2, kind, (4, 1024 * 1024)) for kind in ("linear", "far")]
@@ -82,7 +84,7 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
                     jobs.append((op, alg, ranks, "linear",
                                  QUICK_SIZES if args.quick else SIZES))
         for op, alg, ranks, kind, sizes in jobs:
-            name = f"{pname} {op}/{alg} p={ranks} {kind}"
+            name = f"{pname} ({protocol}) {op}/{alg} p={ranks} {kind}"
             if time.monotonic() - start > args.budget:
                 left.append(name)
                 continue
@@ -91,13 +93,17 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
             try:
                 times = sg_smpi.run_case(exe, plat, op, alg,
                                          placement_of(kind, ranks, plat.hosts), todo,
-                                         reps=args.reps, timeout=args.timeout)
+                                         protocol=protocol, reps=args.reps,
+                                         timeout=args.timeout)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 print(f"  {name}: FAILED {str(exc)[:200]}", flush=True)
                 left.append(f"{name} (failed)")
                 continue
             print(f"  {name}: {len(times)} sizes in {time.monotonic() - t0:.1f} s", flush=True)
-            rows += [SgRow(pname, op, alg, ranks, kind, s, t) for s, t in sorted(times.items())]
+            if len(times) < len(todo):
+                left.append(f"{name}: sizes {sorted(set(todo) - set(times))} (timeout)")
+            rows += [SgRow(pname, protocol, op, alg, ranks, kind, s, t)
+                     for s, t in sorted(times.items())]
     return rows, left
 
 
@@ -127,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--platforms", nargs="+", default=list(PLATFORMS), choices=list(PLATFORMS))
     ap.add_argument("--ops", nargs="+", default=["allreduce", "bcast", "allgather", "alltoall"],
                     choices=list(ALGS))
+    ap.add_argument("--eager", nargs="*", default=["crossbar16"], choices=list(PLATFORMS),
+                    help="platforms also run with SMPI's default eager protocol (sends below "
+                         "64 KiB detached); all run with rendezvous sends")
     ap.add_argument("--record", type=Path, help="write SimGrid's raw times (CSV)")
     ap.add_argument("--from-csv", type=Path, help="use recorded SimGrid times, run no SimGrid")
     ap.add_argument("--markdown", type=Path, help="write the comparison as markdown")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of SimGrid runs before the rest is left out "
                          "(default 480, --quick 50)")
-    ap.add_argument("--timeout", type=float, default=120, help="seconds per smpirun")
+    ap.add_argument("--timeout", type=float, default=20,
+                    help="seconds per smpirun (sizes not done by then are left out)")
     ap.add_argument("--reps", type=int, default=2, help="repetitions per size (must agree)")
     ap.add_argument("--max-total", type=int, default=MAX_TOTAL,
                     help="largest ranks x size in bytes given to SimGrid")

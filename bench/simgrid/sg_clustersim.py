@@ -74,7 +74,10 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         "scatter_allgather", False, "allgather by recursive doubling, clustersim's by ring"),
     ("bcast", "mpich"): AlgoMap("mpich", True, "library selector"),
     ("bcast", "ompi"): AlgoMap("openmpi", True, "library selector"),
-    ("allgather", "ring"): AlgoMap("ring", True),
+    ("allgather", "NTSLR"): AlgoMap("ring", True, "logical ring: forward to r+1"),
+    ("allgather", "ring"): AlgoMap(
+        "ring", False, "SMPI's 'ring' allgather sends its own block to r+k in round k "
+        "(pairwise), clustersim's ring forwards to r+1"),
     ("allgather", "rdb"): AlgoMap("recursive_doubling", True),
     ("allgather", "mpich"): AlgoMap("mpich", True, "library selector"),
     ("allgather", "ompi"): AlgoMap("openmpi", True, "library selector"),

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BAND_EDGE = 64 * 1024
-CSV_FIELDS = ("platform", "op", "algorithm", "ranks", "placement", "size_B", "simgrid_s")
+CSV_FIELDS = ("platform", "protocol", "op", "algorithm", "ranks", "placement", "size_B",
+              "simgrid_s")
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class SgRow:
     """SimGrid's time for one case (what the recorded CSV holds)."""
 
     platform: str
+    protocol: str  # rendezvous (every send completes before the next) | eager (SMPI default)
     op: str
     algorithm: str
     ranks: int
@@ -55,14 +57,15 @@ def write_csv(path: Path, rows: Iterable[SgRow]) -> None:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for r in rows:
-            w.writerow([r.platform, r.op, r.algorithm, r.ranks, r.placement, r.size,
-                        repr(r.simgrid)])
+            w.writerow([r.platform, r.protocol, r.op, r.algorithm, r.ranks, r.placement,
+                        r.size, repr(r.simgrid)])
 
 
 def read_csv(path: Path) -> list[SgRow]:
     with open(path, newline="") as f:
-        return [SgRow(d["platform"], d["op"], d["algorithm"], int(d["ranks"]), d["placement"],
-                      int(d["size_B"]), float(d["simgrid_s"])) for d in csv.DictReader(f)]
+        return [SgRow(d["platform"], d["protocol"], d["op"], d["algorithm"], int(d["ranks"]),
+                      d["placement"], int(d["size_B"]), float(d["simgrid_s"]))
+                for d in csv.DictReader(f)]
 
 
 def placement_of(kind: str, ranks: int, hosts: int) -> list[int]:
@@ -74,7 +77,7 @@ def placement_of(kind: str, ranks: int, hosts: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Summary:
-    platform: str
+    platform: str  # with " (eager)" for SMPI's default protocol
     case: str  # op/algorithm (-> clustersim algorithm)
     band: str
     n: int
@@ -90,7 +93,8 @@ def summarise(results: Sequence[Compared]) -> list[Summary]:
         if c.error is None:
             continue
         r = c.row
-        key = (r.platform, f"{r.op}/{r.algorithm}", band(r.size), c.exact)
+        plat = r.platform if r.protocol == "rendezvous" else f"{r.platform} ({r.protocol})"
+        key = (plat, f"{r.op}/{r.algorithm}", band(r.size), c.exact)
         groups.setdefault(key, []).append(abs(c.error))
         names.setdefault(key, set()).add(c.clustersim_alg)
     return [Summary(p, f"{case} -> {' / '.join(sorted(names[(p, case, b, exact)]))}", b,
@@ -118,7 +122,8 @@ def markdown(results: Sequence[Compared], worst: int = 10) -> str:
                   "| error |", "|---|---|---|---|---|---|---|"]
         for c in done[:worst]:
             r = c.row
-            lines.append(f"| {r.platform} | {r.op}/{r.algorithm} -> {c.clustersim_alg} | "
+            plat = r.platform if r.protocol == "rendezvous" else f"{r.platform} ({r.protocol})"
+            lines.append(f"| {plat} | {r.op}/{r.algorithm} -> {c.clustersim_alg} | "
                          f"{r.ranks} | {r.size} | {r.simgrid:.6g} | {c.clustersim:.6g} | "
                          f"{100 * (c.error or 0.0):+.2f} % |")
     skipped = sorted({f"{c.row.op}/{c.row.algorithm}: {c.note}" for c in results
