@@ -113,11 +113,11 @@ def markdown(results: Sequence[Compared], worst: int = 10) -> str:
     for s in summarise(results):
         lines.append(f"| {s.platform} | {s.case} | {'exact' if s.exact else 'approx'} | "
                      f"{s.band} | {s.n} | {_pct(s.median)} | {_pct(s.worst)} |")
-    done = sorted((c for c in results if c.error is not None),
+    done = sorted((c for c in results if c.error is not None and c.exact),
                   key=lambda c: -abs(c.error or 0.0))
     if done:
-        lines += ["", f"Worst {min(worst, len(done))} cases (error = (clustersim - SimGrid) / "
-                  "SimGrid):", "",
+        lines += ["", f"Worst {min(worst, len(done))} cases of the exact matches (error = "
+                  "(clustersim - SimGrid) / SimGrid):", "",
                   "| platform | op/algorithm | ranks | size (B) | SimGrid (s) | clustersim (s) "
                   "| error |", "|---|---|---|---|---|---|---|"]
         for c in done[:worst]:
