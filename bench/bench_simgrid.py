@@ -49,7 +49,8 @@ ALGS: dict[str, tuple[str, ...]] = {
     "allgather": ("NTSLR", "ring", "rdb", "mpich", "ompi"),
     "alltoall": ("ring", "pair", "mpich", "ompi"),
 }
-QUICK_ALGS = {"allreduce": ("rdb", "lr", "rab_rdb", "redbcast", "mpich")}
+QUICK_ALGS = {"allreduce": ("rdb", "lr", "rab_rdb", "redbcast", "mpich"),
+              "bcast": ("binomial_tree",), "allgather": ("NTSLR",), "alltoall": ("ring",)}
 SIZES = tuple(4 * 4 ** k for k in range(13))  # 4 B .. 64 MiB
 QUICK_SIZES = (4, 1024, 65536, 4 * 1024 * 1024)
 #: SMPI's collectives allocate real temporary buffers: cap ranks x size (bytes)
