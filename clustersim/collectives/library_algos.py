@@ -20,7 +20,7 @@ from clustersim.collectives.bruck import (
     segmented_ring_allreduce,
 )
 from clustersim.collectives.butterfly import near_first_rabenseifner
-from clustersim.collectives.direct import check_direct_size
+from clustersim.collectives.direct import asa_ompi_allreduce, check_direct_size
 from clustersim.collectives.hierarchical_rs import shard_hierarchical_allreduce
 from clustersim.collectives.nccl_sched import (
     DEFAULT_CHANNELS,
@@ -47,6 +47,11 @@ OMPI_SEGSIZE = 1 << 20
 
 def _wire(req: Request) -> float:
     return req.nbytes * (0.5 if req.fp16 else 1.0)
+
+
+def _asa_ompi(req: Request) -> Plan:
+    check_direct_size(req.ranks, "asa_ompi (pairwise alltoall-sum, ring allgather)")
+    return fill(req, req.ranks, asa_ompi_allreduce)
 
 
 def _ring_segmented(req: Request) -> Plan:
@@ -156,6 +161,10 @@ LIBRARY_ALGOS: dict[str, dict[str, Algo]] = {
         "horovod_hierarchical": Algo(_horovod, "Horovod: ring reduce-scatter in the node, "
                                      "allreduce of each shard across nodes (inter), allgather",
                                      needs_hosts=True),
+        "asa_ompi": Algo(_asa_ompi, "Theano-MPI asa as Open MPI 1.8 ran it: pairwise "
+                               "alltoall + sum, ring allgather"),
+        "asa_ompi16": Algo(_asa_ompi, "asa_ompi with fp16 transfers (Theano-MPI asa16)",
+                           fp16=True),
         **_nccl_entries("allreduce"),
     },
     "allgather": {

@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from clustersim.collectives.dbt import dbt_allreduce
 from clustersim.collectives.direct import (
     asa_allreduce,
-    asa_ompi_allreduce,
     check_direct_size,
     p2p,
     pairwise_alltoall,
@@ -123,11 +122,6 @@ def _asa(req: Request) -> Plan:
     return _fill(req, req.ranks, asa_allreduce)
 
 
-def _asa_ompi(req: Request) -> Plan:
-    check_direct_size(req.ranks, "asa_ompi (pairwise alltoall-sum, ring allgather)")
-    return _fill(req, req.ranks, asa_ompi_allreduce)
-
-
 def _chain(req: Request) -> Plan:
     c = req.chunks or default_chunks(req.nbytes * (0.5 if req.fp16 else 1.0), CHAIN_CHUNK_CAP)
     plan = req.plan(c)
@@ -198,10 +192,6 @@ _ALGOS: dict[str, dict[str, _Algo]] = {
         "asa": _Algo(_asa, "Theano-MPI alltoall-sum-allgather: direct reduce-scatter, direct "
                            "allgather"),
         "asa16": _Algo(_asa, "asa with fp16 transfers (Theano-MPI asa16)", fp16=True),
-        "asa_ompi": _Algo(_asa_ompi, "Theano-MPI asa as Open MPI 1.8 ran it: pairwise "
-                                     "alltoall + sum, ring allgather"),
-        "asa_ompi16": _Algo(_asa_ompi, "asa_ompi with fp16 transfers (Theano-MPI asa16)",
-                            fp16=True),
         "copper": _Algo(lambda r: _tree(r, copper_tree),
                         "Theano-MPI copper: hand-fitted binary tree for a two-socket node"),
         "user_tree": _Algo(lambda r: _tree(r, None),
