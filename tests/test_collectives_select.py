@@ -13,7 +13,8 @@ import pytest
 
 from clustersim.catalog import builtin_catalog
 from clustersim.collectives import build_schedule
-from clustersim.collectives.nccl_sched import SLOT_BYTES
+from clustersim.collectives.nccl_sched import SLOT_BYTES, nccl_ring
+from clustersim.collectives.plan import Plan
 from clustersim.collectives.selection import Context
 from clustersim.collectives.verify import check_schedule
 from clustersim.errors import InputError
@@ -86,11 +87,13 @@ def test_scatter_recursive_doubling_bcast(p):
 @pytest.mark.parametrize("p", P)
 @pytest.mark.parametrize(("proto", "factor"), [("", 1.0), ("_ll", 2.0), ("_ll128", 128 / 120)])
 def test_nccl_ring_allreduce(p, proto, factor):
-    slot = SLOT_BYTES[{"": "Simple", "_ll": "LL", "_ll128": "LL128"}[proto]]
-    loops = min(256, math.ceil(N / (2 * p * slot)))
+    # NCCL's loops stream through its FIFO slots: one pipeline fill of 2(p-1) latencies
     w = N * factor                                       # what the wire carries
-    want = 2 * (p - 1) * loops * A + 2 * (p - 1) * w / (p * B) + (p - 1) * w / (p * R)
+    want = 2 * (p - 1) * A + 2 * (p - 1) * w / (p * B) + (p - 1) * w / (p * R)
     close(cost("allreduce", f"nccl_ring{proto}", p), want)
+    slot = SLOT_BYTES[{"": "Simple", "_ll": "LL", "_ll128": "LL128"}[proto]]
+    s = build_schedule("allreduce", f"nccl_ring{proto}", p, N)
+    assert s.meta["loops"] == min(256, math.ceil(N / (2 * p * slot)))
 
 
 @pytest.mark.parametrize("p", [2, 5, 8])
@@ -142,6 +145,11 @@ def test_nccl_rings_with_loops(op, p):
     s = build_schedule(op, "nccl_ring_ll", p, 4e6)
     assert s.meta["loops"] > 1
     check_schedule(s)
+    # the loop structure itself (one ring pass per loop) moves the data right too
+    for loops in (2, 5):
+        plan = Plan(p, 4e6, p * 2 * loops)
+        nccl_ring(plan, op, 2, loops)
+        check_schedule(plan.to_schedule(op, "nccl_ring", 0.0, 1.0))
 
 
 # -- selectors -----------------------------------------------------------------------------------

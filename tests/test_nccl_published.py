@@ -2,10 +2,11 @@
 
 Why: the selector and schedules claim to predict NCCL; published busbw is the outside check.
 What holds is asserted with the tolerance that honestly holds: the selection (ring/Simple at
->= 64 MiB on one 8-GPU NVSwitch node) and the textbook ring's busbw within 15%.  The NCCL ring
-schedule itself is 30-46% low (docs/collectives.md, "NCCL against published nccl-tests
-figures": every loop pays the per-step latency again, where NCCL pipelines its loops); that gap
-is a strict xfail, so fixing it turns the test red until the expectation is updated.
+>= 64 MiB on one 8-GPU NVSwitch node) and the textbook ring's and the NCCL ring schedule's
+busbw within 15% (both -9% to -12% today: the reduction is charged after the copy, where NCCL
+fuses it, and the NVLink efficiency is a copy-engine figure; docs/collectives.md, "NCCL
+against published nccl-tests figures").  The issue's 10% is a strict xfail, so a model that
+reaches it turns the test red until the expectation is updated.
 """
 
 import importlib.util
@@ -43,8 +44,13 @@ def test_textbook_ring_within_15_percent_of_published(rows):
         assert abs(r["err_ring"]) <= 0.15, r
 
 
-@pytest.mark.xfail(strict=True, reason="NCCL ring schedule charges per-step latency per loop "
-                   "(NCCL pipelines loops): 30-46% low; docs/collectives.md")
+def test_nccl_schedule_within_15_percent_of_published(rows):
+    for r in rows:
+        assert abs(r["err_nccl"]) <= 0.15, r
+
+
+@pytest.mark.xfail(strict=True, reason="A100 rows -11% and -12%: reduction after the copy "
+                   "(NCCL fuses it), copy-engine NVLink efficiency; docs/collectives.md")
 def test_nccl_schedule_within_10_percent_of_published(rows):
     for r in rows:
         assert abs(r["err_nccl"]) <= 0.10, r
