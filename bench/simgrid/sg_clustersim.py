@@ -173,7 +173,8 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         "binomial_tree", True, "run with smpi/reduce:binomial, smpi/bcast:binomial_tree"),
     ("allreduce", "ompi_ring_segmented"): AlgoMap(
         "ring_segmented", False, "Open MPI's segmented ring (1 MiB segments); below p "
-        "segments SMPI runs lr (redbcast when count < ranks)"),
+        "segments SMPI runs lr (redbcast with SMPI's default reduce when count < ranks)",
+        small_fallback="binomial_tree"),
     ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allreduce),
     ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allreduce),
     ("bcast", "binomial_tree"): AlgoMap("binomial", True),
