@@ -12,6 +12,8 @@ the median and max |error| of clustersim against SimGrid, then the worst cases.
         --markdown /tmp/simgrid.md
     python bench/bench_simgrid.py --from-csv tests/data/simgrid/simgrid_times.csv
                                                   # no SimGrid needed: compare recorded times
+    ... --selectors        # also SMPI's selectors against clustersim's mpich/openmpi-4.x
+    ... --simgrid-routes   # diagnostic: the fat tree routed as SimGrid's FatTreeZone routes
 
 Why a wall-clock budget: SimGrid really executes the MPI program (its collectives allocate and
 reduce real buffers), so large sizes at 64 ranks take seconds each; the script stops starting
@@ -108,9 +110,10 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
     return rows, left
 
 
-def compare(rows: list[SgRow]) -> list[Compared]:
-    """clustersim's prediction for each SimGrid row (skipped when it lacks the algorithm)."""
-    pred = Predictor()
+def compare(rows: list[SgRow], simgrid_routes: bool = False) -> list[Compared]:
+    """clustersim's prediction for each SimGrid row (skipped when it lacks the algorithm);
+    ``simgrid_routes``: the fat tree routed as SimGrid routes it (a diagnostic)."""
+    pred = Predictor(simgrid_routes)
     out: list[Compared] = []
     for r in rows:
         plat: SgPlatform = PLATFORMS[r.platform]
@@ -180,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selectors", action="store_true",
                     help="also compare SMPI's mpich/ompi selectors with clustersim's mpich, "
                          "openmpi-4.0 and openmpi-4.1 selectors")
+    ap.add_argument("--simgrid-routes", action="store_true",
+                    help="diagnostic: route the fat tree as SimGrid's FatTreeZone does (D-mod-K "
+                         "up, down cable by source) instead of clustersim's dmodk")
     ap.add_argument("--worst", type=int, default=12, help="worst cases listed")
     args = ap.parse_args(argv)
     if args.budget is None:
@@ -195,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(args.record, rows)
         print(f"wrote {len(rows)} SimGrid rows to {args.record}")
     t0 = time.monotonic()
-    results = compare(rows)
+    results = compare(rows, args.simgrid_routes)
     print(f"clustersim: {sum(c.clustersim is not None for c in results)} cases in "
           f"{time.monotonic() - t0:.1f} s\n")
     text = markdown(results, args.worst)

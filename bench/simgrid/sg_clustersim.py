@@ -301,11 +301,50 @@ def _dragonfly(p: SgPlatform) -> dict[str, Any]:
             "nodes": nodes, "links": links, "routing": {"policy": "minimal"}}
 
 
-class Predictor:
-    """Builds each platform once and costs schedules on it (flow model, no overheads)."""
+class SimGridFatTreeRoutes:
+    """Diagnostic, not a clustersim policy: the routes SimGrid 3.32's FatTreeZone takes on a
+    two-level tree - up by D-mod-K over SimGrid's parent ports (port ``d mod (spines x
+    cables)`` is spine ``port mod spines``, cable ``port // spines``), down over the parallel
+    cables by the *source* (``s mod cables``).  clustersim's ``dmodk`` uses ``d`` both ways.
+    Used to show that the fat-tree gap is this routing difference and nothing else."""
 
-    def __init__(self) -> None:
+    def __init__(self, platform: Any) -> None:
+        from clustersim.platform.policies import port_keys
+        self.router = platform._router
+        self.keys = port_keys(self.router)
+
+    def __call__(self, s: int, t: int) -> Any:
+        ks, kd = self.keys[s], self.keys[t]
+
+        def pick(_u: int, cands: tuple[tuple[int, int], ...]) -> int:
+            cores = list(dict.fromkeys(c[0] for c in cands))
+            if len(cores) == 1:  # parallel cables down to one switch: SimGrid keys the source
+                return ks % len(cands)
+            spines, cables = len(cores), len(cands) // len(cores)  # cands: spine-major
+            port = kd % len(cands)
+            return (port % spines) * cables + port // spines
+
+        return self.router.route(s, t, pick=pick)
+
+
+def with_simgrid_fat_tree_routes(platform: Any) -> Any:
+    """A copy of ``platform`` routed as SimGrid's FAT_TREE (:class:`SimGridFatTreeRoutes`)."""
+    import copy
+    out = copy.copy(platform)
+    out._route_cache = {}
+    out.memo = {}
+    out._route_fn = SimGridFatTreeRoutes(platform)
+    return out
+
+
+class Predictor:
+    """Builds each platform once and costs schedules on it (flow model, no overheads).
+
+    ``simgrid_routes``: route the fat tree as SimGrid does (a diagnostic: docs/fidelity.md)."""
+
+    def __init__(self, simgrid_routes: bool = False) -> None:
         self._plats: dict[str, Any] = {}
+        self.simgrid_routes = simgrid_routes
 
     def _scenario(self, p: SgPlatform) -> Any:
         if p.name not in self._plats:
@@ -315,7 +354,12 @@ class Predictor:
                    "benchmark": {"op": "p2p", "algorithms": ["direct"], "ranks": [2],
                                  "sizes": ["4 B"]},
                    "run": {"fidelity": "flow", "seed": 0}}
-            self._plats[p.name] = parse_scenario(raw)
+            scn = parse_scenario(raw)
+            if self.simgrid_routes and p.kind == "fat_tree":
+                import dataclasses
+                scn = dataclasses.replace(scn, platform=with_simgrid_fat_tree_routes(
+                    scn.platform))
+            self._plats[p.name] = scn
         return self._plats[p.name]
 
     def scenario_yaml(self, p: SgPlatform) -> dict[str, Any]:
