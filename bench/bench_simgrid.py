@@ -12,6 +12,8 @@ the median and max |error| of clustersim against SimGrid, then the worst cases.
         --markdown /tmp/simgrid.md
     python bench/bench_simgrid.py --from-csv tests/data/simgrid/simgrid_times.csv
                                                   # no SimGrid needed: compare recorded times
+    ... --selectors        # also SMPI's selectors against clustersim's mpich/openmpi-4.x
+    ... --simgrid-routes   # diagnostic: the fat tree routed as SimGrid's FatTreeZone routes
 
 Why a wall-clock budget: SimGrid really executes the MPI program (its collectives allocate and
 reduce real buffers), so large sizes at 64 ranks take seconds each; the script stops starting
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's clustersim, not an installed one
 sys.path.insert(0, str(ROOT / "bench" / "simgrid"))
 
-from sg_clustersim import ALGORITHMS, Predictor, available, clustersim_algorithm  # noqa: E402
+from sg_clustersim import ALGORITHMS, Predictor, available, resolve_case  # noqa: E402
 from sg_platforms import PLATFORMS, SgPlatform  # noqa: E402
 from sg_report import (  # noqa: E402
     Compared,
@@ -108,9 +110,10 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
     return rows, left
 
 
-def compare(rows: list[SgRow]) -> list[Compared]:
-    """clustersim's prediction for each SimGrid row (skipped when it lacks the algorithm)."""
-    pred = Predictor()
+def compare(rows: list[SgRow], simgrid_routes: bool = False) -> list[Compared]:
+    """clustersim's prediction for each SimGrid row (skipped when it lacks the algorithm);
+    ``simgrid_routes``: the fat tree routed as SimGrid routes it (a diagnostic)."""
+    pred = Predictor(simgrid_routes)
     out: list[Compared] = []
     for r in rows:
         plat: SgPlatform = PLATFORMS[r.platform]
@@ -118,14 +121,43 @@ def compare(rows: list[SgRow]) -> list[Compared]:
         if m is None:
             out.append(Compared(r, "?", False, None, "no mapping to clustersim"))
             continue
-        cs = clustersim_algorithm(r.op, r.algorithm, r.ranks, r.size)
+        cs, exact, note = resolve_case(r.op, r.algorithm, r.ranks, r.size)
         if not available(r.op, cs):
-            out.append(Compared(r, cs, m.exact, None,
+            out.append(Compared(r, cs, exact, None,
                                 f"clustersim has no {r.op} algorithm {cs!r} yet"))
             continue
         t = pred.predict(plat, r.op, cs, r.size, placement_of(r.placement, r.ranks, plat.hosts))
-        out.append(Compared(r, cs, m.exact, t, m.note))
+        out.append(Compared(r, cs, exact, t, note))
     return out
+
+
+#: clustersim's own selectors compared with SMPI's (which Open MPI generation SMPI follows)
+SELECTOR_PAIRS = {"mpich": ("mpich",), "ompi": ("openmpi-4.0", "openmpi-4.1")}
+
+
+def selector_table(rows: list[SgRow]) -> str:
+    """SMPI's selectors against clustersim's selectors (not the algorithm SMPI runs): median
+    |error| per platform x op x band, one column per clustersim selector."""
+    import statistics
+
+    from sg_report import band
+    pred = Predictor()
+    acc: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in rows:
+        if r.protocol != "rendezvous" or r.algorithm not in SELECTOR_PAIRS:
+            continue
+        plat = PLATFORMS[r.platform]
+        for cs in SELECTOR_PAIRS[r.algorithm]:
+            t = pred.predict(plat, r.op, cs, r.size,
+                             placement_of(r.placement, r.ranks, plat.hosts))
+            acc.setdefault((r.platform, f"{r.op}/{r.algorithm}", band(r.size), cs),
+                           []).append(abs(t - r.simgrid) / r.simgrid)
+    lines = ["| platform | SMPI selector | size band | clustersim selector | cases | "
+             "median abs error | max abs error |", "|---|---|---|---|---|---|---|"]
+    for (plat, case, b, cs), v in acc.items():
+        lines.append(f"| {plat} | {case} | {b} | {cs} | {len(v)} | "
+                     f"{100 * statistics.median(v):.2f} % | {100 * max(v):.2f} % |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=2, help="repetitions per size (must agree)")
     ap.add_argument("--max-total", type=int, default=MAX_TOTAL,
                     help="largest ranks x size in bytes given to SimGrid")
+    ap.add_argument("--selectors", action="store_true",
+                    help="also compare SMPI's mpich/ompi selectors with clustersim's mpich, "
+                         "openmpi-4.0 and openmpi-4.1 selectors")
+    ap.add_argument("--simgrid-routes", action="store_true",
+                    help="diagnostic: route the fat tree as SimGrid's FatTreeZone does (D-mod-K "
+                         "up, down cable by source) instead of clustersim's dmodk")
     ap.add_argument("--worst", type=int, default=12, help="worst cases listed")
     args = ap.parse_args(argv)
     if args.budget is None:
@@ -163,10 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(args.record, rows)
         print(f"wrote {len(rows)} SimGrid rows to {args.record}")
     t0 = time.monotonic()
-    results = compare(rows)
+    results = compare(rows, args.simgrid_routes)
     print(f"clustersim: {sum(c.clustersim is not None for c in results)} cases in "
           f"{time.monotonic() - t0:.1f} s\n")
     text = markdown(results, args.worst)
+    if args.selectors:
+        text += ("\nSelector against selector (clustersim's mpich / openmpi-4.x decision, not "
+                 "the algorithm SMPI runs):\n\n" + selector_table(rows))
     if left:
         text += "\nLeft out (budget or failure):\n\n" + "".join(f"- {x}\n" for x in left)
     print(text)

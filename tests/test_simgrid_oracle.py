@@ -1,20 +1,30 @@
 """clustersim against SimGrid 3.32's SMPI times, recorded (no SimGrid needed to run this).
 
-``tests/data/simgrid/simgrid_crossbar16.csv`` holds SimGrid's simulated times of collectives
-on the 16-host crossbar (10 Gb/s, 1 us per link), recorded by ``bench/bench_simgrid.py``
-under SMPI's pure max-min model (CM02, no correction factors, no software overheads) with
-rendezvous sends.  The cases compared are those where SMPI's algorithm sends the same
-messages between the same ranks in the same order as clustersim's (``exact`` in
-``bench/simgrid/sg_clustersim.py``); there the two simulators implement the same model, so
-they must agree within:
+``tests/data/simgrid/*.csv`` hold SimGrid's simulated times of collectives, recorded by
+``bench/bench_simgrid.py`` under SMPI's pure max-min model (CM02, no correction factors, no
+software overheads) with rendezvous sends, on three platforms (10 Gb/s, 1 us per link):
+
+* ``simgrid_crossbar16.csv``: the 16-host crossbar (plus the ``p2p`` rows of all three);
+* ``simgrid_fattree16.csv``: SimGrid's FAT_TREE ``2;4,4;1,2;1,2`` - clustersim's
+  ``leaf_spine`` with ``cables: 2`` and ``routing: dmodk``;
+* ``simgrid_dragonfly64.csv``: SimGrid's DRAGONFLY ``4,1;1,1;4,1;4`` (16 ranks: every size;
+  64 ranks: sizes 4 x 16^k), the same graph routed minimally.
+
+The cases compared are those where SMPI's algorithm sends the same messages between the same
+ranks in the same order as clustersim's (``exact`` in ``bench/simgrid/sg_clustersim.py``),
+SMPI's ``mpich``/``ompi`` selectors included: each case resolves to the algorithm SMPI 3.32
+runs (its ``mpich`` allreduce: mvapich2_two_level -> recursive doubling; its ``ompi``: Open
+MPI 4.1's tables, clustersim's ``openmpi-4.1``).  There the two simulators implement the same
+model, so they must agree within
 
 * median |error| <= 2 % for sizes >= 64 KiB and <= 10 % below (issue 13's target), and
 * every case within 5 % (>= 64 KiB) and 15 % (below: SMPI's 16-byte message envelope,
-  zero-byte blocks SMPI does not send when count < ranks).
+  zero-byte blocks SMPI does not send when count < ranks),
 
-Selector rows (``mpich``/``ompi``) are recorded too and skipped until clustersim has the
-``mpich``/``openmpi`` algorithms.  The ``p2p`` rows check the platform mapping itself: one
-message between the nearest and the farthest hosts of each platform.
+except the groups in :data:`ROUTING_GAPS` (SimGrid's fat-tree routing is not D-mod-K going
+down; checked separately) and the per-case outliers in :data:`CASE_TOL_OVERRIDE`.
+The ``p2p`` rows check the platform mapping itself: one message between the nearest and the
+farthest hosts of each platform.
 """
 
 from __future__ import annotations
@@ -31,16 +41,49 @@ sys.path.insert(0, str(ROOT / "bench" / "simgrid"))
 from sg_clustersim import (  # noqa: E402
     ALGORITHMS,
     Predictor,
+    SimGridFatTreeRoutes,
     available,
-    clustersim_algorithm,
+    platform_dict,
+    resolve_case,
 )
 from sg_platforms import PLATFORMS  # noqa: E402
 from sg_report import BAND_EDGE, SgRow, placement_of, read_csv  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "simgrid" / "simgrid_crossbar16.csv"
-ROWS = read_csv(DATA)
+DATA = ROOT / "tests" / "data" / "simgrid"
+FILES = ("simgrid_crossbar16.csv", "simgrid_fattree16.csv", "simgrid_dragonfly64.csv")
+ROWS = [r for f in FILES for r in read_csv(DATA / f)]
 MEDIAN_TOL = {"large": 0.02, "small": 0.10}
 CASE_TOL = {"large": 0.05, "small": 0.15}
+
+#: Fat-tree groups whose messages cross leaves in shift or xor patterns: SimGrid's FAT_TREE
+#: routes up by D-mod-K but picks the parallel cable *down* by the source
+#: (``source % cables``), which puts two flows of such a step on one down cable; clustersim's
+#: D-mod-K (``d mod cables``) puts at most one.  clustersim is faster there (by up to 2x per
+#: step); :func:`test_fat_tree_gap_is_the_down_cable` checks the size of the gap.
+ROUTING_GAPS = {
+    ("fattree16", "allreduce", "rdb"), ("fattree16", "allreduce", "rab_rdb"),
+    ("fattree16", "allreduce", "mpich"), ("fattree16", "allreduce", "ompi"),
+    ("fattree16", "bcast", "scatter_rdb_allgather"),
+    ("fattree16", "allgather", "rdb"), ("fattree16", "allgather", "mpich"),
+    ("fattree16", "allgather", "ompi"),
+    ("fattree16", "alltoall", "ring"), ("fattree16", "alltoall", "mpich"),
+}
+
+#: Single cases beyond :data:`CASE_TOL` (medians still within target): clustersim starts all
+#: flows of a step together; SMPI's ranks drift apart, so two flows that share a dragonfly
+#: link in the same step (a local link carrying a group-crossing flow too) overlap only in
+#: part.  Neighbour exchange at 64 ranks, 256 KiB - 1 MiB: +17 % / +18 %.
+CASE_TOL_OVERRIDE = {
+    ("dragonfly64", "alltoall", "ring"): 0.06,
+    ("dragonfly64", "allgather", "ompi"): 0.19,
+}
+
+#: Groups whose median misses the target, and why: SimGrid's CM02 weights max-min sharing by
+#: route latency (penalty = latency, TCP's RTT unfairness); clustersim's is unweighted.  Open
+#: MPI's basic_linear all-to-all on 16 ranks of one dragonfly group shares each host link
+#: between 3 same-router flows (2 us) and 12 cross-router ones (3 us): 16.33 instead of 16
+#: block times, +2.08 % predicted, +2.04..2.10 % measured at every size >= 64 KiB.
+MEDIAN_TOL_OVERRIDE = {("dragonfly64", "alltoall", "ompi"): 0.021}
 
 _PRED = Predictor()
 
@@ -51,18 +94,26 @@ def _error(r: SgRow, cs_alg: str) -> float:
     return (t - r.simgrid) / r.simgrid
 
 
-def _groups() -> list[tuple[str, str]]:
-    seen: dict[tuple[str, str], None] = {}
+def _groups() -> list[tuple[str, str, str]]:
+    seen: dict[tuple[str, str, str], None] = {}
     for r in ROWS:
         if r.op != "p2p" and r.protocol == "rendezvous":
-            seen[(r.op, r.algorithm)] = None
+            seen[(r.platform, r.op, r.algorithm)] = None
     return list(seen)
 
 
 def test_recorded_data_is_small_and_complete() -> None:
-    assert 50 <= len(ROWS) <= 600
+    assert 800 <= len(ROWS) <= 1500
     assert {r.platform for r in ROWS if r.op == "p2p"} == set(PLATFORMS)
+    assert {r.platform for r in ROWS} == set(PLATFORMS)
     assert all(r.simgrid > 0 for r in ROWS)
+
+
+def test_platform_mapping_uses_clustersim_routing_and_cables() -> None:
+    ft = platform_dict(PLATFORMS["fattree16"])
+    assert ft["topology"] == "leaf_spine" and ft["cables"] == 2
+    assert ft["routing"] == {"policy": "dmodk"}
+    assert platform_dict(PLATFORMS["dragonfly64"])["routing"] == {"policy": "minimal"}
 
 
 @pytest.mark.parametrize("platform", list(PLATFORMS))
@@ -78,24 +129,99 @@ def test_point_to_point_latency_and_bandwidth(platform: str) -> None:
         assert abs(err + envelope) < 1e-6, (r, err)
 
 
-@pytest.mark.parametrize(("op", "alg"), _groups())
-def test_exact_algorithms_match_simgrid(op: str, alg: str) -> None:
+@pytest.mark.parametrize(("platform", "op", "alg"), _groups())
+def test_exact_algorithms_match_simgrid(platform: str, op: str, alg: str) -> None:
     m = ALGORITHMS.get((op, alg))
-    if m is None or not m.exact:
-        pytest.skip(f"{op}/{alg}: not the same message pattern as clustersim's "
-                    f"({m.note if m else 'no mapping'})")
-    rows = [r for r in ROWS if (r.op, r.algorithm) == (op, alg) and r.protocol == "rendezvous"]
-    missing = {clustersim_algorithm(op, alg, r.ranks, r.size) for r in rows}
-    missing = {a for a in missing if not available(op, a)}
-    if missing:
-        pytest.skip(f"clustersim has no {op} algorithm {', '.join(sorted(missing))} yet")
+    if m is None:
+        pytest.skip(f"{op}/{alg}: no mapping")
+    if (platform, op, alg) in ROUTING_GAPS:
+        pytest.skip(f"{platform} {op}/{alg}: SimGrid's fat-tree down-cable routing "
+                    "(test_fat_tree_gap_is_the_down_cable)")
+    rows = [r for r in ROWS if (r.platform, r.op, r.algorithm) == (platform, op, alg)
+            and r.protocol == "rendezvous"]
+    cases = [(r, resolve_case(op, alg, r.ranks, r.size)) for r in rows]
+    cases = [(r, cs) for r, (cs, exact, _) in cases if exact]
+    if not cases:
+        pytest.skip(f"{op}/{alg}: not the same message pattern as clustersim's ({m.note})")
+    missing = {cs for _, cs in cases if not available(op, cs)}
+    assert not missing, f"clustersim lacks {op} {sorted(missing)}"
+    over = CASE_TOL_OVERRIDE.get((platform, op, alg))
     errors: dict[str, list[float]] = {"small": [], "large": []}
-    for r in rows:
-        err = _error(r, clustersim_algorithm(op, alg, r.ranks, r.size))
+    for r, cs in cases:
+        err = _error(r, cs)
         band = "large" if r.size >= BAND_EDGE else "small"
-        assert abs(err) <= CASE_TOL[band], f"{op}/{alg} p={r.ranks} {r.size} B: {err:+.2%}"
+        tol = max(CASE_TOL[band], over or 0.0)
+        assert abs(err) <= tol, f"{platform} {op}/{alg} -> {cs} p={r.ranks} {r.size} B: {err:+.2%}"
         errors[band].append(abs(err))
     for band, errs in errors.items():
         if errs:
             med = statistics.median(errs)
-            assert med <= MEDIAN_TOL[band], f"{op}/{alg} {band}: median {med:.2%}"
+            tol = MEDIAN_TOL[band]
+            if band == "large":
+                tol = max(tol, MEDIAN_TOL_OVERRIDE.get((platform, op, alg), 0.0))
+            assert med <= tol, f"{platform} {op}/{alg} {band}: median {med:.2%}"
+
+
+def test_fat_tree_gap_is_the_down_cable() -> None:
+    """The fat-tree gap is SimGrid's down-cable choice, nothing else: in the pairwise
+    all-to-all on 16 ranks (4 leaves x 4 hosts, 2 spines x 2 cables), round ``k`` shifts by
+    ``k``; with the down cable picked by ``source % 2``, rounds k = 3..13 put two flows on one
+    down cable (twice as long at large sizes), rounds 1, 2, 14, 15 one; clustersim's D-mod-K
+    never more than one.  So SimGrid / clustersim = (15 + 11) / 15 at bandwidth-bound sizes
+    (>= 4 MiB: 256 KiB blocks; 1.720 at 4 MiB, 1.730 at 16 MiB).
+    The other routing-gap groups: clustersim faster, never more than 2x."""
+    rows = [r for r in ROWS if (r.platform, r.op, r.algorithm, r.ranks) ==
+            ("fattree16", "alltoall", "ring", 16) and r.size >= 4 << 20]
+    assert rows
+    for r in rows:
+        ratio = r.simgrid / (r.simgrid * (1 + _error(r, "pairwise")))
+        assert ratio == pytest.approx(26 / 15, rel=0.01), (r.size, ratio)
+    for platform, op, alg in sorted(ROUTING_GAPS):
+        for r in ROWS:
+            if (r.platform, r.op, r.algorithm) != (platform, op, alg) or r.size < BAND_EDGE:
+                continue
+            cs, exact, _ = resolve_case(op, alg, r.ranks, r.size)
+            if exact:
+                err = _error(r, cs)
+                assert -0.5 <= err <= 0.02, f"{op}/{alg} -> {cs} p={r.ranks} {r.size}: {err:+.2%}"
+
+
+_SG_ROUTES = Predictor(simgrid_routes=True)
+
+
+def test_simgrid_fat_tree_routes_are_dmodk_up_source_down() -> None:
+    """The diagnostic router reproduces FatTreeZone's rule on 4 leaves x 4 hosts, 2 spines x
+    2 cables: up port ``d mod 4`` = spine ``port mod 2``, cable ``port // 2``; down cable
+    ``s mod 2``."""
+    plat = _SG_ROUTES._scenario(PLATFORMS["fattree16"]).platform
+    assert isinstance(plat._route_fn, SimGridFatTreeRoutes)
+    for s, d in ((0, 5), (1, 6), (0, 7), (3, 14), (6, 1)):
+        route = [plat.link_names[x] for x in plat.route(s, d)]
+        spine = f"spine{(d % 4) % 2}"
+        up = f"leaf{s // 4}->{spine}" + ("#1" if (d % 4) // 2 else "")
+        down = f"{spine}->leaf{d // 4}" + ("#1" if s % 2 else "")
+        assert route == [f"h{s}->leaf{s // 4}", up, down, f"leaf{d // 4}->h{d}"], route
+
+
+@pytest.mark.parametrize(("platform", "op", "alg"), sorted(ROUTING_GAPS))
+def test_routing_gap_closes_with_simgrid_routes(platform: str, op: str, alg: str) -> None:
+    """Routed as SimGrid routes its FAT_TREE, the fat-tree routing-gap groups meet the same
+    target as every other exact match: the gap is the down-cable choice and nothing else."""
+    plat = PLATFORMS[platform]
+    errors: dict[str, list[float]] = {"small": [], "large": []}
+    for r in ROWS:
+        if (r.platform, r.op, r.algorithm) != (platform, op, alg):
+            continue
+        cs, exact, _ = resolve_case(op, alg, r.ranks, r.size)
+        if not exact:
+            continue
+        t = _SG_ROUTES.predict(plat, op, cs, r.size,
+                               placement_of(r.placement, r.ranks, plat.hosts))
+        err = (t - r.simgrid) / r.simgrid
+        band = "large" if r.size >= BAND_EDGE else "small"
+        assert abs(err) <= CASE_TOL[band], f"{op}/{alg} -> {cs} p={r.ranks} {r.size}: {err:+.2%}"
+        errors[band].append(abs(err))
+    assert errors["large"]
+    for band, errs in errors.items():
+        if errs:
+            assert statistics.median(errs) <= MEDIAN_TOL[band]

@@ -1,25 +1,29 @@
 """clustersim's side of the SimGrid comparison: platforms, algorithm names, predictions.
 
-Everything that depends on clustersim lives here, so that new clustersim features (library
-selectors ``mpich``/``openmpi``, routing policies, parallel links) change only this module:
+Everything that depends on clustersim lives here:
 
 * :func:`platform_dict` - the clustersim platform equivalent to a :class:`SgPlatform`.
   SimGrid's CM02 charges a message the *sum of the latencies* of the links on its route and
   shares every link max-min; clustersim's flow model does the same with one latency per link
   (hop).  So each SimGrid link becomes one clustersim link of the same bandwidth and latency,
-  checked by the ``p2p`` rows (2 ranks, near and far hosts).  SimGrid's fat tree has two
-  parallel cables per leaf-spine pair, which clustersim's platforms cannot express yet (a
-  graph holds one edge per node pair): each cable becomes a path leaf - ``cable node`` -
-  spine of two links with half the latency each (same latency sum, same capacity).
+  checked by the ``p2p`` rows (2 ranks, near and far hosts).  SimGrid's fat tree is a
+  ``leaf_spine`` with ``cables: 2`` (each parallel cable its own link) and ``routing: dmodk``;
+  its dragonfly an explicit graph routed minimally.  SimGrid's FAT_TREE routing is D-mod-K
+  going up but picks the parallel cable going *down* by the source (``source % cables``,
+  FatTreeZone.cpp), where D-mod-K (clustersim, OpenSM) uses the destination: see
+  docs/fidelity.md for what that costs.
 * :data:`ALGORITHMS` - SimGrid algorithm name -> clustersim algorithm name, with whether the
   two send the same messages between the same ranks in the same order (``exact``) or only
   implement the same idea (``approx``, e.g. a segmented ring against the plain ring).
+  SMPI's selectors (``mpich``, ``ompi``) resolve per case (:func:`resolve_case`) to the
+  algorithm SMPI 3.32 really runs, compared with clustersim's schedule of that algorithm.
 * :func:`predict` - clustersim's time for one case, at flow fidelity, on the placement the
   SimGrid run used (rank ``i`` on host ``placement[i]``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,13 +51,109 @@ class AlgoMap:
     exact: bool
     note: str = ""
     small_fallback: str | None = None  # clustersim name when SMPI falls back (count < ranks)
+    #: count < ranks: SMPI sends no message for an empty block (clustersim sends n/p bytes)
+    tiny_inexact: bool = False
+    #: SMPI selectors: (ranks, bytes) -> (what SMPI 3.32 runs, clustersim algorithm, exact)
+    resolve: Callable[[int, float], tuple[str, str, bool]] | None = None
 
 
-#: SMPI's selectors are its own re-implementations of the libraries' decision logic (e.g. its
-#: ``mpich`` allreduce runs ``mvapich2_two_level`` for commutative ops, and its thresholds
-#: are those of the MPICH/Open MPI versions SMPI copied), so they are compared, not required
-#: to match.
-SELECTOR_NOTE = "SMPI 3.32's selector logic (its mpich allreduce is mvapich2_two_level)"
+def _pof2(p: int) -> int:
+    return 1 << (p.bit_length() - 1)
+
+
+# --- SMPI 3.32's selectors, as the algorithm each one runs for our cases ------------------
+# (smpi_mpich_selector.cpp, smpi_openmpi_selector.cpp; a commutative sum of floats, one rank
+# per host.)  Each returns (SMPI algorithm, clustersim algorithm, exact).
+
+def _smpi_mpich_allreduce(p: int, n: float) -> tuple[str, str, bool]:
+    """SMPI's mpich allreduce runs mvapich2_two_level on MPI_COMM_WORLD (commutative op):
+    with one rank per host its shared-memory steps are empty, and its leaders' allreduce is
+    ``MV2_Allreducection``, which defaults to allreduce__rdb - recursive doubling at every
+    size (MPICH's own allreduce switches to Rabenseifner above 2 KiB)."""
+    return "mvapich2_two_level(rdb)", "recursive_doubling", True
+
+
+def _smpi_mpich_bcast(p: int, n: float) -> tuple[str, str, bool]:
+    """SMPI's mpich bcast runs SMP_binomial on a uniform communicator (every run here):
+    with one rank per host, the binomial tree over the hosts."""
+    return "SMP_binomial", "binomial", True
+
+
+def _smpi_mpich_allgather(p: int, n: float) -> tuple[str, str, bool]:
+    if p & (p - 1) == 0 and n < 524288:
+        return "rdb", "recursive_doubling", True
+    if n <= 81920:
+        return "bruck", "bruck", True
+    return "ring(pairwise)", "ring", False  # SMPI's "ring" allgather is a pairwise exchange
+
+
+def _smpi_mpich_alltoall(p: int, n: float) -> tuple[str, str, bool]:
+    block = n / p
+    if block < 256 and p >= 8:
+        return "bruck", "direct", False  # clustersim has no Bruck alltoall
+    if block < 32768:
+        return "mvapich2_scatter_dest", "direct", False  # posted in throttled batches
+    if p % 2:
+        return "pair", "pairwise", False
+    return "ring", "pairwise", True
+
+
+def _smpi_ompi_allreduce(p: int, n: float) -> tuple[str, str, bool]:
+    """Open MPI 4.1's table (the same as clustersim's ``openmpi-4.1``); SMPI's functions:
+    1/2 redbcast, 3 rdb, 4 lr, 5 ompi_ring_segmented, 6 rab_rdb."""
+    from clustersim.collectives.select_openmpi import ALLREDUCE_41, _table
+    alg = _table(ALLREDUCE_41, p, n)
+    count = n / 4
+    if alg in (1, 2):
+        return "redbcast", "binomial_tree", False  # SMPI's default reduce/bcast inside
+    if alg == 3:
+        return "rdb", "recursive_doubling", True
+    if alg == 5 and count >= p * (1 << 20) / 4:
+        return "ompi_ring_segmented", "ring_segmented", False
+    if alg in (4, 5):  # lr (segmented ring below p segments falls back to lr)
+        if count < p:
+            return "lr->redbcast", "binomial_tree", False  # default reduce/bcast inside
+        return "lr", "ring", True
+    if count < _pof2(p):
+        return "rab_rdb->rdb", "recursive_doubling", True
+    return "rab_rdb", "rabenseifner_mpich", True
+
+
+def _smpi_ompi_alltoall(p: int, n: float) -> tuple[str, str, bool]:
+    """Open MPI 4.1's table by block bytes (clustersim's ``openmpi-4.1``); SMPI runs
+    basic_linear for linear, linear_sync and two_proc, pair (partner r xor k) for pairwise."""
+    from clustersim.collectives.select_openmpi import ALLTOALL_41, _table
+    alg = _table(ALLTOALL_41, p, n / p)
+    if alg == 2:
+        return "pair", "pairwise", False
+    if alg == 3:
+        return "bruck", "direct", False
+    return "basic_linear", "direct", True
+
+
+def _smpi_ompi_allgather(p: int, n: float) -> tuple[str, str, bool]:
+    """Open MPI 4.1's allgather table (by block bytes) as SMPI 3.32 has it, for the rank
+    counts run here (p < 32, and 64 <= p < 128).  clustersim's ``openmpi-4.1`` keeps the 4.0
+    allgather rules, so this compares the algorithm SMPI runs, not the selection."""
+    block = n / p
+    if p == 2:
+        return "pair", "ring", False
+    if p < 32:
+        return "rdb", "recursive_doubling", True
+    if 64 <= p < 128:
+        if block < 512:
+            return "rdb", "recursive_doubling", True
+        if block < 65536:
+            return "ompi_neighborexchange", "neighbor_exchange", True
+        return "ring(pairwise)", "ring", False
+    raise ValueError(f"SMPI's ompi allgather rules for {p} ranks are not encoded")
+
+
+#: SMPI 3.32's ``ompi`` selector is its port of Open MPI 4.1's coll_tuned fixed decision
+#: ("Updated 02/2022": tables over communicator size and bytes for every op); clustersim's
+#: ``openmpi-4.1`` has the same allreduce and alltoall tables and 4.0 rules for the other ops.
+OMPI_BCAST_NOTE = ("SMPI: Open MPI 4.1's bcast table (chain, pipeline, split/binary trees, "
+                   "knomial...); clustersim's openmpi-4.1 keeps the 4.0 bcast rules")
 
 #: (op, SimGrid algorithm) -> mapping.  SimGrid names: ``smpirun --help-coll`` /
 #: SimGrid 3.32 docs "SMPI_use_colls"; clustersim names: ``clustersim list collectives``.
@@ -64,33 +164,37 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         "ring", True, "SMPI 3.32's lr runs redbcast when count < ranks (reduce and bcast "
         "pinned to binomial)", small_fallback="binomial_tree"),
     ("allreduce", "rab_rdb"): AlgoMap(
-        "rabenseifner", False, "MPICH order: the reduce-scatter starts at distance 1 (n/2 to "
-        "the nearest rank), clustersim's at distance p/2"),
+        "rabenseifner_mpich", True, "MPICH order: reduce-scatter at distance 1, 2, 4, ... "
+        "(n/2 to the nearest rank), allgather back"),
     ("allreduce", "rab1"): AlgoMap(
-        "rabenseifner", False, "recursive-halving reduce-scatter, then the selected allgather"),
+        "rabenseifner", False, "recursive-halving reduce-scatter (farthest first), then the "
+        "selected (SMPI default) allgather"),
     ("allreduce", "redbcast"): AlgoMap(
         "binomial_tree", True, "run with smpi/reduce:binomial, smpi/bcast:binomial_tree"),
     ("allreduce", "ompi_ring_segmented"): AlgoMap(
-        "ring", False, "Open MPI's segmented ring against the plain ring"),
-    ("allreduce", "mpich"): AlgoMap("mpich", False, SELECTOR_NOTE),
-    ("allreduce", "ompi"): AlgoMap("openmpi", False, SELECTOR_NOTE),
+        "ring_segmented", False, "Open MPI's segmented ring (1 MiB segments); below p "
+        "segments SMPI runs lr (redbcast with SMPI's default reduce when count < ranks)",
+        small_fallback="binomial_tree"),
+    ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allreduce),
+    ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allreduce),
     ("bcast", "binomial_tree"): AlgoMap("binomial", True),
     ("bcast", "scatter_LR_allgather"): AlgoMap("scatter_allgather", True),
     ("bcast", "scatter_rdb_allgather"): AlgoMap(
-        "scatter_allgather", False, "allgather by recursive doubling, clustersim's by ring"),
-    ("bcast", "mpich"): AlgoMap("mpich", False, SELECTOR_NOTE),
-    ("bcast", "ompi"): AlgoMap("openmpi", False, SELECTOR_NOTE),
+        "scatter_rd_allgather", True, "binomial scatter, recursive-doubling allgather",
+        tiny_inexact=True),
+    ("bcast", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_bcast),
+    ("bcast", "ompi"): AlgoMap("openmpi-4.1", False, OMPI_BCAST_NOTE),
     ("allgather", "NTSLR"): AlgoMap("ring", True, "logical ring: forward to r+1"),
     ("allgather", "ring"): AlgoMap(
         "ring", False, "SMPI's 'ring' allgather sends its own block to r+k in round k "
         "(pairwise), clustersim's ring forwards to r+1"),
     ("allgather", "rdb"): AlgoMap("recursive_doubling", True),
-    ("allgather", "mpich"): AlgoMap("mpich", False, SELECTOR_NOTE),
-    ("allgather", "ompi"): AlgoMap("openmpi", False, SELECTOR_NOTE),
+    ("allgather", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allgather),
+    ("allgather", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allgather),
     ("alltoall", "ring"): AlgoMap("pairwise", True, "round k: send to r+k, receive from r-k"),
     ("alltoall", "pair"): AlgoMap("pairwise", False, "partner r xor k, clustersim's r+k"),
-    ("alltoall", "mpich"): AlgoMap("mpich", False, SELECTOR_NOTE),
-    ("alltoall", "ompi"): AlgoMap("openmpi", False, SELECTOR_NOTE),
+    ("alltoall", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_alltoall),
+    ("alltoall", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_alltoall),
 }
 
 #: SimGrid op name -> clustersim op name
@@ -98,12 +202,35 @@ OPS = {"p2p": "p2p", "allreduce": "allreduce", "bcast": "broadcast",
        "allgather": "allgather", "alltoall": "alltoall"}
 
 
+def resolve_case(op: str, sg_alg: str, ranks: int, size: float) -> tuple[str, bool, str]:
+    """(clustersim algorithm, exact, note) compared with SMPI for this case (size in bytes).
+
+    Selectors resolve to the algorithm SMPI 3.32 runs for the case and clustersim's schedule
+    of that algorithm (the note names SMPI's choice)."""
+    m = ALGORITHMS[(op, sg_alg)]
+    if m.resolve is not None:
+        smpi, cs, exact = m.resolve(ranks, size)
+        return cs, exact, f"SMPI {sg_alg} runs {smpi}"
+    if m.small_fallback and size / 4 < ranks:
+        return m.small_fallback, m.exact, m.note
+    if m.tiny_inexact and size / 4 < ranks:
+        return m.clustersim, False, "count < ranks: SMPI skips the empty blocks"
+    return m.clustersim, m.exact, m.note
+
+
 def clustersim_algorithm(op: str, sg_alg: str, ranks: int, size: float) -> str:
     """The clustersim algorithm that does what SMPI runs for this case (size in bytes)."""
-    m = ALGORITHMS[(op, sg_alg)]
-    if m.small_fallback and size / 4 < ranks:
-        return m.small_fallback
-    return m.clustersim
+    return resolve_case(op, sg_alg, ranks, size)[0]
+
+
+def case_exact(op: str, sg_alg: str, ranks: int, size: float) -> bool:
+    """Whether SMPI and clustersim send the same messages in the same order for this case."""
+    return resolve_case(op, sg_alg, ranks, size)[1]
+
+
+def selector_of(op: str, sg_alg: str) -> str | None:
+    """clustersim's own selector for SMPI selector ``sg_alg`` (None: not a selector)."""
+    return {"mpich": "mpich", "ompi": "openmpi-4.1"}.get(sg_alg)
 
 
 def available(op: str, cs_alg: str) -> bool:
@@ -129,31 +256,26 @@ def platform_dict(p: SgPlatform) -> dict[str, Any]:
 
 
 def _fat_tree(p: SgPlatform) -> dict[str, Any]:
-    """Two-level fat tree; each parallel cable is a path through its own ``cable`` node."""
+    """SimGrid's two-level FAT_TREE as clustersim's ``leaf_spine`` with its parallel cables
+    (``cables``: each its own link) and D-mod-K routing (``routing: dmodk``)."""
     m = p.meta
     if m["levels"] != 2 or m["up"][0] != 1 or m["cables"][0] != 1:
         raise ValueError("only 2-level fat trees with one host uplink are mapped")
     per_leaf, leaves = m["down"]
-    spines, cables = m["up"][1], m["cables"][1]
-    nodes: list[dict] = [{"name": f"h{i}", "host": i} for i in range(per_leaf * leaves)]
-    nodes += [{"name": f"leaf{j}", "kind": "switch"} for j in range(leaves)]
-    nodes += [{"name": f"spine{s}", "kind": "switch"} for s in range(spines)]
-    links: list[list] = [[f"h{i}", f"leaf{i // per_leaf}"] for i in range(per_leaf * leaves)]
-    half = {"link": _link(p, p.lat_s / 2)}
-    for j in range(leaves):
-        for s in range(spines):
-            for c in range(cables):
-                mid = f"cable{j}.{s}.{c}"
-                nodes.append({"name": mid, "kind": "bus"})
-                links.append({"between": [f"leaf{j}", mid], **half})
-                links.append({"between": [mid, f"spine{s}"], **half})
-    return {"topology": "explicit", "name": p.name, "device": FREE_DEVICE, "link": _link(p),
-            "nodes": nodes, "links": links}
+    link = _link(p)
+    return {"topology": "leaf_spine", "name": p.name, "device": FREE_DEVICE,
+            "leaves": leaves, "spines": m["up"][1], "hosts_per_leaf": per_leaf,
+            "cables": m["cables"][1], "host_link": link, "uplink": link,
+            "routing": {"policy": "dmodk"}}
 
 
 def _dragonfly(p: SgPlatform) -> dict[str, Any]:
     """SimGrid's DRAGONFLY graph with one chassis per group: routers all-to-all in a group
-    (green links), group ``g``'s router ``g'`` joined to group ``g'``'s router ``g``."""
+    (green links), group ``g``'s router ``g'`` joined to group ``g'``'s router ``g``; routed
+    minimally (SimGrid's dragonfly routing: local hop, the one global link, local hop).
+    clustersim's ``dragonfly`` builder places global links by arrangement (relative/absolute
+    port numbering, parallel links when ports exceed groups - 1), not SimGrid's router-g
+    rule, hence the explicit graph."""
     m = p.meta
     if m["chassis"] != 1:
         raise ValueError("only one chassis per group is mapped (unique minimal routes)")
@@ -176,14 +298,53 @@ def _dragonfly(p: SgPlatform) -> dict[str, Any]:
         for g2 in range(g + 1, groups):
             links.append({"between": [f"r{g}.{g2}", f"r{g2}.{g}"], "cost": GLOBAL_COST})
     return {"topology": "explicit", "name": p.name, "device": FREE_DEVICE, "link": _link(p),
-            "nodes": nodes, "links": links}
+            "nodes": nodes, "links": links, "routing": {"policy": "minimal"}}
+
+
+class SimGridFatTreeRoutes:
+    """Diagnostic, not a clustersim policy: the routes SimGrid 3.32's FatTreeZone takes on a
+    two-level tree - up by D-mod-K over SimGrid's parent ports (port ``d mod (spines x
+    cables)`` is spine ``port mod spines``, cable ``port // spines``), down over the parallel
+    cables by the *source* (``s mod cables``).  clustersim's ``dmodk`` uses ``d`` both ways.
+    Used to show that the fat-tree gap is this routing difference and nothing else."""
+
+    def __init__(self, platform: Any) -> None:
+        from clustersim.platform.policies import port_keys
+        self.router = platform._router
+        self.keys = port_keys(self.router)
+
+    def __call__(self, s: int, t: int) -> Any:
+        ks, kd = self.keys[s], self.keys[t]
+
+        def pick(_u: int, cands: tuple[tuple[int, int], ...]) -> int:
+            cores = list(dict.fromkeys(c[0] for c in cands))
+            if len(cores) == 1:  # parallel cables down to one switch: SimGrid keys the source
+                return ks % len(cands)
+            spines, cables = len(cores), len(cands) // len(cores)  # cands: spine-major
+            port = kd % len(cands)
+            return (port % spines) * cables + port // spines
+
+        return self.router.route(s, t, pick=pick)
+
+
+def with_simgrid_fat_tree_routes(platform: Any) -> Any:
+    """A copy of ``platform`` routed as SimGrid's FAT_TREE (:class:`SimGridFatTreeRoutes`)."""
+    import copy
+    out = copy.copy(platform)
+    out._route_cache = {}
+    out.memo = {}
+    out._route_fn = SimGridFatTreeRoutes(platform)
+    return out
 
 
 class Predictor:
-    """Builds each platform once and costs schedules on it (flow model, no overheads)."""
+    """Builds each platform once and costs schedules on it (flow model, no overheads).
 
-    def __init__(self) -> None:
+    ``simgrid_routes``: route the fat tree as SimGrid does (a diagnostic: docs/fidelity.md)."""
+
+    def __init__(self, simgrid_routes: bool = False) -> None:
         self._plats: dict[str, Any] = {}
+        self.simgrid_routes = simgrid_routes
 
     def _scenario(self, p: SgPlatform) -> Any:
         if p.name not in self._plats:
@@ -193,7 +354,12 @@ class Predictor:
                    "benchmark": {"op": "p2p", "algorithms": ["direct"], "ranks": [2],
                                  "sizes": ["4 B"]},
                    "run": {"fidelity": "flow", "seed": 0}}
-            self._plats[p.name] = parse_scenario(raw)
+            scn = parse_scenario(raw)
+            if self.simgrid_routes and p.kind == "fat_tree":
+                import dataclasses
+                scn = dataclasses.replace(scn, platform=with_simgrid_fat_tree_routes(
+                    scn.platform))
+            self._plats[p.name] = scn
         return self._plats[p.name]
 
     def scenario_yaml(self, p: SgPlatform) -> dict[str, Any]:

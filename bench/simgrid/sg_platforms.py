@@ -7,9 +7,10 @@ the equivalent clustersim platform from the same object, so the two cannot drift
 
 Why these three: the crossbar is clustersim's closed-form platform (every algorithm should
 agree exactly); the fat tree is SimGrid's documented example (4 leaves x 4 hosts, 2 spines,
-2 cables per leaf-spine pair), where the two routings differ (SimGrid: D-mod-K, clustersim:
-ECMP hash); the dragonfly has one chassis per group, so that its minimal route is unique and
-SimGrid's and clustersim's routes coincide - only the algorithms are compared there.
+2 cables per leaf-spine pair), where the routings differ (SimGrid: D-mod-K up, down cable by
+source; clustersim: D-mod-K both ways); the dragonfly has one chassis per group, so that its
+minimal route is unique and SimGrid's and clustersim's routes coincide - only the algorithms
+are compared there.
 """
 
 from __future__ import annotations
