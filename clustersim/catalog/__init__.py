@@ -8,6 +8,7 @@ calibration profile overrides efficiencies and link parameters measured on a rea
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -101,99 +102,83 @@ def _fraction(value: Any, field: str) -> float:
     return float(value)
 
 
-def device_from_dict(name: str, raw: dict[str, Any], base: DeviceSpec | None = None,
-                     path: tuple = ()) -> DeviceSpec:
-    """Build a :class:`DeviceSpec`; with ``base``, only the given fields override it."""
+def _duplex(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise UnitError(f"duplex must be true or false, not {value!r}")
+    return value
+
+
+def _transport_name(value: Any, field: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise UnitError(f"{field} must be a transport name, not {value!r}")
+    return value
+
+
+#: field -> parser (value, field name) of each kind of catalog entry; a field not named here
+#: but allowed is free text.  One table per kind, one routine for all three kinds: devices,
+#: links and transports are read (and their errors worded) the same way.
+_PARSERS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
+    "device": {
+        **dict.fromkeys(("peak", "peak_fp16"), lambda v, f: parse_flops(v)),
+        **dict.fromkeys(("mem_bw", "reduce_rate", "pack_rate"), lambda v, f: parse_bandwidth(v)),
+        "memory": lambda v, f: parse_size(v, allow_zero=False),
+        **dict.fromkeys(("efficiency", "mem_efficiency"), _fraction),
+        "overhead": lambda v, f: parse_time(v),
+    },
+    "link": {
+        "bandwidth": lambda v, f: parse_bandwidth(v),
+        "latency": lambda v, f: parse_time(v),
+        "duplex": _duplex,
+        **dict.fromkeys(("transport", "cpu_transport"), _transport_name),
+    },
+    "transport": {"efficiency": _fraction, "overhead": lambda v, f: parse_time(v)},
+}
+
+
+def _spec_from_dict(kind: str, cls: type, allowed: Sequence[str], required: set[str],
+                    name: str, raw: dict[str, Any], base: Any, path: tuple) -> Any:
+    """One catalog entry of ``kind`` from its mapping; with ``base``, only the given fields
+    override it (``like:``), without, ``required`` must all be there."""
     if not isinstance(raw, dict):
-        raise InputError(f"device {name!r} must be a mapping of fields", path=path)
+        raise InputError(f"{kind} {name!r} must be a mapping of fields", path=path)
+    parsers = _PARSERS[kind]
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         where = (*path, key)
-        if key not in _DEVICE_FIELDS:
-            raise unknown_name("device field", key, _DEVICE_FIELDS, path=where)
+        if key not in allowed:
+            raise unknown_name(f"{kind} field", key, allowed, path=where)
         try:
-            if key in ("peak", "peak_fp16"):
-                kwargs[key] = parse_flops(value)
-            elif key in ("mem_bw", "reduce_rate", "pack_rate"):
-                kwargs[key] = parse_bandwidth(value)
-            elif key == "memory":
-                kwargs[key] = parse_size(value, allow_zero=False)
-            elif key in ("efficiency", "mem_efficiency"):
-                kwargs[key] = _fraction(value, key)
-            elif key == "overhead":
-                kwargs[key] = parse_time(value)
-            else:
-                kwargs[key] = str(value)
+            parse = parsers.get(key)
+            kwargs[key] = parse(value, key) if parse else str(value)
         except UnitError as exc:
             raise InputError(str(exc), path=where) from None
     if base is not None:
         return replace(base, name=name, **kwargs)
-    missing = {"peak", "mem_bw", "memory"} - set(kwargs)
+    missing = required - set(kwargs)
     if missing:
-        raise InputError(f"device {name!r} needs fields {sorted(missing)}", path=path)
-    return DeviceSpec(name=name, **kwargs)
+        raise InputError(f"{kind} {name!r} needs fields {sorted(missing)}", path=path)
+    return cls(name=name, **kwargs)
+
+
+def device_from_dict(name: str, raw: dict[str, Any], base: DeviceSpec | None = None,
+                     path: tuple = ()) -> DeviceSpec:
+    """Build a :class:`DeviceSpec`; with ``base``, only the given fields override it."""
+    return _spec_from_dict("device", DeviceSpec, _DEVICE_FIELDS, {"peak", "mem_bw", "memory"},
+                           name, raw, base, path)
 
 
 def link_from_dict(name: str, raw: dict[str, Any], base: LinkSpec | None = None,
                    path: tuple = ()) -> LinkSpec:
     """Build a :class:`LinkSpec`; with ``base``, only the given fields override it."""
-    if not isinstance(raw, dict):
-        raise InputError(f"link {name!r} must be a mapping of fields", path=path)
-    kwargs: dict[str, Any] = {}
-    for key, value in raw.items():
-        where = (*path, key)
-        if key not in _LINK_FIELDS:
-            raise unknown_name("link field", key, _LINK_FIELDS, path=where)
-        try:
-            if key == "bandwidth":
-                kwargs[key] = parse_bandwidth(value)
-            elif key == "latency":
-                kwargs[key] = parse_time(value)
-            elif key == "duplex":
-                if not isinstance(value, bool):
-                    raise UnitError(f"duplex must be true or false, not {value!r}")
-                kwargs[key] = value
-            elif key in ("transport", "cpu_transport"):
-                if value is not None and (not isinstance(value, str) or not value):
-                    raise UnitError(f"{key} must be a transport name, not {value!r}")
-                kwargs[key] = value
-            else:
-                kwargs[key] = str(value)
-        except UnitError as exc:
-            raise InputError(str(exc), path=where) from None
-    if base is not None:
-        return replace(base, name=name, **kwargs)
-    missing = {"bandwidth", "latency"} - set(kwargs)
-    if missing:
-        raise InputError(f"link {name!r} needs fields {sorted(missing)}", path=path)
-    return LinkSpec(name=name, **kwargs)
+    return _spec_from_dict("link", LinkSpec, _LINK_FIELDS, {"bandwidth", "latency"},
+                           name, raw, base, path)
 
 
 def transport_from_dict(name: str, raw: dict[str, Any], base: TransportSpec | None = None,
                         path: tuple = ()) -> TransportSpec:
     """Build a :class:`TransportSpec`; with ``base``, only the given fields override it."""
-    if not isinstance(raw, dict):
-        raise InputError(f"transport {name!r} must be a mapping of fields", path=path)
-    kwargs: dict[str, Any] = {}
-    for key, value in raw.items():
-        where = (*path, key)
-        if key not in _TRANSPORT_FIELDS:
-            raise unknown_name("transport field", key, _TRANSPORT_FIELDS, path=where)
-        try:
-            if key == "efficiency":
-                kwargs[key] = _fraction(value, key)
-            elif key == "overhead":
-                kwargs[key] = parse_time(value)
-            else:
-                kwargs[key] = str(value)
-        except UnitError as exc:
-            raise InputError(str(exc), path=where) from None
-    if base is not None:
-        return replace(base, name=name, **kwargs)
-    missing = {"efficiency", "overhead"} - set(kwargs)
-    if missing:
-        raise InputError(f"transport {name!r} needs fields {sorted(missing)}", path=path)
-    return TransportSpec(name=name, **kwargs)
+    return _spec_from_dict("transport", TransportSpec, _TRANSPORT_FIELDS,
+                           {"efficiency", "overhead"}, name, raw, base, path)
 
 
 _SECTIONS = ("devices", "links", "transports")
