@@ -162,10 +162,13 @@ def _bottlenecks(links: np.ndarray, owner: np.ndarray, n: int, platform: Platfor
         return (None,) * n
     val = platform.capacity[links]
     if weights:
-        ulinks, back = np.unique(links, return_inverse=True)
-        w = np.fromiter((weights.get(kinds[lk], 1.0) for lk in ulinks.tolist()), dtype=float,
-                        count=len(ulinks))
-        val = val * w[back.reshape(-1)]
+        mkey = ("link_weights", id(kinds), tuple(sorted(weights.items())))
+        got = platform.memo.get(mkey)
+        if got is None or got[0] is not kinds:
+            per_key = {k: weights.get(k, 1.0) for k in set(kinds)}
+            got = platform.memo[mkey] = (kinds, np.fromiter(
+                map(per_key.__getitem__, kinds), dtype=float, count=len(kinds)))
+        val = val * got[1][links]
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
     low = np.minimum.reduceat(val, starts)
     lens = np.diff(np.r_[starts, len(owner)])
