@@ -32,12 +32,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
 from clustersim.collectives.schedule import Schedule, Step
 from clustersim.network.maxmin import flat_incidence, progressive_fill
-from clustersim.network.params import NetworkParams, bottleneck_class
+from clustersim.network.params import NetworkParams
 from clustersim.platform.model import Platform
 
 __all__ = ["CollectiveCost", "cost_schedule", "cost_step", "convert_time"]
@@ -80,18 +81,54 @@ class _Routed:
     codes: np.ndarray | None = None
 
 
+class _Cols:
+    """One step's transfers as columns (sources, destinations, bytes, reducing), extracted
+    once: the steps of a 100,000-rank ring are costed over and over (both halves of every
+    bucket's all-reduce, in every run) and a pass over 100,000 transfers costs ~20 ms."""
+
+    __slots__ = ("transfers", "src", "dst", "sizes", "red_dst", "red_bytes")
+
+    def __init__(self, transfers: tuple) -> None:
+        n = len(transfers)
+        self.transfers = transfers  # held: the memo is keyed by its id
+        self.src = np.fromiter(map(itemgetter(0), transfers), dtype=np.int64, count=n)
+        self.dst = np.fromiter(map(itemgetter(1), transfers), dtype=np.int64, count=n)
+        self.sizes = np.fromiter(map(itemgetter(2), transfers), dtype=float, count=n)
+        red = np.fromiter(map(itemgetter(3), transfers), dtype=bool, count=n)
+        self.red_dst = self.dst[red]
+        self.red_bytes = self.sizes[red]
+
+
+_COLS: dict[int, _Cols] = {}
+
+
+def _cols(step: Step) -> _Cols:
+    c = _COLS.get(id(step.transfers))
+    if c is None or c.transfers is not step.transfers:
+        if len(_COLS) > 256:
+            _COLS.clear()
+        c = _COLS[id(step.transfers)] = _Cols(step.transfers)
+    return c
+
+
 def _routed(step: Step, platform: Platform, placement: Sequence[int],
-            params: NetworkParams) -> _Routed:
-    pairs = tuple((placement[t.src], placement[t.dst]) for t in step.transfers)
+            params: NetworkParams, pl: np.ndarray | None = None) -> _Routed:
+    cols = _cols(step)
+    if pl is None:
+        pl = np.asarray(placement, dtype=np.int64)
+    ends = np.concatenate((pl[cols.src], pl[cols.dst]))
     kinds = params.platform_keys(platform)
-    key = (pairs, params.efficiency, kinds is not None, params.plain, params.key_signature)
+    # the endpoints as bytes: the same key as the tuple of (src, dst) device pairs, hashed
+    # and compared in C
+    key = (ends.tobytes(), params.efficiency, kinds is not None, params.plain,
+           params.key_signature)
     cache = _ROUTED.setdefault(platform, {})
     hit = cache.get(key)
     if hit is not None:
         return hit
-    routes = [platform.route(a, b) for a, b in pairs]
+    n = len(cols.src)
+    routes = platform.routes(zip(ends[:n].tolist(), ends[n:].tolist()))
     links, owner = flat_incidence(routes)
-    n = len(routes)
     if not links.size:
         got = _Routed(np.empty(0), np.empty(0), np.empty(0, dtype=bool), None, True)
     else:
@@ -99,8 +136,7 @@ def _routed(step: Step, platform: Platform, placement: Sequence[int],
         cap = platform.capacity[used] * params.efficiency
         rates = progressive_fill(local, owner, cap, n)
         lat = np.bincount(owner, weights=platform.latency[links], minlength=n)
-        classes = (tuple(bottleneck_class(r, platform.capacity, kinds, params.weights)
-                         for r in routes)
+        classes = (_bottlenecks(links, owner, n, platform, kinds, params.weights)
                    if not params.plain else None)
         uclasses: tuple[str | None, ...] = ()
         codes = None
@@ -114,6 +150,34 @@ def _routed(step: Step, platform: Platform, placement: Sequence[int],
         cache.clear()
     cache[key] = got
     return got
+
+
+def _bottlenecks(links: np.ndarray, owner: np.ndarray, n: int, platform: Platform,
+                 kinds: Sequence[str] | None, weights: dict[str, float] | None
+                 ) -> tuple[str | None, ...]:
+    """:func:`~clustersim.network.params.bottleneck_class` of every route at once, from the
+    flat incidence (routes in order, links in route order): the first link of each route
+    with the lowest (weighted) capacity; None for an empty route."""
+    if kinds is None:
+        return (None,) * n
+    val = platform.capacity[links]
+    if weights:
+        mkey = ("link_weights", id(kinds), tuple(sorted(weights.items())))
+        got = platform.memo.get(mkey)
+        if got is None or got[0] is not kinds:
+            per_key = {k: weights.get(k, 1.0) for k in set(kinds)}
+            got = platform.memo[mkey] = (kinds, np.fromiter(
+                map(per_key.__getitem__, kinds), dtype=float, count=len(kinds)))
+        val = val * got[1][links]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    low = np.minimum.reduceat(val, starts)
+    lens = np.diff(np.r_[starts, len(owner)])
+    first = np.flatnonzero(val == np.repeat(low, lens))
+    routes_with, at = np.unique(owner[first], return_index=True)
+    out: list[str | None] = [None] * n
+    for f, lk in zip(routes_with.tolist(), links[first[at]].tolist()):
+        out[f] = kinds[lk]
+    return tuple(out)
 
 
 def _message_costs(sizes: np.ndarray, r: _Routed, params: NetworkParams
@@ -145,26 +209,48 @@ def cost_step(
     A transfer between ranks on the same device (empty route) is a local copy and costs
     nothing, as in the flow model.
     """
+    return _cost_step(step, platform, placement, np.asarray(placement, dtype=np.int64), params)
+
+
+def _cost_step(step: Step, platform: Platform, placement: Sequence[int], pl: np.ndarray,
+               params: NetworkParams) -> tuple[float, float]:
+    """:func:`cost_step` with the placement also as an array (``pl``), made once per
+    schedule; every per-transfer quantity is a numpy column (:class:`_Cols`)."""
     comm = 0.0
-    if step.transfers:
-        r = _routed(step, platform, placement, params)
-        if not r.empty:
-            n = len(step.transfers)
-            remote = r.remote
-            sizes = np.fromiter((t.nbytes for t in step.transfers), dtype=float, count=n)
-            if not params.plain:
-                assert r.classes is not None
-                ovh, factor = _message_costs(sizes, r, params)
-                sizes = sizes * factor
-                dt = ovh[remote] + r.lat[remote] + sizes[remote] / r.rates[remote]
-            else:
-                dt = params.overhead + r.lat[remote] + sizes[remote] / r.rates[remote]
-            if dt.size:
-                comm = float(dt.max()) + params.step_overhead
+    if not step.transfers:
+        return comm, 0.0
+    cols = _cols(step)
+    r = _routed(step, platform, placement, params, pl)
+    if not r.empty:
+        remote = r.remote
+        sizes = cols.sizes
+        if not params.plain:
+            assert r.classes is not None
+            ovh, factor = _message_costs(sizes, r, params)
+            sizes = sizes * factor
+            dt = ovh[remote] + r.lat[remote] + sizes[remote] / r.rates[remote]
+        else:
+            dt = params.overhead + r.lat[remote] + sizes[remote] / r.rates[remote]
+        if dt.size:
+            comm = float(dt.max()) + params.step_overhead
     red = 0.0
-    for rank, nbytes in step.reduce_bytes().items():
-        red = max(red, nbytes / platform.spec(placement[rank]).reduce_bw)
+    if cols.red_dst.size:
+        # bytes reduced per rank, summed in transfer order as Step.reduce_bytes does
+        per_rank = np.bincount(cols.red_dst, weights=cols.red_bytes)
+        ranks = np.flatnonzero(np.bincount(cols.red_dst))
+        bw = _reduce_bw(platform)[pl[ranks]]
+        red = max(red, float((per_rank[ranks] / bw).max()))
     return comm, red
+
+
+def _reduce_bw(platform: Platform) -> np.ndarray:
+    """Reduction bandwidth of every device (by device index), memoised on the platform."""
+    got = platform.memo.get("reduce_bw")
+    if got is None:
+        by_spec = {id(s): s.reduce_bw for s in platform.rank_specs}
+        got = platform.memo["reduce_bw"] = np.array(
+            [by_spec[id(s)] for s in platform.rank_specs], dtype=float)
+    return got
 
 
 def cost_schedule(
@@ -179,15 +265,18 @@ def cost_schedule(
     placement = list(placement)
     if len(placement) < schedule.ranks:
         raise ValueError(f"placement has {len(placement)} devices for {schedule.ranks} ranks")
+    pl = np.asarray(placement, dtype=np.int64)
     comm = red = 0.0
     step_times = []
     for step in schedule.steps:
-        c, r = cost_step(step, platform, placement, params)
+        c, r = _cost_step(step, platform, placement, pl, params)
         comm += c * step.repeat
         red += r * step.repeat
         step_times.append(c + r)
     conv = 0.0
     if schedule.convert_bytes:
-        conv = max(convert_time(platform, placement[k], schedule.convert_bytes)
-                   for k in range(schedule.ranks))
+        # the same for every rank on one kind of device: once per kind (largest wins)
+        specs = platform.rank_specs
+        kinds = {id(specs[d]): d for d in placement[:schedule.ranks]}
+        conv = max(convert_time(platform, d, schedule.convert_bytes) for d in kinds.values())
     return CollectiveCost(comm + red + conv, comm, red, conv, step_times)

@@ -186,11 +186,13 @@ class NetworkParams:
         if not self._weights or transports is None or ANY_CLASS in own:  # type: ignore[attr-defined]
             return tuple(kinds)
         tables = self._tables  # type: ignore[attr-defined]
-        out = []
-        for k, t in zip(kinds, transports):
+        # decided once per distinct (class, transport): a platform has a handful of them but
+        # may have 314,000 links (scenarios/bsp_100k.yaml), and engines ask once per run
+        decided: dict[tuple[str, str | None], str] = {}
+        for k, t in set(zip(kinds, transports)):
             key = TRANSPORT_KEY + t if t is not None else None
-            out.append(key if key in tables and k not in own else k)
-        return tuple(out)
+            decided[k, t] = key if key in tables and k not in own else k
+        return tuple(map(decided.__getitem__, zip(kinds, transports)))
 
     def platform_keys(self, platform) -> tuple[str, ...] | None:
         """:meth:`link_keys` of a platform's links, memoised on the platform."""

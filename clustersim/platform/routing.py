@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from clustersim.platform.searches import bfs_c, bfs_py, reverse_matrix
-from clustersim.platform.stubs import peel_trees
+from clustersim.platform.stubs import chain, peel_trees, tree_route
 
 __all__ = ["Router", "NoRoute", "mix"]
 
@@ -135,19 +135,15 @@ class Router:
         self._balls: dict[int, _Ball] = {}
         self._cand: dict[int, tuple[tuple[int, int], ...]] = {}
         self._pair_dist: dict[int, int] = {}
+        self._chains: dict[int, tuple[int, ...]] = {}
         self._pos = np.empty(self._nexp, dtype=np.int64)
         self._arange = np.arange(self._nexp, dtype=np.int64)
         self.searches = 0  # full breadth-first searches run (benchmarks and tests read it)
 
     # -- construction ------------------------------------------------------------------
-    def _chain(self, u: int) -> list[int]:
+    def _chain(self, u: int) -> tuple[int, ...]:
         """``u`` and its attachment nodes up to its core node (``u`` alone when in the core)."""
-        attach = self._attach
-        out = [u]
-        while attach[u] >= 0:
-            u = attach[u]
-            out.append(u)
-        return out
+        return chain(self._chains, self._attach, u)
 
     def _build_reverse(self) -> None:
         """Reversed core graph; a cost-c edge becomes c unit steps through virtual nodes.
@@ -231,6 +227,10 @@ class Router:
         return (*(up[x][0] for x in cs[:-1]),
                 *self._core_walk(self._cid[cs[-1]], self._cid[ct[-1]], h, pick),
                 *(down[x][0] for x in reversed(ct[:-1])))
+
+    def tree_route(self, s: int, t: int) -> Route | None:
+        """:meth:`route` when ``s`` and ``t`` hang in one stub tree, else None (any policy)."""
+        return tree_route(self._chains, self._attach, self._up, self._down, s, t)
 
     def distance(self, s: int, t: int) -> int:
         """Minimal route cost from ``s`` to ``t`` (``-1`` when unreachable)."""

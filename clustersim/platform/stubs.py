@@ -6,7 +6,7 @@ alone, the router only walks what is left.
 
 from __future__ import annotations
 
-__all__ = ["peel_trees"]
+__all__ = ["chain", "peel_trees", "tree_route"]
 
 
 def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
@@ -64,3 +64,34 @@ def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
         if deg[a] == 1:
             todo.append(a)
     return attach, up, down
+
+
+def tree_route(chains: dict[int, tuple[int, ...]], attach: list[int],
+               up: list[tuple[int, int]], down: list[tuple[int, int]], s: int, t: int
+               ) -> tuple[int, ...] | None:
+    """The route between ``s`` and ``t`` when both hang in one tree (up to their lowest
+    common node, then down), else None; ``chains`` memoises each node's chain to its core
+    node.  Why apart from :meth:`Router.route`: a 100,000-rank ring asks for 87,500 such
+    routes inside machines at once, and the walk without per-call set-up is twice as fast."""
+    cs = chains.get(s) or chain(chains, attach, s)
+    ct = chains.get(t) or chain(chains, attach, t)
+    if s == t or cs[-1] != ct[-1] or (len(cs) == 1 and len(ct) == 1):
+        return () if s == t else None
+    i, j = len(cs) - 1, len(ct) - 1
+    while i > 0 and j > 0 and cs[i - 1] == ct[j - 1]:
+        i -= 1
+        j -= 1
+    return tuple([up[x][0] for x in cs[:i]] + [down[ct[y]][0] for y in range(j - 1, -1, -1)])
+
+
+def chain(chains: dict[int, tuple[int, ...]], attach: list[int], u: int) -> tuple[int, ...]:
+    """``u`` and its attachment nodes up to its core node, memoised in ``chains``."""
+    got = chains.get(u)
+    if got is None:
+        out = [u]
+        v = u
+        while attach[v] >= 0:
+            v = attach[v]
+            out.append(v)
+        got = chains[u] = tuple(out)
+    return got
