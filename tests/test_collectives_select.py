@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from test_collectives_cost import A, B, N, R, close, cost, log2c
 
 from clustersim.catalog import builtin_catalog
 from clustersim.collectives import build_schedule
@@ -18,7 +19,6 @@ from clustersim.collectives.plan import Plan
 from clustersim.collectives.selection import Context
 from clustersim.collectives.verify import check_schedule
 from clustersim.errors import InputError
-from tests.test_collectives_cost import A, B, N, R, close, cost, log2c
 
 P = [2, 3, 4, 5, 7, 8, 13, 16]
 
