@@ -16,7 +16,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clustersim.network.flow as flow_module
+import clustersim.network.sharing as flow_module  # the rate machinery and its thresholds
 from clustersim.network.flow import LAZY, FlowNetwork
 from clustersim.network.maxmin import maxmin_rates
 from clustersim.network.params import NetworkParams

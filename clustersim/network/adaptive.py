@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 import simpy
 
-from clustersim.network.flow import FlowNetwork, _Flow, _Group
+from clustersim.network.flow import FlowNetwork
+from clustersim.network.flowrecords import _Flow, _Group
 from clustersim.network.params import NetworkParams
 
 __all__ = ["AdaptiveFlowNetwork"]

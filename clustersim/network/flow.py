@@ -14,26 +14,9 @@ bytes it is charged depend on its size: see :mod:`clustersim.network.params`.
 Why it is built this way (the simulator runs compute and collectives of hundreds of workers on
 one network, so the engine is the hot loop):
 
-* **Only the affected flows are recomputed.**  A flow's max-min rate depends only on flows
-  connected to it through shared links (transitively); on an arrival or departure the engine
-  walks that connected component from the touched links and refills just those flows.  Flows
-  elsewhere keep their rates and their pending finish times.
-* **Rates below the lowest changed level stay.**  Progressive filling raises all rates
-  together and freezes flows level by level.  Let ``theta`` be the lowest level any changed
-  flow sits at (the old rate of a departing flow, the new rate of an arriving one).  Below
-  ``theta`` the filling with and without the change is the same process: no link crossed by a
-  changed flow saturates there, and every other link sees the same load.  So every flow whose
-  rate is below ``theta`` keeps it, and only flows at or above ``theta`` - connected through
-  flows at or above ``theta`` - are refilled, over the capacity the others leave.  A departing
-  flow is usually the fastest of its step (it finishes first), so this often shrinks a refill
-  of thousands of flows to a handful.  For arrivals a lower bound on the new rate suffices:
-  a flow never gets less than ``min over its links of capacity / flows on the link``.
-* **One recomputation per timestamp.**  Arrivals and departures only mark links dirty; the
-  refill runs from one SimPy event scheduled at the same time with a priority *below*
-  ``NORMAL``, so every ordinary event at that instant - including processes woken by flows
-  that just finished and starting their next transfers - is processed first and lands in
-  the same batch.  A flow alone on all its links needs no refill at all (it gets its
-  narrowest link).
+* **Rates: incremental max-min** (:mod:`clustersim.network.sharing`): only the flows
+  connected to a change are refilled, rates below the lowest changed level stay, and all
+  changes of one timestamp are batched into one recomputation.
 * **One pending SimPy wake-up.**  First-byte arrivals and finish times live in heaps; finish
   entries carry a version per flow.  A single SimPy wake-up is armed for the earliest timer.
   A rate change pushes a new heap entry and bumps the version, so old entries and superseded
@@ -54,107 +37,24 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 import simpy
 
-from clustersim.network.maxmin import progressive_fill
+from clustersim.network.flowrecords import FlowState, _Flow, _Group, _RouteInfo
 from clustersim.network.params import NetworkParams
+from clustersim.network.routecost import RouteCosting
+from clustersim.network.sharing import LAZY, MaxMinSharing, call_at
 
 __all__ = ["FlowNetwork", "FlowState", "LAZY"]
 
-#: SimPy priority of the rate recomputation: after URGENT (0) and NORMAL (1) events of the same
-#: timestamp, so that all arrivals/departures of one instant are batched.
-LAZY = 2
-
 #: a flow whose undrained bytes are below this fraction of its size counts as arrived
 _REL_EPS = 1e-9
-#: components up to this many flows are filled in plain Python (see ``_fill_small``)
-_SMALL_COMPONENT = 24
-#: fair shares this close (relative) saturate in the same round, as in ``maxmin``
-_REL_TOL = 1e-12
-#: rates within this factor below the threshold still count as "at the threshold" (refilled)
-_THETA_SLACK = 1 - 1e-9
 #: finish times this close (relative to the clock) are the same instant
 _TIME_EPS = 1e-12
 
 
-@dataclass(frozen=True)
-class FlowState:
-    """A snapshot of one flow in its bandwidth phase (see :meth:`FlowNetwork.snapshot`)."""
-
-    flow_id: int
-    route: tuple[int, ...]
-    nbytes: float
-    remaining: float
-    rate: float
-
-
-class _Group:
-    """Flows whose common completion event fires when the last of them has arrived."""
-
-    __slots__ = ("event", "pending")
-
-    def __init__(self, event: simpy.Event, pending: int) -> None:
-        self.event = event
-        self.pending = pending
-
-
-class _Flow:
-    __slots__ = ("fid", "route", "info", "size", "remaining", "rate", "t_last", "version",
-                 "group", "done")
-
-    def __init__(self, fid: int, route: tuple[int, ...], info: _RouteInfo, size: float,
-                 group: _Group) -> None:
-        self.fid = fid
-        self.route = route
-        self.info = info
-        self.size = size
-        self.remaining = size
-        self.rate = 0.0  # 0 until rated: "new in this batch"
-        self.t_last = 0.0
-        self.version = 0
-        self.group = group
-        self.done = False
-
-
-class _RouteInfo:
-    """What the engine needs of a route, computed once per distinct route.
-
-    ``latency`` includes ``params.overhead``; ``hops`` is the bare sum of hop latencies and
-    ``link_class`` the class of its narrowest link (which picks a protocol table, if any).
-    """
-
-    __slots__ = ("latency", "lone", "repeats", "_links", "hops", "link_class")
-
-    def __init__(self, route: tuple[int, ...], latency: float, lone: float,
-                 hops: float = 0.0, link_class: str | None = None) -> None:
-        self.latency = latency
-        self.lone = lone
-        self.repeats = len(set(route)) != len(route)
-        self._links: np.ndarray | None = None
-        self.hops = hops
-        self.link_class = link_class
-
-    def links(self, route: tuple[int, ...]) -> np.ndarray:
-        if self._links is None:
-            self._links = np.array(route, dtype=np.int64)
-        return self._links
-
-
-def _call_at(env: simpy.Environment, delay: float, priority: int, callback) -> None:
-    """Schedule ``callback(event)`` after ``delay`` at ``priority`` (a bare, already-succeeded
-    event: what :class:`simpy.Timeout` does, but with a chosen priority)."""
-    ev = simpy.Event(env)
-    ev._ok = True
-    ev._value = None
-    ev.callbacks.append(callback)
-    env.schedule(ev, priority, delay)
-
-
-class FlowNetwork:
+class FlowNetwork(RouteCosting, MaxMinSharing):
     """Max-min fair flows over link resources, driven by a SimPy environment.
 
     ``capacity`` and ``latency`` are per link resource (bytes/s, s), indexed by the ids routes
@@ -252,34 +152,6 @@ class FlowNetwork:
         self._start(routes, sizes, _Group(ev, len(routes)), collective)
         return ev
 
-    def message_latency(self, route: Sequence[int], nbytes: float = 0.0) -> float:
-        """Time before the first byte of an ``nbytes`` message on ``route`` arrives: the
-        per-message overhead (the protocol segment's, if any) plus the hop latencies.
-        An empty route (local copy) costs nothing."""
-        route = route if type(route) is tuple else tuple(route)
-        if not route:
-            return 0.0
-        info = self._info(route)
-        if self._protocols:
-            return self._message(info, float(nbytes))[0]
-        return info.latency
-
-    def message_plan(self, route: Sequence[int], nbytes: float) -> tuple[float, float]:
-        """(time before the first byte arrives, bytes to drain at ``capacity * efficiency``)
-        of one point-to-point message: the same protocol costs the analytic point-to-point
-        model (:mod:`clustersim.network.queueing`) must charge."""
-        route = route if type(route) is tuple else tuple(route)
-        if not route:
-            return 0.0, 0.0
-        return self._message(self._info(route), float(nbytes))
-
-    def _message(self, info: _RouteInfo, size: float, collective: bool = False
-                 ) -> tuple[float, float]:
-        """(latency incl. overhead, bytes to drain) of one message under the protocol table
-        and the collective efficiency."""
-        ovh, charge = self.params.message_cost(size, info.link_class, collective)
-        return info.hops + ovh, size * charge
-
     @property
     def active_flows(self) -> int:
         """Flows started and not yet arrived (latency phase included)."""
@@ -296,43 +168,6 @@ class FlowNetwork:
         return out
 
     # -- starting flows ------------------------------------------------------------------
-    def _info(self, route: tuple[int, ...]) -> _RouteInfo:
-        """Latency (overhead included) and lone-flow rate of a route, cached.
-
-        Plain loops rather than generator expressions: a 4,000-worker parameter server meets
-        8,000 distinct routes per run, so this is on the set-up path of every large point."""
-        info = self._route_info.get(route)
-        if info is None:
-            if not route:
-                info = _RouteInfo(route, 0.0, math.inf)
-            else:
-                nlinks = len(self._cap_list)
-                cap = self._cap_list
-                lat = self._lat_list
-                lone = math.inf
-                narrowest = -1  # first link of the lowest capacity (the bottleneck's class)
-                hop_lat = []
-                for lk in route:
-                    if not 0 <= lk < nlinks:
-                        raise ValueError(f"route {route} names a link outside 0..{nlinks - 1}")
-                    c = cap[lk]
-                    share = c / route.count(lk)
-                    if share < lone:
-                        lone = share
-                    if narrowest < 0 or c < cap[narrowest]:
-                        narrowest = lk
-                    hop_lat.append(lat[lk])
-                hops = math.fsum(hop_lat)
-                kinds = self._kinds
-                if self._weights and kinds is not None:  # narrowest achievable bandwidth
-                    w = self._weights
-                    narrowest = min(route, key=lambda lk: (cap[lk] * w.get(kinds[lk], 1.0),
-                                                           route.index(lk)))
-                kind = kinds[narrowest] if kinds is not None else None
-                info = _RouteInfo(route, self.params.overhead + hops, lone, hops, kind)
-            self._route_info[route] = info
-        return info
-
     def _start(self, routes: Sequence[tuple[int, ...]], sizes: Sequence[float],
                group: _Group, collective: bool = False) -> None:
         for size in sizes:
@@ -510,149 +345,5 @@ class FlowNetwork:
             self._wake_version += 1
             version = self._wake_version
             delay = max(t - self.env.now, 0.0)
-            _call_at(self.env, delay, simpy.events.NORMAL,
+            call_at(self.env, delay, simpy.events.NORMAL,
                      lambda _ev, v=version: self._wake(v))
-
-    # -- rate recomputation --------------------------------------------------------------
-    def _arm_recompute(self) -> None:
-        if not self._recompute_armed:
-            self._recompute_armed = True
-            _call_at(self.env, 0.0, LAZY, self._recompute)
-
-    def _component(self, seeds: dict[int, None]) -> list[_Flow]:
-        """All flows connected to the ``seeds`` links through shared links (breadth-first,
-        one frontier of links at a time so that the inner loops run in C)."""
-        on_link = self._on_link
-        comp: dict[int, _Flow] = {}
-        seen = set(seeds)
-        frontier = seen
-        while frontier:
-            found: dict[int, _Flow] = {}
-            for lk in frontier:
-                d = on_link[lk]
-                if d:
-                    found.update(d)
-            new = found.keys() - comp.keys()
-            if not new:
-                break
-            fresh = [found[fid] for fid in new]
-            comp.update(zip(new, fresh))
-            frontier = set(chain.from_iterable(f.route for f in fresh))
-            frontier -= seen
-            seen |= frontier
-        return list(comp.values())
-
-    def _upper_component(self, seeds: dict[int, None], theta: float
-                         ) -> tuple[list[_Flow], dict[int, float]]:
-        """Flows at or above ``theta`` (or not rated yet) connected to ``seeds`` through such
-        flows, and every visited link's capacity minus what the flows below ``theta`` use."""
-        on_link = self._on_link
-        cap = self._cap_list
-        lim = theta * _THETA_SLACK
-        comp: dict[int, _Flow] = {}
-        residual: dict[int, float] = {}
-        frontier = list(seeds)
-        while frontier:
-            fresh = []
-            for lk in frontier:
-                low = 0.0
-                d = on_link[lk]
-                if d:
-                    for fid, f in d.items():
-                        r = f.rate
-                        if r >= lim or r == 0.0:
-                            if fid not in comp:
-                                comp[fid] = f
-                                fresh.append(f)
-                        else:
-                            low += r * f.route.count(lk) if f.info.repeats else r
-                residual[lk] = cap[lk] - low
-            frontier = [lk for lk in set(chain.from_iterable(f.route for f in fresh))
-                        if lk not in residual]
-        return list(comp.values()), residual
-
-    def _recompute(self, _ev: simpy.Event) -> None:
-        self._recompute_armed = False
-        dirty, self._dirty = self._dirty, {}
-        now = self.env.now
-        theta = self._theta if self._theta_time == now else 0.0
-        if theta > 0.0:
-            flows, residual = self._upper_component(dirty, theta)
-        else:
-            flows, residual = self._component(dirty), None
-        if flows:
-            self.recomputations += 1
-            if len(flows) == 1 and residual is None:
-                rates = [flows[0].info.lone]
-            else:
-                rates = self._fill(flows, residual)
-                if residual is not None and min(rates) <= 0.0:
-                    # rounding left no capacity to share: refill the whole component instead
-                    flows = self._component(dirty)
-                    rates = self._fill(flows, None)
-            heap = self._heap
-            for f, r in zip(flows, rates):
-                if r == f.rate:
-                    continue  # unchanged rate: finish time and heap entry still valid
-                rem = f.remaining - f.rate * (now - f.t_last)
-                f.remaining = rem if rem > 0.0 else 0.0
-                f.t_last = now
-                f.rate = r
-                f.version += 1
-                heapq.heappush(heap, (now + f.remaining / r, f.fid, f.version, f))
-        self._arm_wake()
-
-    def _fill(self, flows: list[_Flow], residual: dict[int, float] | None) -> list[float]:
-        """Max-min rates of ``flows`` over ``residual`` capacities (default: full capacity);
-        numpy for big components, plain Python for small ones."""
-        if len(flows) <= _SMALL_COMPONENT:
-            return self._fill_small(flows, residual)
-        inc = np.concatenate([f.info.links(f.route) for f in flows])
-        lengths = np.fromiter((len(f.route) for f in flows), dtype=np.int64, count=len(flows))
-        owner = np.repeat(np.arange(len(flows), dtype=np.int64), lengths)
-        used, local = np.unique(inc, return_inverse=True)
-        if residual is None:
-            cap = self._cap[used]
-        else:
-            cap = np.fromiter((residual[lk] for lk in used.tolist()), dtype=float,
-                              count=len(used))
-        return progressive_fill(local, owner, cap, len(flows)).tolist()
-
-    def _fill_small(self, flows: list[_Flow], residual: dict[int, float] | None
-                    ) -> list[float]:
-        """Progressive filling in plain Python: numpy's per-call cost dominates below a few
-        dozen flows.  Same rounds and tolerance as :func:`progressive_fill`."""
-        cap = self._cap_list if residual is None else residual
-        rem: dict[int, float] = {}
-        cnt: dict[int, int] = {}
-        for f in flows:
-            for lk in f.route:
-                c = cnt.get(lk)
-                if c is None:
-                    cnt[lk] = 1
-                    rem[lk] = cap[lk]
-                else:
-                    cnt[lk] = c + 1
-        rates = [0.0] * len(flows)
-        active = list(range(len(flows)))
-        while active:
-            share = {lk: (r if (r := rem[lk]) > 0.0 else 0.0) / c for lk, c in cnt.items()}
-            s = min(share.values())
-            lim = s * (1 + _REL_TOL) + 1e-300
-            bottleneck = {lk for lk, x in share.items() if x <= lim}
-            still = []
-            for i in active:
-                route = flows[i].route
-                if bottleneck.isdisjoint(route):
-                    still.append(i)
-                    continue
-                rates[i] = s
-                for lk in route:
-                    rem[lk] -= s
-                    c = cnt[lk] - 1
-                    if c:
-                        cnt[lk] = c
-                    else:
-                        del cnt[lk]
-            active = still
-        return rates
