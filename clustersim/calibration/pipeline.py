@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
@@ -34,9 +34,15 @@ from clustersim.calibration.collfit import (
     EFFICIENCY_BOUNDS,
     CollectiveFit,
     fit_collectives,
-    split_table,
 )
 from clustersim.calibration.computefit import ComputeFit, fit_compute
+from clustersim.calibration.fitlines import (
+    FitLine,
+    compute_lines,
+    pingpong_lines,
+    split_lines,
+    split_note,
+)
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
 from clustersim.errors import InputError
@@ -119,30 +125,6 @@ def make_target(platform: Platform, ranks: int, hosts: Sequence[str] | None = No
     return Target(platform, tuple(placement), device, cls, hops)
 
 
-@dataclass(frozen=True)
-class FitLine:
-    """One reported number: what it is, its value and 95 % interval, from how many points."""
-
-    parameter: str
-    value: float
-    low: float
-    high: float
-    unit: str
-    points: int
-    rms_rel: float
-    bench: str
-
-    def as_dict(self) -> dict[str, Any]:
-        def g(x: float) -> Any:
-            # an interval the data cannot bound (inf) or a number it cannot give (nan) is
-            # written as null: profiles are read back with finite numbers only
-            return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
-
-        return {"parameter": self.parameter, "value": g(self.value),
-                "ci95": [g(self.low), g(self.high)], "unit": self.unit,
-                "points": self.points, "rms_rel": g(self.rms_rel), "from": self.bench}
-
-
 @dataclass
 class Calibration:
     """Everything one calibration produced; ``profile`` is what gets written."""
@@ -183,130 +165,6 @@ def _plan_labelled(gemm: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str,
             n += 1
         out.append(r)
     return out, n
-
-
-def _pingpong_lines(pw: PiecewiseFit, lm: LinkModel, cls: str) -> list[FitLine]:
-    lines = []
-    for k, (p, seg) in enumerate(zip(pw.pieces, lm.segments)):
-        f = p.fit
-        (alo, ahi), (blo, bhi) = f.interval("alpha"), f.interval("beta")
-        pre = f"network.protocol.{cls}.{k}"
-        lines.append(FitLine(f"pingpong.{cls}.{k}.alpha", p.alpha, alo, ahi, "s", f.points,
-                             f.rms_rel, "pingpong"))
-        lines.append(FitLine(f"pingpong.{cls}.{k}.beta", p.beta, blo, bhi, "s/B", f.points,
-                             f.rms_rel, "pingpong"))
-        shift = p.alpha - seg.overhead  # hops * latency, held fixed
-        lines.append(FitLine(f"{pre}.start", seg.start, seg.start, seg.start, "B", f.points,
-                             f.rms_rel, "pingpong"))
-        lines.append(FitLine(f"{pre}.overhead", seg.overhead, max(alo - shift, 0.0),
-                             ahi - shift, "s", f.points, f.rms_rel, "pingpong"))
-
-        def eff(beta: float) -> float:
-            return 1.0 / (beta * lm.bandwidth) if beta > 0 else math.inf
-
-        lines.append(FitLine(f"{pre}.efficiency", seg.efficiency, eff(bhi), eff(blo), "1",
-                             f.points, f.rms_rel, "pingpong"))
-    # the link's own numbers come from the fastest visible segment and the smallest alpha
-    fastest = max((p for p in pw.pieces if p.beta > 0), key=lambda p: 1 / p.beta, default=None)
-    if fastest is not None and math.isclose(1 / fastest.beta, lm.bandwidth, rel_tol=1e-12):
-        blo, bhi = fastest.fit.interval("beta")
-        lines.append(FitLine(f"link.{cls}.bandwidth", lm.bandwidth,
-                             1 / bhi if bhi > 0 else math.nan, 1 / blo if blo > 0 else math.inf,
-                             "B/s", fastest.fit.points, fastest.fit.rms_rel, "pingpong"))
-    lat_piece = min(pw.pieces, key=lambda p: abs(p.alpha - lm.hops * lm.latency))
-    alo, ahi = lat_piece.fit.interval("alpha")
-    lines.append(FitLine(f"link.{cls}.latency", lm.latency, max(alo, 0.0) / lm.hops,
-                         ahi / lm.hops, "s", lat_piece.fit.points, lat_piece.fit.rms_rel,
-                         "pingpong"))
-    return lines
-
-
-def _compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
-    lines = []
-    f = cf.fit
-    pre = f"device.{device}"
-    if f is not None:
-        for cls in ("conv", "fc", "fc_wgrad"):
-            if cls in cf.inherited or cls not in cf.rates:
-                continue
-            lo, hi = f.interval(f"rate_{cls}")
-            lines.append(FitLine(f"compute.efficiency.{cls}", cf.efficiency[cls],
-                                 lo / cf.peak, hi / cf.peak, "1", f.points, f.rms_rel, "gemm"))
-        if "mem" in f.names:
-            lo, hi = f.interval("mem")
-            lines.append(FitLine(f"{pre}.mem_efficiency", cf.mem_efficiency, lo / cf.mem_bw,
-                                 hi / cf.mem_bw, "1", f.points, f.rms_rel, "memory"))
-        if "pack" in f.names and cf.pack_rate is not None:
-            lo, hi = f.interval("pack")  # seconds per byte: the rate's interval is inverted
-            lines.append(FitLine(f"{pre}.pack_rate", cf.pack_rate,
-                                 1.0 / hi if hi > 0 else math.nan,
-                                 1.0 / lo if lo > 0 else math.inf, "B/s", f.points, f.rms_rel,
-                                 "gemm"))
-        lo, hi = f.interval("overhead")
-        lines.append(FitLine(f"{pre}.overhead", cf.overhead, max(lo, 0.0), hi, "s", f.points,
-                             f.rms_rel, "gemm+memory"))
-    if cf.reduce_fit is not None and cf.reduce_rate is not None:
-        lo, hi = cf.reduce_fit.interval("rate")
-        lines.append(FitLine(f"{pre}.reduce_bw", cf.reduce_rate, lo, hi, "B/s",
-                             cf.reduce_fit.points, cf.reduce_fit.rms_rel, "reduce"))
-    return lines
-
-
-def _split_lines(lines: list[FitLine], cls: str, segments: Sequence[Any],
-                 cfit: CollectiveFit) -> list[FitLine]:
-    """The ping-pong segments' ``network.protocol.{cls}.{k}.*`` lines renumbered to the table
-    with the collective fit's splits inserted, each inserted segment's lines (start from the
-    collective fit; overhead and efficiency those of the segment it splits) after its
-    parent's."""
-    new = split_table(segments, cfit.splits)
-    index = {s.start: i for i, s in enumerate(new)}
-    old_to_new = [index[s.start] for s in segments]
-    children: dict[int, list[int]] = {}
-    for j, seg in enumerate(new):
-        if seg.start in cfit.splits:
-            parent = max(k for k, s in enumerate(segments) if s.start < seg.start)
-            children.setdefault(parent, []).append(j)
-    pre = f"network.protocol.{cls}."
-    by_old: dict[tuple[int, str], FitLine] = {}
-    for ln in lines:
-        if ln.parameter.startswith(pre):
-            k, fld = ln.parameter[len(pre):].split(".", 1)
-            by_old[(int(k), fld)] = ln
-    f = cfit.fit
-    out = []
-    for ln in lines:
-        if not ln.parameter.startswith(pre):
-            out.append(ln)
-            continue
-        k, fld = ln.parameter[len(pre):].split(".", 1)
-        kk = int(k)
-        out.append(replace(ln, parameter=f"{pre}{old_to_new[kk]}.{fld}"))
-        if fld != "efficiency":
-            continue
-        for j in children.get(kk, []):
-            start = new[j].start
-            out.append(FitLine(f"{pre}{j}.start", start, start, start, "B",
-                               f.points if f else 0, f.rms_rel if f else math.nan,
-                               "collective"))
-            for fld2 in ("overhead", "efficiency"):
-                if (kk, fld2) in by_old:
-                    out.append(replace(by_old[(kk, fld2)], parameter=f"{pre}{j}.{fld2}"))
-    return out
-
-
-def _split_note(cfit: CollectiveFit, segments: Sequence[Any]) -> str:
-    """What the collective fit split, for the notes."""
-    from clustersim.units import format_size
-
-    parts = []
-    for c in cfit.splits:
-        k = max(i for i, s in enumerate(segments) if s.start < c)
-        end = format_size(segments[k + 1].start) if k + 1 < len(segments) else "up"
-        parts.append(f"{c:.0f} B = {format_size(c)} (inside ping-pong segment {k}, "
-                     f"{format_size(segments[k].start)} .. {end})")
-    crit = " -> ".join(f"{b:.1f}" for b in cfit.criterion[:len(cfit.splits) + 1])
-    return (f"collectives: {len(cfit.splits)} breakpoint(s) of their own, at messages of "
-            f"{', '.join(parts)}; BIC {crit}")
 
 
 def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
@@ -351,7 +209,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
         prof.links[cls] = {"bandwidth": lm.bandwidth, "latency": lm.latency}
         prof.protocols[cls] = lm.segments
         params = NetworkParams(protocols={cls: lm.segments})
-        lines += _pingpong_lines(pw, lm, cls)
+        lines += pingpong_lines(pw, lm, cls)
         bps = ", ".join(f"{b:g} B" for b in pw.breakpoints) or "none"
         notes.append(f"ping-pong: {len(pw.pieces)} segment(s), breakpoints {bps} "
                      f"({'detected' if pw.detected else 'given'})")
@@ -376,7 +234,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
             if cf.pack_rate is not None:
                 dev["pack_rate"] = cf.pack_rate
             prof.devices[target.device] = dev
-            lines += _compute_lines(cf, target.device)
+            lines += compute_lines(cf, target.device)
             notes += cf.notes
             if cf.inherited:
                 notes.append("kernel classes without their own GEMMs: " + ", ".join(
@@ -419,8 +277,8 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                                       min_rows=collective_min_rows, loss=loss,
                                       f_scale=f_scale)
         if cfit.splits and target.link is not None and lm is not None:
-            lines = _split_lines(lines, target.link, lm.segments, cfit)
-            notes.append(_split_note(cfit, lm.segments))
+            lines = split_lines(lines, target.link, lm.segments, cfit)
+            notes.append(split_note(cfit, lm.segments))
         if cfit.duplex is not None and target.link is not None:
             prof.links.setdefault(target.link, {})["duplex"] = cfit.duplex
             if len(cfit.costs) > 1:
