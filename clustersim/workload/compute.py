@@ -50,14 +50,20 @@ replaces a rate per batch size; without it every prediction is unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from clustersim.catalog import DeviceSpec
 from clustersim.errors import InputError, unknown_name
-from clustersim.units import UnitError, parse_bandwidth, parse_size, parse_time
-from clustersim.workload.layer import BYTES_PER_ELEMENT, KERNEL_CLASSES, Layer
+from clustersim.workload.compute_overrides import (
+    EFFICIENCY_CLASSES,
+    FC_WGRAD,
+    ComputeOverrides,
+    as_overrides,
+)
+from clustersim.workload.input_pipeline import InputPipeline
+from clustersim.workload.layer import BYTES_PER_ELEMENT, Layer
 from clustersim.workload.model import Model
 
 __all__ = [
@@ -74,91 +80,6 @@ OPTIMIZERS: dict[str, tuple[int, int]] = {
 }
 
 
-#: The weight-gradient GEMM of fully connected layers (batch as the inner dimension).
-FC_WGRAD = "fc_wgrad"
-
-#: Keys of :attr:`ComputeOverrides.efficiency`: the layer kernel classes plus ``fc_wgrad``,
-#: which is not a layer's class but one kernel of an fc layer's backward pass.
-EFFICIENCY_CLASSES: tuple[str, ...] = (*KERNEL_CLASSES, FC_WGRAD)
-
-
-def _fraction(value: Any, path: Sequence[str | int]) -> float:
-    # from 1e-6: an efficiency of 1e-300 would push layer times past float range
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1e-6 <= value <= 1:
-        raise InputError(f"must be a number in [1e-6, 1], not {value!r}", path=tuple(path))
-    return float(value)
-
-
-@dataclass(frozen=True)
-class ComputeOverrides:
-    """Calibrated replacements for the device defaults.
-
-    ``efficiency`` maps kernel classes (``conv``, ``fc``, ``other``) to fractions of peak; a
-    missing class uses ``DeviceSpec.efficiency``.  It may also carry ``fc_wgrad``, the rate of
-    fc weight-gradient GEMMs: only then is an fc layer's backward pass split into two kernels
-    (:func:`layer_time`).  A single number for ``efficiency`` sets the three kernel classes,
-    not ``fc_wgrad``.  ``None`` fields use the device's value.
-    """
-
-    efficiency: Mapping[str, float] = field(default_factory=dict)
-    mem_efficiency: float | None = None
-    overhead: float | None = None
-
-    def __post_init__(self) -> None:
-        for cls, value in self.efficiency.items():
-            if cls not in EFFICIENCY_CLASSES:
-                raise unknown_name("efficiency class", str(cls), EFFICIENCY_CLASSES,
-                                   path=("efficiency", cls))
-            _fraction(value, ("efficiency", cls))
-        if self.mem_efficiency is not None:
-            _fraction(self.mem_efficiency, ("mem_efficiency",))
-        if self.overhead is not None and not (math.isfinite(self.overhead) and self.overhead >= 0):
-            raise InputError(f"must be a non-negative time, not {self.overhead!r}",
-                             path=("overhead",))
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None,
-                  path: Sequence[str | int] = ()) -> ComputeOverrides:
-        """From ``{efficiency: 0.6 | {conv: 0.6, fc: 0.4, other: 0.3, fc_wgrad: 0.5},
-        mem_efficiency: 0.8, overhead: "8 us"}``; errors name the field path."""
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise InputError("compute overrides must be a mapping", path=tuple(path))
-        allowed = ("efficiency", "mem_efficiency", "overhead")
-        for key in raw:
-            if key not in allowed:
-                raise unknown_name("compute field", str(key), allowed, path=(*path, key))
-        eff_raw = raw.get("efficiency", {})
-        if isinstance(eff_raw, Mapping):
-            eff = dict(eff_raw)
-        else:
-            eff = {c: _fraction(eff_raw, (*path, "efficiency")) for c in KERNEL_CLASSES}
-        overhead = None
-        if "overhead" in raw:
-            try:
-                overhead = parse_time(raw["overhead"])
-            except UnitError as exc:
-                raise InputError(str(exc), path=(*path, "overhead")) from None
-        try:
-            return cls(efficiency=eff, mem_efficiency=raw.get("mem_efficiency"), overhead=overhead)
-        except InputError as exc:
-            raise exc.located(prefix=tuple(path)) from None
-
-    def efficiency_for(self, device: DeviceSpec, kclass: str) -> float:
-        return self.efficiency.get(kclass, device.efficiency)
-
-    def mem_efficiency_for(self, device: DeviceSpec) -> float:
-        return device.mem_efficiency if self.mem_efficiency is None else self.mem_efficiency
-
-    def overhead_for(self, device: DeviceSpec) -> float:
-        return device.overhead if self.overhead is None else self.overhead
-
-
-def _as_overrides(overrides: ComputeOverrides | Mapping[str, Any] | None) -> ComputeOverrides:
-    if isinstance(overrides, ComputeOverrides):
-        return overrides
-    return ComputeOverrides.from_dict(overrides)
 
 
 @dataclass(frozen=True)
@@ -281,7 +202,7 @@ def layer_time(layer: Layer, device: DeviceSpec, batch: int, phase: str = "forwa
     One kernel per pass, except the backward pass of an fc layer with weights when the
     overrides carry an ``fc_wgrad`` efficiency: then two (:func:`_fc_backward`).
     """
-    ov = _as_overrides(overrides)
+    ov = as_overrides(overrides)
     if (phase == "backward" and FC_WGRAD in ov.efficiency and layer.kernel_class == "fc"
             and layer.weighted):
         return _fc_backward(layer, device, batch, ov)
@@ -308,7 +229,7 @@ def update_time(model: Model, device: DeviceSpec, optimizer: str = "sgd",
     """Optimizer step: one memory-bound kernel per layer with parameters."""
     if optimizer not in OPTIMIZERS:
         raise unknown_name("optimizer", optimizer, OPTIMIZERS, path=("optimizer",))
-    ov = _as_overrides(overrides)
+    ov = as_overrides(overrides)
     bpp, fpp = OPTIMIZERS[optimizer]
     total = 0.0
     for layer in model.weighted_layers:
@@ -317,68 +238,6 @@ def update_time(model: Model, device: DeviceSpec, optimizer: str = "sgd",
                         ov.overhead_for(device))
         total += t
     return total
-
-
-@dataclass(frozen=True)
-class InputPipeline:
-    """Where the samples come from: storage/network bandwidth and, optionally, a decode rate.
-
-    ``bandwidth`` (bytes/s) is what this worker gets (divide a shared file system's bandwidth by
-    the workers reading it); ``bytes_per_sample`` is the stored size (an ImageNet JPEG is about
-    110 kB); ``decode_rate`` (samples/s) caps CPU-side decoding and augmentation.  The pipeline
-    is assumed to prefetch, so it overlaps compute and only starves it when slower.
-    """
-
-    bandwidth: float
-    bytes_per_sample: float
-    decode_rate: float | None = None
-
-    def __post_init__(self) -> None:
-        if not self.bandwidth > 0 or not self.bytes_per_sample > 0:
-            raise InputError("input pipeline needs positive bandwidth and bytes_per_sample")
-        if self.decode_rate is not None and not self.decode_rate > 0:
-            raise InputError("input pipeline decode_rate must be positive", path=("decode_rate",))
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], path: Sequence[str | int] = ()) -> InputPipeline:
-        """From ``{bandwidth: "500 MB/s", bytes_per_sample: "110 kB", decode_rate: 2000}``."""
-        if not isinstance(raw, Mapping):
-            raise InputError("input pipeline must be a mapping", path=tuple(path))
-        allowed = ("bandwidth", "bytes_per_sample", "decode_rate")
-        for key in raw:
-            if key not in allowed:
-                raise unknown_name("input pipeline field", str(key), allowed, path=(*path, key))
-        for key in allowed[:2]:
-            if key not in raw:
-                raise InputError(f"input pipeline needs {key!r}", path=(*path, key))
-        try:
-            bw = parse_bandwidth(raw["bandwidth"])
-        except UnitError as exc:
-            raise InputError(str(exc), path=(*path, "bandwidth")) from None
-        try:
-            size = parse_size(raw["bytes_per_sample"], allow_zero=False)
-        except UnitError as exc:
-            raise InputError(str(exc), path=(*path, "bytes_per_sample")) from None
-        rate = raw.get("decode_rate")
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
-                                 or not rate > 0):
-            raise InputError(f"must be a positive number of samples/s, not {rate!r}",
-                             path=(*path, "decode_rate"))
-        return cls(bw, size, None if rate is None else float(rate))
-
-    @property
-    def io_rate(self) -> float:
-        return self.bandwidth / self.bytes_per_sample
-
-    @property
-    def rate(self) -> float:
-        """Samples per second the pipeline delivers."""
-        return self.io_rate if self.decode_rate is None else min(self.io_rate, self.decode_rate)
-
-    @property
-    def limit(self) -> str:
-        """``io`` or ``decode``: which stage sets :attr:`rate`."""
-        return "decode" if self.decode_rate is not None and self.decode_rate < self.io_rate else "io"
 
 
 @dataclass(frozen=True)
@@ -429,7 +288,7 @@ class ComputeProfile:
         """Cost every layer of ``model`` for ``batch`` samples on ``device``."""
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InputError(f"batch must be a positive integer, not {batch!r}", path=("batch",))
-        ov = _as_overrides(overrides)
+        ov = as_overrides(overrides)
         fwd = tuple(layer_time(layer, device, batch, "forward", ov) for layer in model.layers)
         steps: list[BackwardStep] = []
         clock = 0.0
