@@ -57,9 +57,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-
-import numpy as np
 
 from clustersim.algorithms.base import (
     ActorContext,
@@ -71,7 +68,6 @@ from clustersim.algorithms.base import (
     shared_ops,
 )
 from clustersim.algorithms.ops import ActorGen, Compute, Handle, Record, Recv, Send, Wait
-from clustersim.algorithms.proxy import attach
 
 __all__ = [
     "TAG_PUSH", "TAG_PULL", "FORWARD", "BACKWARD", "LOCAL_STEP", "VersionClock", "shard_bytes", "pushes_per_worker", "push_to_shards",
@@ -164,7 +160,9 @@ def async_server(clients: Sequence[int], pushes: int, nbytes: float, step: str,
 
     def body(ctx: ActorContext) -> ActorGen:
         if shards is not None and ctx.math is not None:
-            yield from _async_server_math(ctx, len(clients) * pushes, apply, take, answer,
+            from clustersim.algorithms import ps_math  # imports this module's ops
+
+            yield from ps_math.async_server_math(ctx, len(clients) * pushes, apply, take, answer,
                                           lock_free, lag, shards)
             return
         clock = VersionClock(lag)
@@ -212,7 +210,9 @@ def sync_server(clients: Sequence[int], rounds: int, nbytes: float, *,
 
     def body(ctx: ActorContext) -> ActorGen:
         if shards is not None and ctx.math is not None:
-            yield from _sync_server_math(ctx, len(clients), rounds, take, add, fresh, step,
+            from clustersim.algorithms import ps_math  # imports this module's ops
+
+            yield from ps_math.sync_server_math(ctx, len(clients), rounds, take, add, fresh, step,
                                          answers, shards)
             return
         for _ in range(rounds):
@@ -270,7 +270,9 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
 
     def body(ctx: ActorContext) -> ActorGen:
         if ctx.math is not None:
-            yield from _ps_worker_math(ctx, servers, nbytes, tau)
+            from clustersim.algorithms import ps_math  # imports this module's ops
+
+            yield from ps_math.ps_worker_math(ctx, servers, nbytes, tau)
             return
         marks = iteration_marks(ctx.iterations)
         for it in range(ctx.iterations):
@@ -287,95 +289,6 @@ def ps_worker(servers: Sequence[int], nbytes: float, tau: int
                     yield from push_to_shards(sends, recvs)
 
     return body
-
-
-# -- the proxy model's math (ctx.math): the same operations, with fn/data ---------------------
-def _ps_worker_math(ctx: ActorContext, servers: tuple[int, ...], nbytes: float, tau: int
-                    ) -> ActorGen:
-    """:func:`ps_worker` with the proxy model's math: push the gradient (summed over ``tau``
-    local steps), adopt every shard's weights from its reply."""
-    m = ctx.math
-    parts = [m.shard(k, len(servers)) for k in range(len(servers))]
-    sends, recvs = push_ops(servers, nbytes)
-    forward, backward = replace(FORWARD, fn=m.forward), replace(BACKWARD, fn=m.backward)
-    acc = None  # the gradients since the last push (DOWNPOUR's accumulated update)
-    for it in range(ctx.iterations):
-        yield Record("iteration", it)
-        yield forward
-        grad = yield backward
-        if tau > 1:
-            yield replace(LOCAL_STEP, fn=m.step, data=grad)
-        acc = grad if acc is None else acc + grad
-        if (it + 1) % tau == 0:
-            pieces = m.split(acc, len(servers))
-            acc = None
-            if len(sends) == 1:
-                yield replace(sends[0], data=pieces[0])
-            else:
-                handles = []
-                for op, piece in zip(sends, pieces):
-                    handles.append((yield replace(op, data=piece)))
-                yield Wait(handles)
-            for part, op in zip(parts, recvs):
-                msg = yield op
-                if msg.data is not None:
-                    part.load(msg.data)
-
-
-def _async_server_math(ctx: ActorContext, total: int, apply: Compute, take: Recv,
-                       answer: dict[int, Send], lock_free: bool, lag: int, shards: int
-                       ) -> ActorGen:
-    """:func:`async_server` with the proxy model's math: apply each push to the shard's
-    weights (SGD, or momentum for an ``update`` step), answer with the weights - as they are
-    before the push in Hogwild, after it otherwise."""
-    part = ctx.math.shard(ctx.index, shards)
-    update = part.sgd if apply.phase == "accumulate" else part.momentum_step
-    clock = VersionClock(lag)
-    replies: dict[int, Handle] = {}
-    for _ in range(total):
-        msg = yield take
-        src = msg.src
-        yield Record("staleness", clock.staleness(src))
-        if not lock_free:
-            yield attach(apply, update, msg.data)
-            clock.applied()
-            yield UPDATED
-        prev = replies.pop(src, None)
-        if prev is not None:
-            yield Wait(prev)
-        clock.replied(src)
-        replies[src] = yield replace(answer[src], data=part.params())
-        if lock_free:
-            yield attach(apply, update, msg.data)
-            clock.applied()
-            yield UPDATED
-    if replies:
-        yield Wait(list(replies.values()))
-
-
-def _sync_server_math(ctx: ActorContext, clients: int, rounds: int, take: Recv, add: Compute,
-                      fresh: Record, step: Compute, answers: list[Send], shards: int
-                      ) -> ActorGen:
-    """:func:`sync_server` with the proxy model's math: sum the round's pushes, one SGD step
-    with their mean, everyone gets the new weights."""
-    part = ctx.math.shard(ctx.index, shards)
-    for _ in range(rounds):
-        total = np.zeros_like(part.weights)
-
-        def add_push(g: np.ndarray, total: np.ndarray = total) -> np.ndarray:
-            total += np.asarray(g, dtype=total.dtype).reshape(-1)
-            return total
-
-        for _ in range(clients):
-            msg = yield take
-            yield attach(add, add_push, msg.data)
-            yield fresh
-        yield replace(step, fn=lambda t: part.sgd(t / clients), data=total)
-        yield UPDATED
-        handles = []
-        for op in answers:
-            handles.append((yield replace(op, data=part.params())))
-        yield Wait(handles)
 
 
 def _server_ranks(job: JobInfo, shards: int) -> tuple[int, ...]:
