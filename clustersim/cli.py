@@ -85,7 +85,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     scn = load_scenario(scenario_path(args.scenario), sets)
     if args.calibration:
-        from clustersim.calibration.profile import apply_profile
+        from clustersim.calibration.applyprofile import apply_profile
 
         scn = apply_profile(scn, args.calibration)
     from clustersim.report.output import check_outputs
@@ -202,7 +202,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
     scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
     if args.calibration:
-        from clustersim.calibration.profile import apply_profile
+        from clustersim.calibration.applyprofile import apply_profile
 
         scn = apply_profile(scn, args.calibration)
     out = Path(args.output)

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from test_calibration_roundtrip import platform as roundtrip_platform
 
+from clustersim.calibration.applyprofile import apply_profile_data
 from clustersim.calibration.collfit import (
     SPLIT_EVIDENCE,
     collective_times,
@@ -34,7 +35,7 @@ from clustersim.calibration.collfit import (
     with_splits,
 )
 from clustersim.calibration.pipeline import calibrate_rows, make_target
-from clustersim.calibration.profile import apply_profile_data, dump_profile, parse_profile
+from clustersim.calibration.profile import dump_profile, parse_profile
 from clustersim.calibration.rows import rows_from_events
 from clustersim.calibration.synthetic import one_way_time, simulated_microbench
 from clustersim.catalog import DeviceSpec

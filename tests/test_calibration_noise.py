@@ -12,10 +12,10 @@ import statistics
 import pytest
 import yaml
 
+from clustersim.calibration.applyprofile import apply_profile_data
 from clustersim.calibration.pipeline import calibrate_rows, make_target
 from clustersim.calibration.profile import (
     Profile,
-    apply_profile_data,
     dump_profile,
     parse_profile,
 )

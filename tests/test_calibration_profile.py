@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clustersim.calibration.applyprofile import apply_profile, apply_profile_data
 from clustersim.calibration.params import REGISTRY, lookup, scenario_values
 from clustersim.calibration.profile import (
     FORMAT,
     Profile,
-    apply_profile,
-    apply_profile_data,
     dump_profile,
     load_profile,
     parse_profile,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from clustersim.calibration.applyprofile import apply_profile_data
 from clustersim.calibration.computefit import fit_compute, gemm_bytes, row_class
 from clustersim.calibration.measure import bench_plan
 from clustersim.calibration.params import REGISTRY, lookup
@@ -13,7 +14,6 @@ from clustersim.calibration.pipeline import calibrate_rows, make_target
 from clustersim.calibration.profile import (
     KERNEL_CLASSES,
     Profile,
-    apply_profile_data,
     dump_profile,
     parse_profile,
 )

@@ -9,7 +9,7 @@ functions that run real benchmarks):
 * :mod:`.computefit` roofline efficiencies per kernel class, memory and reduction throughput
 * :mod:`.collfit`    per-step overhead and collective efficiency from collective benchmarks
 * :mod:`.pipeline`   rows -> every fit -> a :class:`~.profile.Profile`
-* :mod:`.profile`    the profile YAML, :func:`~.profile.apply_profile` for ``--calibration``
+* :mod:`.profile`    the profile YAML, :func:`~.applyprofile.apply_profile` for ``--calibration``
 * :mod:`.rows`       benchmark rows from trace events (mean / median / min)
 * :mod:`.measure`    the measurement plan of ``calibrate --real``; :mod:`.contention` its
   kernels-while-peers-poll benchmark

@@ -42,22 +42,19 @@ profile of this laptop says nothing about a KNL partition's MPI.  What moved is 
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
-from clustersim.calibration.params import format_value, lookup, scenario_values
-from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
+from clustersim.calibration.retune import DEVICE_FIELDS
 from clustersim.errors import InputError, unknown_name
-from clustersim.network.params import ANY_CLASS, NetworkParams, Segment
+from clustersim.network.params import NetworkParams, Segment
 from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
 
-__all__ = ["FORMAT", "Profile", "Change", "load_profile", "dump_profile", "write_profile",
-           "apply_profile", "apply_profile_data", "format_changes"]
+__all__ = ["FORMAT", "Profile", "Change", "load_profile", "dump_profile", "write_profile"]
 
 FORMAT = "clustersim-calibration/1"
 #: keys of ``efficiency_by_class``: the workload's EFFICIENCY_CLASSES (``fc_wgrad`` only
@@ -355,129 +352,3 @@ def load_profile(path: str | Path) -> Profile:
 
     raw = load_yaml(path, what="calibration profile")
     return parse_profile(raw, str(path))
-
-
-# -- applying --------------------------------------------------------------------------------
-@dataclass
-class _Applied:
-    scenario: Any
-    changes: list[Change]
-    notes: list[str]
-
-
-def _device_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if k in DEVICE_FIELDS}
-
-
-def _apply_one(scn: Any, prof: Profile) -> _Applied:
-    from clustersim.workload import ComputeOverrides
-
-    plat = scn.platform
-    dev_names = {plat.spec(d).name for d in range(plat.num_devices)}
-    kinds = set(plat.link_kind)
-    dev_over = {n: _device_fields(f) for n, f in prof.devices.items() if n in dev_names}
-    link_over = {c: dict(f) for c, f in prof.links.items() if c in kinds}
-    notes = [f"device {n!r} is not in this platform: not applied"
-             for n in sorted(set(prof.devices) - dev_names)]
-    notes += [f"link class {c!r} is not in this platform: not applied"
-              for c in sorted(set(prof.links) - kinds)]
-    new_plat = retune_platform(plat, dev_over, link_over) if (dev_over or link_over) else plat
-    net = scn.network
-    if dev_over or link_over:
-        protocols = dict(net.protocols)
-        for cls, segs in prof.protocols.items():
-            if cls in kinds or cls == ANY_CLASS:
-                protocols[cls] = segs
-            else:
-                notes.append(f"protocol table of link class {cls!r} is not used by this "
-                             f"platform: not applied")
-        net = NetworkParams(
-            overhead=prof.network.get("overhead", net.overhead),
-            efficiency=prof.network.get("efficiency", net.efficiency),
-            step_overhead=prof.network.get("step_overhead", net.step_overhead),
-            collective_efficiency=prof.network.get("collective_efficiency",
-                                                   net.collective_efficiency),
-            protocols=protocols)
-    elif prof.network or prof.protocols:
-        notes.append("no device or link class of the profile is in this platform: its "
-                     "network parameters (step overhead, protocols) were not applied")
-    wl = scn.workload
-    if wl is not None and dev_over:
-        if dev_names <= set(dev_over):
-            tables = [prof.devices[n].get("efficiency_by_class") for n in sorted(dev_names)]
-            same = all(t == tables[0] for t in tables) and tables[0]
-            comp = ComputeOverrides(efficiency=dict(tables[0]) if same else {})
-            if not same:
-                notes.append("devices carry different per-class efficiencies: each uses its "
-                             "own overall efficiency")
-            wl = replace(wl, compute=comp)
-            jitters = [prof.devices[n].get("jitter") for n in sorted(dev_names)]
-            if all(j is not None for j in jitters):
-                # the machine's measured noise replaces the scenario's guess (one value per
-                # run: the noisiest device's, as a straggler sets a synchronous step)
-                wl = replace(wl, jitter=min(max(jitters), 1.0))
-        elif wl.compute is not None and (wl.compute.efficiency or wl.compute.overhead
-                                         is not None or wl.compute.mem_efficiency is not None):
-            notes.append("the platform also has uncalibrated devices: the scenario's "
-                         "workload.compute overrides stay and apply to every device")
-    catalog = scn.catalog
-    known = {n: f for n, f in dev_over.items() if n in catalog.devices}
-    if known or any(c in catalog.links for c in link_over):
-        from dataclasses import replace as dc_replace
-
-        from clustersim.catalog import Catalog
-
-        devices = {n: (dc_replace(d, **known[n]) if n in known else d)
-                   for n, d in catalog.devices.items()}
-        links = {n: (dc_replace(lk, **link_over[n]) if n in link_over else lk)
-                 for n, lk in catalog.links.items()}  # LinkSpec has bandwidth/latency/duplex
-        catalog = Catalog(devices, links)
-    variants = []
-    for label, v in scn.variants:
-        sub = _apply_one(v, prof)
-        variants.append((label, sub.scenario))
-    new = replace(scn, platform=new_plat, network=net, workload=wl, catalog=catalog,
-                  variants=tuple(variants))
-    before, after = scenario_values(scn), scenario_values(new)
-    changes = [Change(k, before.get(k), v) for k, v in after.items()
-               if before.get(k) is None or not math.isclose(before[k], v, rel_tol=1e-9,
-                                                             abs_tol=0.0)]
-    return _Applied(new, changes, notes)
-
-
-def apply_profile_data(scn: Any, prof: Profile) -> tuple[Any, list[Change], list[str]]:
-    """(calibrated scenario, parameters that moved, notes) - nothing is printed."""
-    res = _apply_one(scn, prof)
-    return res.scenario, res.changes, res.notes
-
-
-def format_changes(changes: Sequence[Change], notes: Sequence[str] = (),
-                   title: str = "calibration profile") -> str:
-    """What moved, one parameter per line: name, before -> after, relative change."""
-    lines = [f"{title}: {len(changes)} parameter{'s' if len(changes) != 1 else ''} moved"]
-    if changes:
-        width = max(len(c.name) for c in changes)
-        for c in changes:
-            old = format_value(c.name, c.before) if c.before is not None else "(none)"
-            new = format_value(c.name, c.after)
-            rel = c.relative
-            pct = f"{rel * 100:+.1f}%" if rel is not None else "new"
-            if lookup(c.name).unit == "bool":
-                pct = ""
-            lines.append(f"  {c.name:<{width}}  {old:>13} -> {new:<13} {pct:>8}")
-    lines += [f"  note: {n}" for n in notes]
-    return "\n".join(lines)
-
-
-def apply_profile(scenario: Any, path: str | Path, *, stream: IO[str] | None = None) -> Any:
-    """``scenario`` with the calibration profile at ``path`` applied.
-
-    Prints which parameters moved and by how much to ``stream`` (default stderr, so that
-    machine-readable output on stdout stays clean).  Bad profiles raise
-    :class:`~clustersim.errors.InputError` naming the file, field and line.
-    """
-    prof = load_profile(path)
-    new, changes, notes = apply_profile_data(scenario, prof)
-    out = stream if stream is not None else sys.stderr
-    print(format_changes(changes, notes, title=f"calibration profile {path}"), file=out)
-    return new

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clustersim.calibration.profile import Profile, apply_profile_data
+from clustersim.calibration.applyprofile import apply_profile_data
+from clustersim.calibration.profile import Profile
 
 __all__ = ["Case", "Measured", "ValidationReport", "predict_scenario", "scenario_point",
            "run_cases", "build_report", "validate_scenarios", "default_scenarios"]

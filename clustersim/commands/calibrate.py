@@ -31,6 +31,14 @@ from typing import Any
 
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
+from clustersim.commands.calibrate_report import (
+    console_for,
+    print_fit,
+    print_moved,
+    print_validation,
+    say,
+    status,
+)
 from clustersim.errors import InputError
 
 __all__ = ["add_parser", "cmd_calibrate"]
@@ -238,7 +246,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     platform = load_platform(plat_path)
     validate = args.validate if args.validate is not None else bool(args.real)
     scenarios = _scenarios(args) if validate else []
-    console = _console(args.quiet)
+    console = console_for(args.quiet)
     work = Path(args.work_dir)
     source: dict[str, Any] = {"platform": str(args.platform), "statistic": args.statistic}
     runs: list[list[Any]] = [[] for _ in scenarios]
@@ -256,11 +264,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         for rnd in range(args.rounds):
             bench_dir = work / "bench" / (f"round{rnd}" if args.rounds > 1 else "")
             tag = f"round {rnd + 1}/{args.rounds}: " if args.rounds > 1 else ""
-            _say(console, f"{tag}measuring microbenchmarks on {args.np} MPI ranks "
+            say(console, f"{tag}measuring microbenchmarks on {args.np} MPI ranks "
                           f"({'quick' if args.quick else 'full'} plan; traces in {bench_dir})")
             try:
                 loads.append(_loadavg())
-                with _status(console, "microbenchmarks running"):
+                with status(console, "microbenchmarks running"):
                     evs, headers = run_benchmarks(plan, np=args.np, out_dir=bench_dir,
                                                   timeout=args.timeout, mpiexec=args.mpiexec,
                                                   hostfile=args.hostfile)
@@ -269,9 +277,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                     ev.meta = {**ev.meta, "repeat": rnd * 100000 + int(ev.meta.get("repeat", 0))}
                 events += evs
                 if scenarios:
-                    _say(console, f"{tag}running {len(scenarios)} validation scenario(s) for "
+                    say(console, f"{tag}running {len(scenarios)} validation scenario(s) for "
                                   f"real, {repeats} time(s) each (not used by the fit)")
-                    with _status(console, "validation runs") as update:
+                    with status(console, "validation runs") as update:
                         got = run_cases(scenarios, out_dir=work / "validation",
                                         timeout=args.timeout, collectives=args.collectives,
                                         repeats=repeats, first=rnd * repeats,
@@ -307,7 +315,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          collectives=args.collectives, duplex=args.duplex, about=about,
                          source=source, collective_splits=args.collective_splits)
     if not args.quiet:
-        _print_fit(console, cal)
+        print_fit(console, cal)
     report = None
     if scenarios:
         from clustersim.calibration.validate import build_report, run_cases
@@ -315,7 +323,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
         if not args.real:  # fitted from traces: run the validation now
             try:
-                with _status(console, "validation runs") as update:
+                with status(console, "validation runs") as update:
                     runs = run_cases(scenarios, out_dir=work / "validation",
                                      timeout=args.timeout, collectives=args.collectives,
                                      repeats=repeats, mpiexec=args.mpiexec,
@@ -330,10 +338,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                           "real runs that the fit never saw",
                                   "measured": f"the {pick} of the repeats", **report.as_dict()}
         if not args.quiet:
-            _print_validation(console, report, pick)
+            print_validation(console, report, pick)
     _write(cal.profile, args.out, console)
     if not args.quiet:
-        _print_moved(console, cal, platform)
+        print_moved(console, cal, platform)
     if args.json:
         from clustersim.report.output import write_json
 
@@ -374,105 +382,4 @@ def _write(profile: Any, path: str, console: Any) -> None:
     from clustersim.calibration.profile import write_profile
 
     write_profile(profile, path)
-    _say(console, f"wrote {path}")
-
-
-# -- output ----------------------------------------------------------------------------------
-def _console(quiet: bool) -> Any:
-    from rich.console import Console
-
-    return Console(quiet=quiet, highlight=False, soft_wrap=False,
-                   width=None if sys.stdout.isatty() else 160)
-
-
-def _say(console: Any, text: str) -> None:
-    console.print(text)
-
-
-class _status:
-    """A rich status line on stderr (when it is a terminal); yields an update function."""
-
-    def __init__(self, console: Any, text: str) -> None:
-        self.text = text
-        self.live = None
-        if sys.stderr.isatty() and not console.quiet:
-            from rich.console import Console
-
-            self.live = Console(stderr=True).status(text)
-
-    def __enter__(self) -> Any:
-        if self.live is not None:
-            self.live.__enter__()
-            return lambda msg: self.live.update(msg)  # type: ignore[union-attr]
-        return lambda msg: None
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(*exc)
-
-
-def _fmt(value: float, unit: str) -> str:
-    from clustersim.calibration.params import format_unit
-
-    return format_unit(value, unit)
-
-
-def _print_fit(console: Any, cal: Any) -> None:
-    from rich.table import Table
-
-    t = Table(title="fitted parameters (95% confidence intervals from the Jacobian)",
-              title_justify="left")
-    for col, just in (("parameter", "left"), ("value", "right"), ("95% interval", "right"),
-                      ("points", "right"), ("rms rel. resid.", "right"), ("from", "left")):
-        t.add_column(col, justify=just)
-    for ln in cal.lines:
-        t.add_row(ln.parameter, _fmt(ln.value, ln.unit),
-                  f"{_fmt(ln.low, ln.unit)} .. {_fmt(ln.high, ln.unit)}", str(ln.points),
-                  f"{ln.rms_rel:.1%}", ln.bench)
-    console.print(t)
-    for note in cal.notes:
-        console.print(f"  note: {note}")
-    if cal.collective is not None and cal.collective.table:
-        c = Table(title="collectives: measured vs model (fitted overheads)",
-                  title_justify="left")
-        for col in ("op", "algorithm", "ranks", "size", "measured", "model", "error"):
-            c.add_column(col, justify="right")
-        for op, alg, p, size, meas, pred in cal.collective.table:
-            c.add_row(op, alg, str(p), _fmt(size, "B"), _fmt(meas, "s"), _fmt(pred, "s"),
-                      f"{pred / meas - 1:+.1%}")
-        console.print(c)
-
-
-def _print_validation(console: Any, report: Any, pick: str = "median") -> None:
-    from rich.table import Table
-
-    t = Table(title="validation: end-to-end runs NOT in the fit (predicted with the profile)",
-              title_justify="left")
-    for col in ("scenario", "algorithm", "workers", "iter predicted", "iter measured",
-                "error", "measured range", "comm share pred.", "comm share meas.",
-                "load avg"):
-        t.add_column(col, justify="right" if col != "scenario" else "left")
-    for c in report.cases:
-        p, m = c.predicted, c.measured
-        rng = (f"{min(c.repeats) * 1e3:.2f}-{max(c.repeats) * 1e3:.2f} ms"
-               if len(c.repeats) > 1 else "-")
-        t.add_row(c.scenario, c.algorithm, str(c.workers), f"{p.iteration_time * 1e3:.2f} ms",
-                  f"{m.iteration_time * 1e3:.2f} ms", f"{c.error:+.1%}", rng,
-                  f"{p.comm_share:.1%}", f"{m.comm_share:.1%}",
-                  ", ".join(f"{x:.1f}" for x in c.loads))
-    t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
-                 f"(measured: the {'fastest' if pick == 'min' else 'median'} of the repeats)")
-    console.print(t)
-
-
-def _print_moved(console: Any, cal: Any, platform: Any) -> None:
-    from clustersim.calibration.profile import apply_profile_data, format_changes
-    from clustersim.catalog import builtin_catalog
-    from clustersim.network.params import NetworkParams
-    from clustersim.scenario.schema import RunSpec, Scenario
-
-    base = Scenario(name=platform.name, about="", file=None, catalog=builtin_catalog(),
-                    platform=platform, platform_raw={}, network=NetworkParams(), run=RunSpec())
-    _, changes, notes = apply_profile_data(base, cal.profile)
-    console.print(format_changes(changes, notes,
-                                 title=f"on platform {platform.name}, the profile"))
+    say(console, f"wrote {path}")

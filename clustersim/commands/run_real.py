@@ -116,7 +116,7 @@ def _predict(setup: Any, calibration: str | None) -> Any:
 
     scn = setup.scenario
     if calibration:
-        from clustersim.calibration.profile import apply_profile
+        from clustersim.calibration.applyprofile import apply_profile
 
         scn = apply_profile(scn, calibration)
     m, _ = simulate_point(scn, setup.algorithm, setup.workers, scn.run.seed)

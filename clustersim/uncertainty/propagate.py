@@ -146,8 +146,8 @@ def sample_scenario(raw: Mapping[str, Any], file: str | None, sample: Sample,
                          path=("uncertain", bad),
                          line=line_of(raw, ("uncertain", bad))) from None
     if profile is not None:
+        from clustersim.calibration.applyprofile import apply_profile_data
         from clustersim.calibration.covariance import with_values
-        from clustersim.calibration.profile import apply_profile_data
 
         prof = with_values(profile, sample.profile) if sample.profile else profile
         scn = apply_profile_data(scn, prof)[0]
