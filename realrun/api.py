@@ -16,7 +16,8 @@ from typing import Any
 
 from clustersim.trace import TraceEvent, read_jsonl, write_chrome
 from realrun.launch import LaunchResult, launch
-from realrun.microbench import BENCHES, DEFAULT_SIZES, results_from_events
+from realrun.mbresults import results_from_events
+from realrun.microbench import BENCHES, DEFAULT_SIZES
 
 __all__ = ["run_microbenchmarks", "verify_schedules", "run_selftest", "load_traces",
            "DEFAULT_SIZES"]

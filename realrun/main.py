@@ -166,7 +166,9 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
         mb.noise(ctx, a.noise_gemm[0], a.noise_calls, dtype=a.dtype)
     everyone = ctx.comm.gather(ctx.events, root=0)
     if ctx.rank == 0:
-        rows = mb.results_from_events(ev for evs in everyone for ev in evs)
+        from realrun.mbresults import results_from_events
+
+        rows = results_from_events(ev for evs in everyone for ev in evs)
         write_json(ctx.out_dir / "results.json", rows)
     return 0
 

@@ -5,7 +5,7 @@ The simulator plays the machine (:mod:`clustersim.calibration.synthetic`): ping-
 flow network with a three-segment protocol table, 2- and 4-rank all-reduce executed flow by
 flow with a step overhead and per-segment collective efficiencies, GEMMs (with operand packing), copies and
 reductions on the roofline.  Its events go through the same parsing as real traces
-(``realrun.microbench.results_from_events`` and :func:`rows_from_events`), then the whole
+(``realrun.mbresults.results_from_events`` and :func:`rows_from_events`), then the whole
 pipeline fits them.  The true parameters are in the canonical form of the conversion
 (:func:`clustersim.calibration.alphabeta.link_model`): the fastest segment reaches the full
 link bandwidth, the smallest alpha is the hop latencies alone.
@@ -106,7 +106,7 @@ def test_round_trip_breakpoints_were_detected(clean):
 
 def test_round_trip_through_realrun_row_parser_agrees():
     """realrun's own parser (medians) gives the same rows on noise-free traces."""
-    from realrun.microbench import results_from_events
+    from realrun.mbresults import results_from_events
 
     plat, events = traces()
     ours = {(r["bench"], r.get("size"), r.get("m")): r["time"]

@@ -19,7 +19,7 @@ from clustersim.trace import TraceEvent, TraceWriter, read_jsonl
 from realrun.arrays import get_backend, gpu_present
 from realrun.collectives import LIBRARY_OPS, busbw_factor, element_count, make_buffers
 from realrun.launch import _command, _describe_status, launch
-from realrun.microbench import results_from_events
+from realrun.mbresults import results_from_events
 from realrun.proctree import MARKER, find_marked, kill_marked
 from realrun.rankstate import RankState, StateFile, blame_hang, read_states, state_path
 from realrun.runtime import TraceFile, event_line
