@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_collectives_cost import A, B, DEV, LINK, N, R, close, platform
+from test_collectives_cost import DEV, LINK, A, B, N, R, close, platform
 
 from clustersim.collectives import build_schedule
 from clustersim.network.analytic import cost_schedule
