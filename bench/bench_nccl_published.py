@@ -5,7 +5,11 @@ to predict what NCCL does; the only outside check is what nccl-tests printed on 
 This prints, per system and published size (>= 64 MiB), the published busbw, the predicted busbw
 of ``nccl`` (with its selected algorithm / protocol / channels) and of the textbook ``ring``,
 and the relative errors.  Then it moves the one free parameter the scenarios carry (the
-transport's per-step overhead, assumed 5 us) to show how far the prediction moves with it.
+transport's per-step overhead, assumed 5 us) to show how far the prediction moves with it, and
+shows the two NCCL modelling choices one at a time: the NVLink efficiency NCCL itself assumes
+(the scenarios' ``nccl_nvlink3`` / ``nccl_nvlink4`` transports) against the copy-engine
+``nvlink3`` figure, for NCCL's schedule (reduction fused into the copy) and the textbook ring
+(reduction after it).
 
 Published figures (sources in docs/references.md, "NCCL: published nccl-tests figures"):
 a maintainer's or user's statement of the peak busbw of 8-GPU single-node all_reduce_perf,
@@ -33,6 +37,8 @@ PUBLISHED = [
 ]
 #: the free parameter moved in the sensitivity table
 OVERHEADS = ("5 us", "1 us", "0 us")
+#: the copy-engine NVLink efficiency the scenarios used before NCCL's own per-link figure
+COPY_ENGINE = "platform.link.transport=nvlink3"
 
 
 def predictions(name: str, sets: tuple[str, ...] = ()) -> dict[tuple[str, float], dict]:
@@ -61,8 +67,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows():
         print(f"| {r['system']} | {r['size'] // GIB} GiB | {r['published']:.1f} | {r['ran']} "
-              f"| {r['nccl']:.1f} | {r['selected'].split('→')[-1]} | {r['err_nccl']:+.0%} "
-              f"| {r['ring']:.1f} | {r['err_ring']:+.0%} | {r['source']} |")
+              f"| {r['nccl']:.1f} | {r['selected'].split('→')[-1]} | {r['err_nccl']:+.1%} "
+              f"| {r['ring']:.1f} | {r['err_ring']:+.1%} | {r['source']} |")
     print("\nSensitivity to the assumed per-step overhead (network.overhead), busbw GB/s at "
           "the largest published size:")
     print("| system | size | " + " | ".join(f"`nccl` @ {o} | `ring` @ {o}" for o in OVERHEADS)
@@ -75,6 +81,18 @@ def main() -> None:
             pred = predictions(name, (f"network.overhead={o}",))
             cells += [f"{pred[(a, float(size))]['busbw'] / 1e9:.1f}" for a in ("nccl", "ring")]
         print(f"| {name} | {size // GIB} GiB | " + " | ".join(cells) + " |")
+    print("\nThe two NCCL modelling choices one at a time, busbw GB/s at the largest published "
+          "size (`nccl`: reduction fused into the copy; textbook `ring`: reduction after it):")
+    print("| system | size | published | `nccl`, NCCL's NVLink figure | `ring`, NCCL's NVLink "
+          "figure | `nccl`, copy-engine nvlink3 | `ring`, copy-engine nvlink3 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in sorted({p[0] for p in PUBLISHED}):
+        size, pub = max((p[1], p[2]) for p in PUBLISHED if p[0] == name)
+        cells = []
+        for sets in ((), (COPY_ENGINE,)):
+            pred = predictions(name, sets)
+            cells += [f"{pred[(a, float(size))]['busbw'] / 1e9:.1f}" for a in ("nccl", "ring")]
+        print(f"| {name} | {size // GIB} GiB | {pub:.1f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

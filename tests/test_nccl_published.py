@@ -2,11 +2,14 @@
 
 Why: the selector and schedules claim to predict NCCL; published busbw is the outside check.
 What holds is asserted with the tolerance that honestly holds: the selection (ring/Simple at
->= 64 MiB on one 8-GPU NVSwitch node) and the textbook ring's and the NCCL ring schedule's
-busbw within 15% (both -9% to -12% today: the reduction is charged after the copy, where NCCL
-fuses it, and the NVLink efficiency is a copy-engine figure; docs/collectives.md, "NCCL
-against published nccl-tests figures").  The issue's 10% is a strict xfail, so a model that
-reaches it turns the test red until the expectation is updated.
+>= 64 MiB on one 8-GPU NVSwitch node) and the NCCL ring schedule's busbw within the issue's
+10% (+3% to +4% on A100, 0% on H100 - where the published 370 GB/s is the maintainer's own
+statement of the NVLink figure the scenario takes from NCCL's topo.h, so not independent).
+The two modelling choices behind it are checked one at a time: NCCL's reduction fused into
+its copy (without it, the textbook ring with its serial reduction lands 19-23% low) and
+NCCL's own NVLink efficiency (with the copy-engine figure instead, the NCCL schedule
+overshoots by more than 10%); docs/collectives.md, "NCCL against published nccl-tests
+figures".
 """
 
 import importlib.util
@@ -39,18 +42,19 @@ def test_selection_at_64mib_and_above_is_ring_simple():
         assert sel == {"nccl→ring/Simple×2ch"}, (name, sel)
 
 
-def test_textbook_ring_within_15_percent_of_published(rows):
-    for r in rows:
-        assert abs(r["err_ring"]) <= 0.15, r
-
-
-def test_nccl_schedule_within_15_percent_of_published(rows):
-    for r in rows:
-        assert abs(r["err_nccl"]) <= 0.15, r
-
-
-@pytest.mark.xfail(strict=True, reason="A100 rows -11% and -12%: reduction after the copy "
-                   "(NCCL fuses it), copy-engine NVLink efficiency; docs/collectives.md")
 def test_nccl_schedule_within_10_percent_of_published(rows):
     for r in rows:
         assert abs(r["err_nccl"]) <= 0.10, r
+
+
+def test_textbook_ring_with_its_serial_reduction_is_below_by_15_to_25_percent(rows):
+    for r in rows:
+        assert -0.25 <= r["err_ring"] <= -0.15, r
+
+
+def test_copy_engine_nvlink_efficiency_overshoots(rows):
+    """NCCL's reduce-copy alone, with the copy-engine NVLink figure: more than 10% high."""
+    for name in sorted({p[0] for p in bench.PUBLISHED}):
+        pred = bench.predictions(name, (bench.COPY_ENGINE,))
+        for r in (r for r in rows if r["system"] == name):
+            assert pred[("nccl", float(r["size"]))]["busbw"] / 1e9 > 1.10 * r["published"], r

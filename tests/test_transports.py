@@ -41,7 +41,8 @@ def _one_message(scn, nbytes):
 def test_catalog_transports_have_sources_and_links_name_them():
     cat = builtin_catalog()
     for name in ("tcp_10g", "tcp_25g", "tcp_100g", "roce", "ib_verbs", "omnipath", "nvlink1",
-                 "nvlink2", "nvlink3", "pcie_switch_p2p", "pcie_rc_p2p", "socket_link"):
+                 "nvlink2", "nvlink3", "nccl_nvlink3", "nccl_nvlink4", "pcie_switch_p2p",
+                 "pcie_rc_p2p", "socket_link"):
         t = cat.transport(name)
         assert 0 < t.efficiency <= 1 and t.overhead >= 0 and t.source
     assert cat.link("eth25g").transport == "tcp_25g"

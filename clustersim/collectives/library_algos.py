@@ -6,6 +6,8 @@ theirs): ``rabenseifner_mpich`` (nearest partners first), ``ring_segmented`` (Op
 ``scatter_rd_allgather`` broadcast (MPICH), ``horovod_hierarchical``, and NCCL's
 ``nccl_ring`` / ``nccl_tree`` under each protocol (``_ll``, ``_ll128`` suffixes; no suffix is
 Simple).  The selectors of :mod:`.selection` pick among these and the textbook ones.
+NCCL's schedules carry ``meta["fused_reduce"]``: its kernels reduce while they copy, so their
+reductions overlap their transfers (:mod:`.schedule`); the MPI ones reduce after receiving.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def _nccl_ring(proto: str) -> Callable[[Request], Plan]:
         # the cost is of one pass over the same bytes; ``loops`` stays in meta as NCCL's count.
         loops = ring_loops(_wire(req), req.ranks, c, proto)
         plan = req.plan(req.ranks * c, wire_factor=WIRE_FACTOR[proto])
-        plan.meta.update({"protocol": proto, "channels": c, "loops": loops})
+        plan.meta.update({"protocol": proto, "channels": c, "loops": loops, "fused_reduce": True})
         nccl_ring(plan, req.op, c, 1)
         return plan
     return build
@@ -121,7 +123,7 @@ def _nccl_chain(proto: str) -> Callable[[Request], Plan]:
     def build(req: Request) -> Plan:
         c = req.chunks or max(1, min(64, math.ceil(_wire(req) / SLOT_BYTES[proto])))
         plan = req.plan(c, wire_factor=WIRE_FACTOR[proto])
-        plan.meta.update({"protocol": proto, "chunks": c})
+        plan.meta.update({"protocol": proto, "chunks": c, "fused_reduce": True})
         nccl_chain_bcast(plan, req.root, c)
         return plan
     return build
@@ -131,7 +133,7 @@ def _nccl_tree(proto: str) -> Callable[[Request], Plan]:
     def build(req: Request) -> Plan:
         c = req.chunks or tree_chunks(_wire(req), proto)
         plan = req.plan(2 * c, wire_factor=WIRE_FACTOR[proto])
-        plan.meta.update({"protocol": proto, "chunks": c})
+        plan.meta.update({"protocol": proto, "chunks": c, "fused_reduce": True})
         nccl_tree_allreduce(plan, c)
         return plan
     return build

@@ -11,6 +11,11 @@ Timing semantics (the "bulk-synchronous step" model):
   and every receiver has reduced what it had to reduce.  Steps run one after another.
 * ``Transfer.reduce`` means the receiver adds the received buffer into its own (costed at the
   receiving device's reduction bandwidth); otherwise the data is only copied into place.
+  By default the reduction is charged *after* the step's transfers (an MPI library reduces a
+  message once it has arrived).  ``Schedule.fused_reduce`` (``meta["fused_reduce"]``, set by
+  NCCL's schedules only) says the receiver reduces *while* it copies - NCCL's primitives run
+  reduce-copy on every slot of a pipelined FIFO - so a step costs ``max(transfer, reduction)``
+  instead of their sum, in both the analytic and the flow model.
 * ``Step.repeat`` says the same step pattern happens that many times in a row.  The data moved
   differs (other chunks, see ``chunk_shift`` below), the sources, destinations and sizes do
   not - so neither does the timing, which is exactly what keeps a 4,253-rank ring at two step
@@ -167,6 +172,13 @@ class Schedule:
     #: bytes on the wire per payload byte: 2 for NCCL's LL protocol (a 4-byte flag beside every
     #: 4 bytes of data), 128/120 for LL128, 1 otherwise (see :mod:`.nccl_sched`)
     wire_factor: float = 1.0
+
+    @property
+    def fused_reduce(self) -> bool:
+        """True if receivers reduce while the data arrives (NCCL's reduce-copy), so a step's
+        reduction overlaps its transfers (module docstring); set as ``meta["fused_reduce"]``
+        by the builders of NCCL's schedules so that every other schedule keeps its cost."""
+        return bool(self.meta.get("fused_reduce", False))
 
     @property
     def num_steps(self) -> int:

@@ -7,7 +7,9 @@ an incast is counted) - and multiplied by its repeat count.
 
 Step time = step overhead (software cost of a schedule step, ``params.step_overhead``)
           + max over transfers of (overhead + path latency + bytes / fair rate)  [local copies: 0]
-          + max over ranks of (bytes reduced / device reduction bandwidth).
+          + max over ranks of (bytes reduced / device reduction bandwidth);
+for a schedule with ``fused_reduce`` (NCCL's reduce-copy) the reduction overlaps the rest:
+step time = max(that communication time, that reduction time).
 With a piecewise protocol table (``params.protocols``) each transfer's overhead and charged
 bytes come from the segment of its size, as in the flow model, and a schedule's transfers
 pay the collective efficiency (the segment's, else ``params.collective_efficiency``).
@@ -268,8 +270,13 @@ def cost_schedule(
     pl = np.asarray(placement, dtype=np.int64)
     comm = red = 0.0
     step_times = []
+    fused = schedule.fused_reduce
     for step in schedule.steps:
         c, r = _cost_step(step, platform, placement, pl, params)
+        if fused:
+            # NCCL reduces while it copies: only the part of the reduction longer than the
+            # step's transfers shows (``reduce`` is that exposed part, so time = comm + reduce)
+            r = max(0.0, r - c)
         comm += c * step.repeat
         red += r * step.repeat
         step_times.append(c + r)

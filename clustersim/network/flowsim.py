@@ -3,7 +3,8 @@
 This is the contention-aware execution of a schedule: every occurrence of every step starts its
 transfers together, they share links with each other *and with whatever else runs on the same
 network* (other collectives, parameter-server traffic), the step ends when the last one has
-arrived, then the receivers reduce.  Semantics are those of :mod:`clustersim.collectives.schedule`
+arrived, then the receivers reduce (while the transfers run, for a ``fused_reduce`` schedule:
+NCCL's reduce-copy).  Semantics are those of :mod:`clustersim.collectives.schedule`
 and the cost breakdown is the one of :func:`clustersim.network.analytic.cost_schedule`, so the
 two fidelities can be compared field by field.
 
@@ -58,7 +59,8 @@ def schedule_process(
     """A SimPy process body (``env.process(schedule_process(...))``) executing ``schedule``.
 
     Its value is a :class:`CollectiveCost`: ``comm`` is the time spent waiting for transfers,
-    ``reduce`` the receivers' reduction time, ``convert`` the fp16 cast (paid once, at the end,
+    ``reduce`` the receivers' reduction time (the part not hidden behind the transfers, for a
+    ``fused_reduce`` schedule), ``convert`` the fp16 cast (paid once, at the end,
     by the slowest rank, as in the analytic model), ``step_times[i]`` the *mean* duration of
     one occurrence of ``schedule.steps[i]`` (comm + reduce; occurrences can differ when other
     traffic shares the network).
@@ -75,6 +77,7 @@ def schedule_process(
     # adaptive routing (UGAL): every occurrence routes its flows as they start
     adaptive = (getattr(net, "transfer_pairs", None) if getattr(platform, "adaptive", False)
                 else None)
+    fused = schedule.fused_reduce
     for step in schedule.steps:
         routes, sizes, red = _step_plan(step, platform, placement)
         pairs = ([(placement[t.src], placement[t.dst]) for t in step.transfers]
@@ -92,9 +95,12 @@ def schedule_process(
             elif routes:
                 yield net.transfer_all(routes, sizes, collective=True)
             comm += env.now - t0
-            if red > 0.0:
-                yield env.timeout(red)
-                red_total += red
+            # NCCL's reduce-copy (``fused_reduce``) overlaps the reduction with the step's
+            # transfers: only what outlasts them is waited for, as in the analytic model
+            exposed = max(0.0, red - (env.now - t0)) if fused else red
+            if exposed > 0.0:
+                yield env.timeout(exposed)
+                red_total += exposed
         step_times.append((env.now - t_step) / step.repeat)
     conv = 0.0
     if schedule.convert_bytes:
