@@ -14,7 +14,10 @@ against the model.  The executor implements the data contract documented in
 * sends and receives between the same pair are posted in list order (MPI's non-overtaking
   rule matches them);
 * alltoall (``inplace=False``) reads the send buffer and writes the receive buffer, which
-  starts as a copy of the send buffer;
+  starts as a copy of the send buffer; an in-place alltoall (Bruck's, which forwards received
+  blocks) works on the receive buffer alone after that copy;
+* a chunk made of several runs is one message, packed in run order;
+* ``Schedule.mirror``: after the last occurrence segment ``r + i`` moves to ``r - i``;
 * fp16 schedules ship float16 payloads and cast back on arrival.
 
 Everything that does not depend on the data - which rank sends which element ranges in which
@@ -30,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from clustersim.collectives.schedule import Schedule, segment_bounds
+from clustersim.collectives.schedule import Schedule, mirror_segment, segment_bounds
 from realrun.arrays import Backend
 
 __all__ = ["ScheduleExecutor", "block_bounds"]
@@ -38,11 +41,14 @@ __all__ = ["ScheduleExecutor", "block_bounds"]
 Ranges = tuple[tuple[int, int], ...]
 
 
-def _ranges(chunk: tuple[int, int] | None, bounds: np.ndarray) -> Ranges:
-    """Element ranges ``(lo, hi)`` of a chunk: one range, or two when it wraps."""
+def _ranges(chunk: Any, bounds: np.ndarray) -> Ranges:
+    """Element ranges ``(lo, hi)`` of a chunk: one range, two when it wraps, those of every
+    run in order for a tuple of runs."""
     seg = len(bounds) - 1
     if chunk is None:
         return ((0, int(bounds[-1])),)
+    if isinstance(chunk[0], tuple):
+        return tuple(r for c in chunk for r in _ranges(c, bounds))
     a, b = chunk
     if b <= seg:
         return ((int(bounds[a]), int(bounds[b])),)
@@ -116,6 +122,17 @@ class ScheduleExecutor:
                     recvs.append(_Recv(t.src, rg, bool(t.reduce), len(recvs)))
             if sends or recvs:
                 self._occurrences.append((tuple(sends), tuple(recvs)))
+        #: ``Schedule.mirror`` as (to, from) element offsets of equal segments: slice copies
+        #: through a scratch copy of the buffer work alike on NumPy and CuPy
+        self._mirror: list[tuple[int, int, int]] = []
+        self._mirror_tmp = None
+        if schedule.mirror:
+            seg = schedule.segments
+            for k in range(seg):
+                j = mirror_segment(self.rank, k, seg)
+                self._mirror.append((int(bounds[k]), int(bounds[j]),
+                                     int(bounds[k + 1] - bounds[k])))
+            self._mirror_tmp = backend.empty(self.n, self.dtype)
         self._pack = [backend.empty(n, self.wire_dtype) for n in pack_sizes]
         self._scratch = [backend.empty(n, self.wire_dtype) for n in scratch_sizes]
 
@@ -133,8 +150,11 @@ class ScheduleExecutor:
 
         if len(buf) != self.n:
             raise ValueError(f"buffer of {len(buf)} elements, executor compiled for {self.n}")
-        if self.schedule.inplace:
+        if self.schedule.inplace and out is None:
             src = dst = buf
+        elif self.schedule.inplace:
+            out[...] = buf
+            src = dst = out
         else:
             if out is None or len(out) != self.n:
                 raise ValueError("an out-of-place schedule (alltoall) needs out= of the "
@@ -177,6 +197,11 @@ class ScheduleExecutor:
                     else:
                         dst[lo:hi] = part
                     o += hi - lo
+        if self._mirror:
+            tmp = self._mirror_tmp
+            tmp[...] = dst
+            for to, frm, w in self._mirror:
+                dst[to:to + w] = tmp[frm:frm + w]
         return dst
 
     def free(self) -> None:

@@ -8,6 +8,18 @@
   ``min(2^k, p - 2^k)`` blocks of ``n/p``.  The libraries gather into a rotated scratch
   buffer and rotate once at the end (local, free here); our schedule writes each block
   straight to its final place, which the wrapping chunks of :mod:`.schedule` allow.
+* **Bruck all-to-all** (same paper; MPICH ``alltoall_intra_brucks.c``, Open MPI
+  ``ompi_coll_base_alltoall_intra_bruck``): rank ``r`` rotates its blocks so that block ``i``
+  is the one for rank ``r + i``; in step ``k`` it sends to ``r + 2^k`` *every* block whose
+  index has bit ``k`` set - its own and ones it received in earlier steps - and receives the
+  same indices from ``r - 2^k``; a final local rotation and reversal puts block ``i`` (which
+  came from ``r - i``) in place ``r - i``.  The libraries pack each step's blocks with an
+  indexed datatype into *one* message, so here each step is one transfer per rank whose chunk
+  is a tuple of runs (:mod:`.schedule`): ``ceil(log2 p)`` steps, step ``k`` moving ``m_k`` =
+  the number of ``i`` in ``1..p-1`` with bit ``k`` set blocks of ``n/p``.  We keep the send
+  order (block ``i`` of rank ``r`` in segment ``r + i``, a wrapping run needs no copy), so the
+  first rotation is free by construction and the last is ``Schedule.mirror`` (local copies,
+  free in the network models, as in the allgather).
 * **Direct all-to-all** (MPICH ``alltoall_intra_scattered.c``, Open MPI
   ``alltoall_intra_basic_linear``): every rank posts all its sends and receives at once - one
   step of ``p(p-1)`` messages of ``n/p``.  (MPICH throttles to ``MPIR_CVAR_ALLTOALL_THROTTLE``
@@ -20,9 +32,9 @@
 
 from __future__ import annotations
 
-from clustersim.collectives.plan import Plan, ceil_log2, make_transfers
+from clustersim.collectives.plan import Plan, ceil_log2, make_transfers, new_transfer
 
-__all__ = ["bruck_allgather", "direct_alltoall", "segmented_ring_allreduce"]
+__all__ = ["bruck_allgather", "bruck_alltoall", "direct_alltoall", "segmented_ring_allreduce"]
 
 
 def bruck_allgather(plan: Plan) -> None:
@@ -33,6 +45,31 @@ def bruck_allgather(plan: Plan) -> None:
         cnt = min(d, p - d)
         plan.add([plan.xfer(r, (r - d) % p, r, cnt) for r in range(p)],
                  label=f"bruck allgather (distance {d}, {cnt} block(s))")
+
+
+def bruck_alltoall(plan: Plan) -> None:
+    """Segments = p, in place, mirrored at the end; one message per rank and step.
+
+    Step ``k`` (``d = 2^k``): the indices with bit ``k`` set are the runs ``[j, j + d)`` for
+    ``j = d, 3d, 5d, ...`` (the last one cut at p - Open MPI's datatype has exactly these
+    runs); rank ``r`` reads them at segments ``r + i`` and rank ``r + d`` writes them at
+    ``r + d + i``, overwriting the ones it sends in the same step (reads see the step's start).
+    """
+    p = plan.ranks
+    for k in range(ceil_log2(p)):
+        d = 1 << k
+        runs = [(j, min(j + d, p)) for j in range(d, p, 2 * d)]
+        m = sum(b - a for a, b in runs)
+        plan.add([new_transfer((r, (r + d) % p, plan.seg_bytes * m, False, _at(runs, r, p),
+                                _at(runs, r + d, p))) for r in range(p)],
+                 label=f"bruck alltoall (distance {d}, {m} block(s))")
+    plan.mirror = True
+
+
+def _at(runs: list[tuple[int, int]], base: int, p: int) -> tuple:
+    """Block-index runs as segments of rank ``base`` (block i in segment base + i)."""
+    ch = tuple(((base + a) % p, (base + a) % p + b - a) for a, b in runs)
+    return ch[0] if len(ch) == 1 else ch
 
 
 def direct_alltoall(plan: Plan) -> None:

@@ -2,7 +2,7 @@
 
 Each entry names a schedule under its own name (the textbook ones in :mod:`.registry` keep
 theirs): ``rabenseifner_mpich`` (nearest partners first), ``ring_segmented`` (Open MPI),
-``bruck`` and ``neighbor_exchange`` allgathers, the ``direct`` all-to-all,
+``bruck`` and ``neighbor_exchange`` allgathers, the ``bruck`` and ``direct`` all-to-alls,
 ``scatter_rd_allgather`` broadcast (MPICH), ``horovod_hierarchical``, and NCCL's
 ``nccl_ring`` / ``nccl_tree`` under each protocol (``_ll``, ``_ll128`` suffixes; no suffix is
 Simple).  The selectors of :mod:`.selection` pick among these and the textbook ones.
@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from clustersim.collectives.bruck import (
     bruck_allgather,
+    bruck_alltoall,
     direct_alltoall,
     neighbor_exchange_allgather,
     segmented_ring_allreduce,
@@ -184,6 +185,9 @@ LIBRARY_ALGOS: dict[str, dict[str, Algo]] = {
     },
     "reduce_scatter": {**_nccl_entries("reduce_scatter")},
     "alltoall": {
+        "bruck": Algo(lambda r: fill(r, r.ranks, bruck_alltoall),
+                      "Bruck: ceil(log2 p) steps, step k forwards the blocks whose index has "
+                      "bit k set (one packed message)"),
         "direct": Algo(_direct_a2a, "all sends posted at once (MPICH scattered, Open MPI "
                        "basic_linear): one step of p(p-1) messages"),
     },

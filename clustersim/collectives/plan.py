@@ -42,6 +42,7 @@ class Plan:
     wire_factor: float = 1.0
     steps: list[Step] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    mirror: bool = False
 
     def __post_init__(self) -> None:
         #: wire bytes of one segment (fixed: segments never change after construction)
@@ -74,7 +75,7 @@ class Plan:
                     busbw_factor: float) -> Schedule:
         return Schedule(op, algorithm, self.ranks, float(self.nbytes), tuple(self.steps),
                         convert_bytes, busbw_factor, dict(self.meta), self.segments,
-                        self.inplace, self.fp16, self.wire_factor)
+                        self.inplace, self.fp16, self.wire_factor, self.mirror)
 
 
 def pow2_floor(p: int) -> int:

@@ -38,13 +38,22 @@ implements:
   cut into ``Schedule.segments`` segments; segment ``i`` is elements
   ``[floor(i*N/S), floor((i+1)*N/S))`` (see :func:`segment_bounds`), so any ``N`` works and
   some segments may be empty when ``N < S``.
-* **Out of place.**  ``Schedule.inplace`` is False only for alltoall: transfers read the
-  rank's *send* buffer and write its *receive* buffer, and the receive buffer starts as a copy
-  of the send buffer (that is the rank's own block; every other block is overwritten).
+* **Out of place.**  ``Schedule.inplace`` is False only for the alltoalls that read nothing
+  but their input (direct, pairwise): transfers read the rank's *send* buffer and write its
+  *receive* buffer, and the receive buffer starts as a copy of the send buffer (that is the
+  rank's own block; every other block is overwritten).  Bruck's alltoall forwards blocks it
+  received, so it is ``inplace`` and works on the receive buffer (a copy of the send buffer
+  to start with, as MPICH and Open MPI copy theirs into a scratch buffer).
+* **Mirror.**  ``Schedule.mirror``: after the last step every rank ``r`` moves segment
+  ``r + i`` of its buffer to segment ``r - i`` (mod ``S``) - a local copy, free in the
+  network models (Bruck's final rotation and reversal; no other schedule sets it).
 * **Chunks.**  ``Transfer.chunk = (start, end)`` names the segments the sender reads,
   ``start`` in ``[0, S)`` and ``start < end <= start + S``: the segments
   ``start, start+1, ..., end-1`` taken *modulo S* (a chunk may wrap past the end of the
-  buffer; binomial gathers rooted at rank ``r != 0`` need that).  ``Transfer.dst_chunk`` names
+  buffer; binomial gathers rooted at rank ``r != 0`` need that).  A chunk may also be a
+  tuple of such ranges, ``((a1, b1), (a2, b2), ...)``: *one* message gathering
+  non-contiguous runs in that order (an MPI indexed datatype; Bruck's alltoall sends one per
+  step), costed like any message of ``nbytes``.  ``Transfer.dst_chunk`` names
   where the receiver puts it (same width); ``None`` means "the same segments".  A ``chunk`` of
   ``None`` means the whole buffer ``(0, S)``.  Only alltoall uses a ``dst_chunk`` that differs
   from ``chunk``; like MPI_Alltoall's single count it needs ``N`` divisible by ``S``.
@@ -75,11 +84,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Transfer", "Step", "Schedule", "Chunk", "segment_bounds", "chunk_indices",
-           "shift_chunk"]
+__all__ = ["Transfer", "Step", "Schedule", "Chunk", "Runs", "segment_bounds", "chunk_indices",
+           "chunk_runs", "shift_chunk", "mirror_segment"]
 
 #: ``(start, end)`` segment range; ``end`` may exceed the segment count (wraps around)
 Chunk = tuple[int, int]
+#: one message made of several chunks, read (and written) in this order
+Runs = tuple[Chunk, ...]
 
 
 class Transfer(NamedTuple):
@@ -94,15 +105,27 @@ class Transfer(NamedTuple):
     dst: int
     nbytes: float
     reduce: bool = False
-    chunk: Chunk | None = None
-    dst_chunk: Chunk | None = None
+    chunk: Chunk | Runs | None = None
+    dst_chunk: Chunk | Runs | None = None
 
 
-def shift_chunk(chunk: Chunk, shift: int, segments: int) -> Chunk:
+def chunk_runs(chunk: Chunk | Runs) -> Runs:
+    """The ranges of a chunk: ``(chunk,)`` for a plain range, the tuple itself for runs."""
+    return chunk if isinstance(chunk[0], tuple) else (chunk,)  # type: ignore[return-value]
+
+
+def shift_chunk(chunk: Chunk | Runs, shift: int, segments: int) -> Chunk | Runs:
     """``chunk`` moved by ``shift`` segments modulo ``segments`` (width kept)."""
+    if isinstance(chunk[0], tuple):
+        return tuple(shift_chunk(c, shift, segments) for c in chunk)  # type: ignore[misc]
     a, b = chunk
     a2 = (a + shift) % segments
     return (a2, a2 + (b - a))
+
+
+def mirror_segment(rank: int, segment: int, segments: int) -> int:
+    """Where :attr:`Schedule.mirror` moves ``segment`` of ``rank``: ``r + i -> r - i``."""
+    return (2 * rank - segment) % segments
 
 
 @dataclass(frozen=True)
@@ -172,6 +195,8 @@ class Schedule:
     #: bytes on the wire per payload byte: 2 for NCCL's LL protocol (a 4-byte flag beside every
     #: 4 bytes of data), 128/120 for LL128, 1 otherwise (see :mod:`.nccl_sched`)
     wire_factor: float = 1.0
+    #: segment ``r + i`` of rank ``r`` moves to ``r - i`` after the last step (module docstring)
+    mirror: bool = False
 
     @property
     def fused_reduce(self) -> bool:
@@ -240,12 +265,12 @@ class Schedule:
                 for c in (t.chunk, t.dst_chunk):
                     if c is None:
                         continue
-                    a, b = c
-                    if not (0 <= a < seg and a < b <= a + seg):
-                        raise ValueError(f"{where}: chunk {c} outside [0, {seg}) segments")
+                    for a, b in chunk_runs(c):
+                        if not (0 <= a < seg and a < b <= a + seg):
+                            raise ValueError(f"{where}: chunk {c} outside [0, {seg}) segments")
                 if t.chunk is not None:
-                    width = t.chunk[1] - t.chunk[0]
-                if t.dst_chunk is not None and t.dst_chunk[1] - t.dst_chunk[0] != width:
+                    width = _width(t.chunk)
+                if t.dst_chunk is not None and _width(t.dst_chunk) != width:
                     raise ValueError(f"{where}: dst_chunk width differs from chunk width")
                 want = per_seg * width
                 if abs(t.nbytes - want) > 1e-9 * max(1.0, want):
@@ -259,11 +284,19 @@ def segment_bounds(n_elements: int, segments: int) -> np.ndarray:
     return (i * int(n_elements)) // int(segments)
 
 
-def chunk_indices(chunk: Chunk | None, bounds: np.ndarray) -> slice | np.ndarray:
-    """Element positions of ``chunk`` given :func:`segment_bounds` (a slice unless it wraps)."""
+def _width(chunk: Chunk | Runs) -> int:
+    return sum(b - a for a, b in chunk_runs(chunk))
+
+
+def chunk_indices(chunk: Chunk | Runs | None, bounds: np.ndarray) -> slice | np.ndarray:
+    """Element positions of ``chunk`` given :func:`segment_bounds` (a slice unless it wraps
+    or has several runs)."""
     seg = len(bounds) - 1
     if chunk is None:
         return slice(0, int(bounds[-1]))
+    if isinstance(chunk[0], tuple):
+        return np.concatenate([np.arange(int(bounds[-1]))[chunk_indices(c, bounds)]
+                               for c in chunk])  # type: ignore[union-attr]
     a, b = chunk
     if b <= seg:
         return slice(int(bounds[a]), int(bounds[b]))

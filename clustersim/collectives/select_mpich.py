@@ -27,10 +27,9 @@ reduce                  ``nbytes > REDUCE_SHORT_MSG_SIZE`` (2048) and ``count >=
 gather, scatter         binomial
 ======================  =====================================================================
 
-Commutative operations (sums) are assumed throughout, as for gradients.  Bruck's all-to-all
-and the reduce-scatter + gather reduce have no schedule here (the first relays data between
-steps, which the out-of-place schedule contract cannot express): they are costed as the
-direct all-to-all and the binomial reduce, labelled with ``≈``.
+Commutative operations (sums) are assumed throughout, as for gradients.  The reduce-scatter +
+gather reduce has no schedule here: it is costed as the binomial reduce, labelled with ``≈``.
+Bruck's all-to-all is the ``bruck`` schedule (one packed message per step, :mod:`.bruck`).
 """
 
 from __future__ import annotations
@@ -80,7 +79,7 @@ def decide(c: Context) -> Choice:
     if c.op == "alltoall":
         block = n / p
         if block <= T["ALLTOALL_SHORT_MSG_SIZE"] and p >= 8:
-            return Choice("direct", "brucks≈direct")
+            return Choice("bruck", "brucks")
         if block <= T["ALLTOALL_MEDIUM_MSG_SIZE"]:
             return Choice("direct", "scattered")
         return Choice("pairwise", "pairwise")

@@ -16,7 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from clustersim.collectives.schedule import Schedule, chunk_indices, segment_bounds
+from clustersim.collectives.schedule import (
+    Schedule,
+    chunk_indices,
+    mirror_segment,
+    segment_bounds,
+)
 
 __all__ = ["ScheduleError", "execute", "expected", "check_schedule"]
 
@@ -60,6 +65,13 @@ def execute(schedule: Schedule, inputs: Sequence[np.ndarray]) -> list[np.ndarray
             if np.any((o > 0) & (written[r] > 1)):
                 raise ScheduleError(f"step {step.label!r}: rank {r} has an overwritten element "
                                     "that also receives another write in the same occurrence")
+    if schedule.mirror:
+        seg = schedule.segments
+        for r in range(p):
+            old = buf[r].copy()
+            for j in range(seg):
+                k = mirror_segment(r, j, seg)
+                buf[r][bounds[k]:bounds[k + 1]] = old[bounds[j]:bounds[j + 1]]
     return buf
 
 
@@ -123,12 +135,13 @@ def check_schedule(schedule: Schedule, elements: int | None = None, seed: int = 
 
     Integers keep sums exact (also through fp16 for the sizes used), so the comparison is
     exact.  The default length ``3*S + 5`` leaves segments of unequal size on purpose; an
-    out-of-place (alltoall) schedule gets ``3*S``, since moving block ``j`` into block ``i``
+    alltoall (or mirrored) schedule gets ``3*S``, since moving block ``j`` into block ``i``
     needs equal blocks, as MPI_Alltoall's single count does.
     """
     schedule.validate()
     if elements is None:
-        elements = 3 * schedule.segments + (5 if schedule.inplace else 0)
+        equal = schedule.op == "alltoall" or schedule.mirror or not schedule.inplace
+        elements = 3 * schedule.segments + (0 if equal else 5)
     n = elements
     rng = np.random.default_rng(seed)
     inputs = [rng.integers(-8, 9, size=n).astype(float) for _ in range(schedule.ranks)]
