@@ -105,6 +105,10 @@ def _build_topology(topo: str, raw: dict, catalog: Catalog, path: tuple) -> Plat
                                [*params, "routing", "catalog", "library", *_TEXT_FIELDS],
                                path=where)
         kwargs[key] = _parse_param(key, value, catalog, where)
+        if params[key].annotation in ("str", str) and not isinstance(kwargs[key], str):
+            # a choice (arrangement, layout, ...): a list or mapping there would reach a
+            # membership test and fail as an unhashable type instead of naming the field
+            raise InputError(f"{key} must be a name (a string), not {value!r}", path=where)
     for pname, p in params.items():
         if p.default is inspect.Parameter.empty and pname not in kwargs:
             required = [n for n, q in params.items() if q.default is inspect.Parameter.empty]
