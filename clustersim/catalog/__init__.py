@@ -232,32 +232,34 @@ class Catalog:
         for key in raw:
             if key not in _SECTIONS:
                 raise unknown_name("catalog section", key, _SECTIONS, path=(*path, key))
-        transports = dict(self.transports)
-        for name, entry in (raw.get("transports") or {}).items():
-            entry = dict(entry) if isinstance(entry, dict) else entry
-            base = transports.get(name)
-            if isinstance(entry, dict) and "like" in entry:
-                base = self.transport(entry.pop("like"), path=(*path, "transports", name, "like"))
-            transports[name] = transport_from_dict(name, entry, base,
-                                                   (*path, "transports", name))
-        devices = dict(self.devices)
-        for name, entry in (raw.get("devices") or {}).items():
-            entry = dict(entry) if isinstance(entry, dict) else entry
-            base = devices.get(name)
-            if isinstance(entry, dict) and "like" in entry:
-                base = self.device(entry.pop("like"), path=(*path, "devices", name, "like"))
-            devices[name] = device_from_dict(name, entry, base, (*path, "devices", name))
-        links = dict(self.links)
-        for name, entry in (raw.get("links") or {}).items():
-            entry = dict(entry) if isinstance(entry, dict) else entry
-            base = links.get(name)
-            if isinstance(entry, dict) and "like" in entry:
-                base = self.link(entry.pop("like"), path=(*path, "links", name, "like"))
-            links[name] = link_from_dict(name, entry, base, (*path, "links", name))
+        # transports first: a link entry may name one
+        transports = _extended(self.transports, raw, "transports", self.transport,
+                               transport_from_dict, path)
+        devices = _extended(self.devices, raw, "devices", self.device, device_from_dict, path)
+        links = _extended(self.links, raw, "links", self.link, link_from_dict, path)
         out = Catalog(devices, links, transports)
         for name in (raw.get("links") or {}):
             out.check_link(links[name], (*path, "links", name))
         return out
+
+
+def _extended(current: dict[str, Any], raw: dict[str, Any], section: str,
+              lookup: Callable[..., Any], from_dict: Callable[..., Any],
+              path: tuple) -> dict[str, Any]:
+    """``current`` with the entries of ``raw[section]`` added or overriding (``like:`` starts
+    from another entry); the section must be a mapping of names to field mappings."""
+    entries = raw.get(section) or {}
+    if not isinstance(entries, dict):
+        raise InputError(f"catalog {section} must be a mapping of names to fields, not "
+                         f"{entries!r}", path=(*path, section))
+    out = dict(current)
+    for name, entry in entries.items():
+        entry = dict(entry) if isinstance(entry, dict) else entry
+        base = out.get(name)
+        if isinstance(entry, dict) and "like" in entry:
+            base = lookup(entry.pop("like"), path=(*path, section, name, "like"))
+        out[name] = from_dict(name, entry, base, (*path, section, name))
+    return out
 
 
 @lru_cache(maxsize=1)
