@@ -341,9 +341,8 @@ def test_fuzz_inputs():
                 for f in (js, cs):
                     f.unlink(missing_ok=True)
                 try:
-                    # -j 1: in this process (a pool forked from it would inherit its pages)
                     pcode, perr = run_main(["predict", str(scn), *extra, "--json", str(js),
-                                            "--csv", str(cs), "-q", "-j", "1"])
+                                            "--csv", str(cs), "-q"])
                 except Hang:
                     pytest.fail(f"predict hang (> {LIMIT_S} s CPU or {WALL_LIMIT_S} s): {base.name} {kind} {seed}")
                 assert pcode in (0, 2), (base.name, kind, seed, pcode, perr)
