@@ -291,6 +291,12 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
             for proc in list(getattr(ex, "_processes", {}).values()):
                 proc.terminate()  # as Pool.__exit__ did: on an error or a signal, stop now
             ex.shutdown(wait=False, cancel_futures=True)
+            # Let the executor's manager thread finish closing its wake-up pipe before this
+            # process can exit: otherwise CPython 3.11's exit hook may write to the pipe while
+            # that thread closes it, and print an OSError traceback after our one-line error.
+            manager = getattr(ex, "_executor_manager_thread", None)
+            if manager is not None:
+                manager.join(timeout=10)
     else:
         for ci, w, r, seed in todo:
             m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
