@@ -64,6 +64,7 @@ def run_microbenchmarks(
     ops: Sequence[str] = ("allreduce",),
     algorithms: Sequence[str] = ("mpi",),
     gemm_shapes: Sequence[tuple[int, int, int]] = ((256, 256, 256), (512, 512, 512)),
+    gemm_precisions: Sequence[str] | None = None,
     mem_sizes: Sequence[int] = (1 << 16, 1 << 20, 16 << 20),
     noise_shape: tuple[int, int, int] | None = None,
     noise_calls: int | None = None,
@@ -83,13 +84,16 @@ def run_microbenchmarks(
     ``sizes`` are the message sizes of ping-pong and (unless ``collective_sizes`` is given)
     of the collectives; ``noise_shape``/``noise_calls`` the noise bench's GEMM and call count
     (default ``microbench.NOISE_GEMM``/``NOISE_CALLS``); ``off_cache`` the bytes of message
-    buffers ping-pong and collectives rotate through (``microbench.buffer_sets``).  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
+    buffers ping-pong and collectives rotate through (``microbench.buffer_sets``);
+    ``gemm_precisions`` measures every GEMM shape in each of fp32/tf32/bf16/fp16
+    (:mod:`realrun.precision`; tf32 and bf16 need a GPU).  Writes into ``out_dir``: ``trace.rank<r>.jsonl``, ``results.json``,
     ``logs/`` and (with ``chrome``) ``trace.chrome.json`` for Perfetto / chrome://tracing.
     """
     out = Path(out_dir)
     argv = ["microbench", "--benches", _csv(benches), "--ops", _csv(ops),
             "--algorithms", _csv(algorithms), "--sizes", _csv(sizes or DEFAULT_SIZES),
             "--gemm", _csv(f"{m}x{n}x{k}" for m, n, k in gemm_shapes),
+            *(["--gemm-precisions", _csv(gemm_precisions)] if gemm_precisions else []),
             "--mem-sizes", _csv(mem_sizes), "--target", repr(float(target)),
             *(["--coll-sizes", _csv(collective_sizes)] if collective_sizes else []),
             *(["--noise-gemm", "x".join(str(int(d)) for d in noise_shape)]

@@ -62,6 +62,12 @@ class GemmKernel:
     k: int
     dtype: np.dtype
     run: Callable[[], Any]
+    #: the dtype name traces record (``tf32``/``bfloat16`` where ``dtype`` cannot say it)
+    label: str = ""
+
+    @property
+    def dtype_name(self) -> str:
+        return self.label or self.dtype.name
 
     @property
     def flops(self) -> float:
@@ -115,8 +121,30 @@ class Backend:
     def to_fp32(self, a: Any) -> Any:
         return a.astype(np.float32)
 
-    def gemm(self, m: int, n: int, k: int, dtype: Any = "float32", seed: int = 0) -> GemmKernel:
-        """A GEMM kernel of shape (m x k) @ (k x n) on this device."""
+    def gemm(self, m: int, n: int, k: int, dtype: Any = "float32", seed: int = 0,
+             precision: str | None = None) -> GemmKernel:
+        """A GEMM kernel of shape (m x k) @ (k x n) on this device.
+
+        ``precision`` (``realrun.precision.PRECISIONS``) overrides ``dtype``: tf32 and bf16
+        run through cuBLAS on a GPU and are refused on NumPy, which has neither.
+        """
+        if precision is not None and precision != "fp32":
+            from realrun import precision as prec
+
+            prec.meta_dtype(precision)
+            if precision == "fp16" and not self.is_gpu:
+                dtype = "float16"
+            elif not self.is_gpu:
+                raise InputError(f"GEMM precision {precision!r} needs a GPU (cuBLAS); on the "
+                                 f"{self.name} backend the allowed precisions are "
+                                 f"{', '.join(prec.CPU_PRECISIONS)}", path=("precision",))
+            else:
+                prec.check(self.xp, precision)
+                run, _ = prec.cublas_gemm(self.xp, m, n, k, precision, seed)
+                return GemmKernel(m, n, k, np.dtype(np.float32), run,
+                                  label=prec.meta_dtype(precision))
+        elif precision == "fp32":
+            dtype = "float32"
         dt = as_dtype(dtype)
         a = self.random(m * k, dt, seed).reshape(m, k)
         b = self.random(k * n, dt, seed + 1).reshape(k, n)
@@ -130,6 +158,25 @@ class Backend:
             self._sync()
 
     # --- host/device ------------------------------------------------------------------------
+    @property
+    def staged(self) -> bool:
+        """Messages go through host memory: device arrays that MPI may not read."""
+        return not self.direct_mpi
+
+    def stage_out(self, dev: Any, host: np.ndarray) -> None:
+        """Copy device buffer ``dev`` into host buffer ``host`` (same size) before a send."""
+        if self.is_gpu:
+            dev.get(out=host)
+        else:
+            np.copyto(host, dev)
+
+    def stage_in(self, host: np.ndarray, dev: Any) -> None:
+        """Copy a received host buffer onto the device buffer ``dev`` (same size)."""
+        if self.is_gpu:
+            dev.set(host)
+        else:
+            np.copyto(dev, host)
+
     def to_host(self, a: Any) -> np.ndarray:
         return a if isinstance(a, np.ndarray) else self.xp.asnumpy(a)
 

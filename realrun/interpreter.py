@@ -96,7 +96,7 @@ class Interpreter:
         self.plan = plan
         self.colls = colls
         self.math = math
-        self.p2p = PointToPoint(ctx.comm, ctx.now)
+        self.p2p = PointToPoint(ctx.comm, ctx.now, ctx.backend)
         self.it = 0
         self.ops = 0
         self._pending: dict[int, _Pending] = {}

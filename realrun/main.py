@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'mpi' (the library) and/or our schedules, e.g. mpi,ring")
     mb.add_argument("--gemm", type=_shapes, default=[(256, 256, 256), (512, 512, 512)],
                     help="GEMM shapes: N or MxNxK, comma separated")
+    mb.add_argument("--gemm-precisions", type=_names, default=None,
+                    help="GEMM precisions, comma list of fp32, tf32, bf16, fp16 (tf32 and "
+                         "bf16 need a GPU; default: --dtype)")
     mb.add_argument("--mem-sizes", type=_sizes, default=[1 << 16, 1 << 20, 16 << 20],
                     help="array sizes for memory/reduce benches")
     mb.add_argument("--ranks-per-host", type=int, default=None,
@@ -140,6 +143,10 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"unknown bench {unknown[0]!r} (allowed: {', '.join(mb.BENCHES)})",
                          path=("benches",))
+    from realrun.precision import meta_dtype
+
+    for prec in a.gemm_precisions or []:
+        meta_dtype(prec)  # unknown names are input errors before anything runs
     if a.noise_calls < 2:
         raise InputError(f"--noise-calls must be at least 2, not {a.noise_calls}",
                          path=("noise_calls",))
@@ -157,7 +164,7 @@ def _microbench(ctx: Any, a: argparse.Namespace) -> int:
             mb.collective(ctx, op, a.coll_sizes or sizes, cfg, algorithm=alg, dtype=a.dtype,
                           hosts=ctx.host_ids(a.ranks_per_host))
     if "gemm" in a.benches:
-        mb.gemm(ctx, a.gemm, cfg, dtype=a.dtype)
+        mb.gemm(ctx, a.gemm, cfg, dtype=a.dtype, precisions=a.gemm_precisions)
     if "memory" in a.benches:
         mb.memory(ctx, a.mem_sizes, cfg, dtype=a.dtype)
     if "reduce" in a.benches:

@@ -171,29 +171,45 @@ def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
         return
     a, b = pair
     me = ctx.rank
-    # device memory only when MPI can read it (CUDA-aware); otherwise the host path is measured
-    mem = ctx.backend if ctx.backend.direct_mpi else get_backend("numpy")
+    # device memory when MPI can read it (CUDA-aware); otherwise MPI sends host buffers and
+    # each message is staged as training stages it: device -> host before the send, host ->
+    # device after the receive (both copies are inside the timed round trip)
+    be = ctx.backend
+    mem = be if be.direct_mpi else get_backend("numpy")
     ctx.comm.Barrier()
     _warm_up_pair(ctx, cfg, pair, int(min(sizes, default=1)), mem)
     points = []
     for size in sizes:
         k = buffer_sets(size, cfg.off_cache)
-        bufs = []
+        bufs, devs = [], []
         for _ in range(k):
             buf = mem.zeros(max(int(size), 1), "int8")
             buf.fill(1)  # touched: untouched zero pages would all map to one cached page
             bufs.append(buf[: int(size)])
+            if be.staged and be.is_gpu and me in pair:
+                devs.append(be.zeros(max(int(size), 1), "int8")[: int(size)])
+        out = be.stage_out if devs else None
+        into = be.stage_in if devs else None
         if me == a:
-            def loop(n: int, bufs=bufs, k=k, comm=ctx.comm) -> None:
+            def loop(n: int, bufs=bufs, devs=devs, k=k, comm=ctx.comm, out=out,
+                     into=into) -> None:
                 for i in range(n):
                     buf = bufs[i % k]
+                    if out:
+                        out(devs[i % k], buf)
                     comm.Send(buf, b, 7)
                     comm.Recv(buf, b, 7)
+                    if into:
+                        into(buf, devs[i % k])
         elif me == b:
-            def loop(n: int, bufs=bufs, k=k, comm=ctx.comm) -> None:
+            def loop(n: int, bufs=bufs, devs=devs, k=k, comm=ctx.comm, out=out,
+                     into=into) -> None:
                 for i in range(n):
                     buf = bufs[i % k]
                     comm.Recv(buf, a, 7)
+                    if into:
+                        into(buf, devs[i % k])
+                        out(devs[i % k], buf)
                     comm.Send(buf, a, 7)
         else:
             def loop(n: int) -> None:
@@ -263,10 +279,15 @@ def collective(ctx: Any, op: str, sizes: Sequence[int], cfg: BenchConfig = Bench
 
 # --- local kernels -----------------------------------------------------------------------------
 def gemm(ctx: Any, shapes: Iterable[tuple[int, int, int]], cfg: BenchConfig = BenchConfig(),
-         dtype: str = "float32") -> None:
-    """GEMM throughput on every rank at once (as data-parallel workers compute)."""
-    for m, n, k in shapes:
-        kern = ctx.backend.gemm(m, n, k, dtype)
+         dtype: str = "float32", precisions: Sequence[str] | None = None) -> None:
+    """GEMM throughput on every rank at once (as data-parallel workers compute).
+
+    ``precisions`` (fp32, tf32, bf16, fp16; :mod:`realrun.precision`) measures every shape in
+    each; the rows tell them apart by ``dtype`` (float32, tf32, bfloat16, float16).
+    """
+    cases = [(s, p) for s in shapes for p in (precisions or [None])]
+    for (m, n, k), prec in cases:
+        kern = ctx.backend.gemm(m, n, k, dtype, precision=prec)
         ctx.comm.Barrier()
         iters = _iters_for(ctx, cfg, kern)
 
@@ -274,9 +295,10 @@ def gemm(ctx: Any, shapes: Iterable[tuple[int, int, int]], cfg: BenchConfig = Be
             for _ in range(it):
                 kern()
 
-        meta = {"bench": "gemm", "m": m, "n": n, "k": k, "dtype": as_dtype(dtype).name,
+        meta = {"bench": "gemm", "m": m, "n": n, "k": k, "dtype": kern.dtype_name,
                 "flops": kern.flops}
-        _batches(ctx, cfg, "compute", f"gemm {m}x{n}x{k}", iters, loop, meta,
+        tag = "" if prec is None else f" {prec}"
+        _batches(ctx, cfg, "compute", f"gemm {m}x{n}x{k}{tag}", iters, loop, meta,
                  nbytes=0.0, state="compute", barrier=True)
 
 

@@ -62,7 +62,7 @@ class PointToPoint:
     is the rank's clock (seconds since the run's origin).
     """
 
-    def __init__(self, comm: Any, now: Any) -> None:
+    def __init__(self, comm: Any, now: Any, backend: Any = None) -> None:
         from mpi4py import MPI  # lazy: importing mpi4py.MPI initialises MPI
 
         self.MPI = MPI
@@ -71,6 +71,19 @@ class PointToPoint:
         self.mailbox = Mailbox()
         self._status = MPI.Status()
         self._zeros: dict[int, np.ndarray] = {}
+        # GPU ranks whose MPI cannot read device memory stage every message through the
+        # host, as a real GPU parameter server does: a device -> host copy of the message
+        # before the send and host -> device after the receive (real copies of real sizes)
+        self._stage = backend if backend is not None and backend.is_gpu and backend.staged \
+            else None
+        self._dev: dict[int, Any] = {}
+        self._host: dict[int, np.ndarray] = {}
+
+    def _device(self, n: int) -> Any:
+        dev = self._dev.get(n)
+        if dev is None:
+            dev = self._dev[n] = self._stage.zeros(max(n, 1), "int8")[:n]
+        return dev
 
     # -- sending --------------------------------------------------------------------------------
     def _payload(self, nbytes: float, data: Any) -> tuple[np.ndarray, int]:
@@ -98,6 +111,12 @@ class PointToPoint:
         """Post a send of ``nbytes`` (plus ``data``) to ``dst``; returns its handle."""
         buf, flag = self._payload(nbytes, data)
         start = self.now()
+        if self._stage is not None:  # the message's bytes come off the device first
+            n = max(int(round(nbytes)), 0)
+            host = self._host.get(n)
+            if host is None:  # a scratch copy: the payload keeps the proxy model's data
+                host = self._host[n] = np.empty(n, dtype=np.uint8)
+            self._stage.stage_out(self._device(n), host)
         req = self.comm.Isend(buf, dest=dst, tag=tag * 2 + flag)
         return Outgoing(req, buf, dst, nbytes, start)
 
@@ -120,6 +139,8 @@ class PointToPoint:
         src, mtag = status.Get_source(), status.Get_tag()
         buf = np.empty(size, dtype=np.uint8)
         self.comm.Recv(buf, source=src, tag=mtag)
+        if self._stage is not None:
+            self._stage.stage_in(buf, self._device(size))
         tag, flag = divmod(mtag, 2)
         data = None
         nbytes = float(size)

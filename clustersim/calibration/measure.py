@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchPlan", "bench_plan", "run_benchmarks", "gemm_orientations", "OFF_CACHE"]
+__all__ = ["BenchPlan", "bench_plan", "gpu_plan", "PLAN_DEVICES", "run_benchmarks", "gemm_orientations", "OFF_CACHE"]
 
 #: bytes of message buffers the communication benchmarks rotate through (beyond this VM's
 #: 105 MiB last-level cache; see ``realrun.microbench.buffer_sets``)
@@ -63,6 +63,10 @@ class BenchPlan:
     repeats: int = 7
     noise_calls: int = 150
     off_cache: int = OFF_CACHE
+    #: the noise bench's GEMM (None: ``realrun.microbench.NOISE_GEMM``)
+    noise_shape: tuple[int, int, int] | None = None
+    #: "cpu" or "gpu": which device the shapes and sizes were chosen for
+    device: str = "cpu"
 
     def describe(self) -> dict[str, Any]:
         """For the profile's ``source`` section."""
@@ -71,11 +75,21 @@ class BenchPlan:
                 "collective_algorithms": list(self.algorithms),
                 "gemm_shapes": len(self.gemm_shapes), "mem_sizes": len(self.mem_sizes),
                 "noise_calls": self.noise_calls, "off_cache": self.off_cache,
+                "device": self.device,
                 "batch_seconds": self.target, "repeats": self.repeats}
 
 
-def bench_plan(quick: bool = False) -> BenchPlan:
-    """The measurement plan (module docs)."""
+PLAN_DEVICES = ("auto", "cpu", "gpu")
+
+
+def bench_plan(quick: bool = False, device: str = "cpu") -> BenchPlan:
+    """The measurement plan (module docs); ``device="gpu"``: :func:`gpu_plan`."""
+    if device == "auto":
+        from realrun.arrays import gpu_present  # no CUDA import: a /dev scan
+
+        device = "gpu" if gpu_present() else "cpu"
+    if device == "gpu":
+        return gpu_plan(quick)
     if quick:
         pp = tuple(sorted({2 ** k for k in range(0, 26)}))
         coll = tuple(4 ** k * 1024 for k in range(0, 8))
@@ -91,6 +105,13 @@ def bench_plan(quick: bool = False) -> BenchPlan:
         conv = [*_conv(4, 56, 64, 64), *_conv(4, 28, 128, 128), *_conv(4, 14, 256, 256)]
         mem = tuple(1 << k for k in range(16, 27, 2))
         target, repeats, calls = 0.02, 7, 150
+    shapes, classes = _classified(fc, conv)
+    return BenchPlan(pp, coll, ("mpi", "ring"), tuple(shapes), classes, mem, target, repeats,
+                     calls)
+
+
+def _classified(fc: Sequence[tuple[int, int, int]], conv: Sequence[tuple[int, int, int]]
+                ) -> tuple[list[tuple[int, int, int]], dict[tuple[int, int, int], str]]:
     classes: dict[tuple[int, int, int], str] = {}
     shapes: list[tuple[int, int, int]] = []
     for cls, group in (("fc", fc), ("conv", conv)):
@@ -98,8 +119,37 @@ def bench_plan(quick: bool = False) -> BenchPlan:
             if s not in classes:
                 classes[s] = cls
                 shapes.append(s)
-    return BenchPlan(pp, coll, ("mpi", "ring"), tuple(shapes), classes, mem, target, repeats,
-                     calls)
+    return shapes, classes
+
+
+def gpu_plan(quick: bool = False) -> BenchPlan:
+    """The plan for ranks on a GPU: the CPU plan's method, with GPU-sized work.
+
+    Why other sizes: an H100/H200 runs the CPU plan's largest GEMM (256x2048x1024, 1 GFLOP)
+    in about 20 us, so every GEMM of that plan would measure the per-call launch cost only
+    and the fitted efficiency would not transfer to layers a GPU is used for.  Here fully
+    connected layers span batch 256-4096 and widths 1024-8192 (1-550 GFLOP per GEMM) and
+    convolutions are im2col GEMMs of ResNet-like stages at batch 32; memory kernels go from
+    1 MiB (inside the 50-60 MB L2) to 1 GiB; the noise GEMM is a 34 GFLOP layer pass.
+    Messages keep the CPU plan's sizes: ranks without CUDA-aware MPI stage them through
+    host memory, which is what the ping-pong then measures.
+    """
+    cpu = bench_plan(quick, "cpu")
+    if quick:
+        fc = [*_fc(256, 2048, 2048), *_fc(1024, 4096, 4096), *_fc(4096, 8192, 8192)]
+        conv = [*_conv(32, 28, 128, 128)]
+        mem = (1 << 20, 1 << 24, 1 << 28)
+        calls = 60
+    else:
+        fc = [*_fc(256, 1024, 1024), *_fc(256, 2048, 2048), *_fc(1024, 4096, 4096),
+              *_fc(2048, 4096, 8192), *_fc(4096, 8192, 8192)]
+        conv = [*_conv(32, 56, 64, 64), *_conv(32, 28, 128, 128), *_conv(32, 14, 256, 256)]
+        mem = tuple(1 << k for k in range(20, 31, 2))
+        calls = 150
+    shapes, classes = _classified(fc, conv)
+    return BenchPlan(cpu.pingpong_sizes, cpu.collective_sizes, cpu.algorithms, tuple(shapes),
+                     classes, mem, cpu.target, cpu.repeats, calls, cpu.off_cache,
+                     noise_shape=(1024, 4096, 4096), device="gpu")
 
 
 def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[str],
@@ -119,6 +169,7 @@ def run_benchmarks(plan: BenchPlan, *, np: int = 2, out_dir: str | os.PathLike[s
         collective_sizes=list(plan.collective_sizes), ops=("allreduce",),
         algorithms=plan.algorithms, gemm_shapes=list(plan.gemm_shapes),
         mem_sizes=list(plan.mem_sizes), noise_calls=plan.noise_calls,
+        noise_shape=plan.noise_shape,
         off_cache=plan.off_cache,
         target=plan.target, repeats=plan.repeats,
         timeout=timeout, mpiexec=mpiexec, hostfile=hostfile, env=env)

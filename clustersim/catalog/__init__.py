@@ -30,12 +30,17 @@ class DeviceSpec:
     mem_bw: float
     memory: float
     peak_fp16: float | None = None
+    #: dense tensor-core peaks (datasheet), for the precision table of a GPU calibration
+    peak_tf32: float | None = None
+    peak_bf16: float | None = None
     efficiency: float = 0.5
     mem_efficiency: float = 0.7
     overhead: float = 10e-6
     source: str = ""
     reduce_rate: float | None = None
     pack_rate: float | None = None
+    #: what was measured on a real device of this kind, when, and where it is documented
+    measured: str = ""
 
     @property
     def reduce_bw(self) -> float:
@@ -88,8 +93,9 @@ class TransportSpec:
     source: str = ""
 
 
-_DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "efficiency", "mem_efficiency",
-                  "overhead", "source", "reduce_rate", "pack_rate"}
+_DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "peak_tf32", "peak_bf16",
+                  "efficiency", "mem_efficiency", "overhead", "source", "reduce_rate",
+                  "pack_rate", "measured"}
 _LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport"}
 _TRANSPORT_FIELDS = {"efficiency", "overhead", "source"}
 
@@ -119,7 +125,8 @@ def _transport_name(value: Any, field: str) -> str | None:
 #: links and transports are read (and their errors worded) the same way.
 _PARSERS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
     "device": {
-        **dict.fromkeys(("peak", "peak_fp16"), lambda v, f: parse_flops(v)),
+        **dict.fromkeys(("peak", "peak_fp16", "peak_tf32", "peak_bf16"),
+                        lambda v, f: parse_flops(v)),
         **dict.fromkeys(("mem_bw", "reduce_rate", "pack_rate"), lambda v, f: parse_bandwidth(v)),
         "memory": lambda v, f: parse_size(v, allow_zero=False),
         **dict.fromkeys(("efficiency", "mem_efficiency"), _fraction),

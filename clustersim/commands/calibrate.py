@@ -79,6 +79,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="limit per real run (default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="fewer sizes and shapes, shorter batches, one validation run each")
+    p.add_argument("--plan", choices=["auto", "cpu", "gpu"], default="auto",
+                   help="with --real: sizes and shapes chosen for CPU cores or for a GPU "
+                        "(auto: gpu where an NVIDIA device is present; default %(default)s)")
     p.add_argument("--platform", default=DEFAULT_PLATFORM, metavar="FILE",
                    help="platform the ranks ran on (default %(default)s)")
     p.add_argument("--link", metavar="CLASS",
@@ -257,7 +260,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from clustersim.calibration.validate import run_cases
         from realrun.launch import RealRunError
 
-        plan = bench_plan(args.quick)
+        plan = bench_plan(args.quick, args.plan)
         events: list[Any] = []
         loads = []
         headers = []
