@@ -69,6 +69,9 @@ def _probe(out: Path) -> dict:
     return info
 
 
+QUICK = False
+
+
 def _precision(out: Path) -> dict:
     from realrun.api import run_microbenchmarks
 
@@ -76,7 +79,8 @@ def _precision(out: Path) -> dict:
                                "reduce", "noise"), gemm_shapes=SHAPES,
                                gemm_precisions=PRECISIONS, mem_sizes=MEM_SIZES,
                                noise_shape=(1024, 4096, 4096), noise_calls=200,
-                               target=0.05, repeats=5, backend="cupy", timeout=400)
+                               target=0.02 if QUICK else 0.05, repeats=3 if QUICK else 5,
+                               backend="cupy", timeout=400)
     best: dict = {}
     for r in rows:
         if r["bench"] == "gemm":
@@ -120,7 +124,8 @@ def _nccl(out: Path) -> dict:
     script = out / "nccl_rank.py"
     script.write_text(NCCL_RANK)
     res = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, str(script)],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "NCCL_DEBUG": "WARN"})
     (out / "nccl.log").write_text(res.stdout + res.stderr)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("[")]
     return {"exit": res.returncode, "ranks": json.loads(lines[-1]) if lines else None}
@@ -130,7 +135,7 @@ def _calibrate(out: Path) -> dict:
     cmd = [sys.executable, "-m", "clustersim", "calibrate", "--real", "--plan", "gpu",
            "--np", "2", "--platform", "topologies/h200_shared.yaml",
            "--scenarios", "scenarios/real_gpu_bsp_mlp.yaml", "scenarios/real_gpu_async_ps.yaml",
-           "--repeats", "3", "--timeout", "240", "--work-dir", str(out / "calibrate"),
+           "--repeats", "3", "--timeout", "240", *(["--quick"] if QUICK else []), "--work-dir", str(out / "calibrate"),
            "--out", str(out / "h200_profile.yaml"), "--json", str(out / "calibrate.json")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=480, cwd=ROOT)
     (out / "calibrate.log").write_text(res.stdout + res.stderr)
@@ -181,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out/gpu"))
     ap.add_argument("--steps", default=",".join(STEPS),
                     help=f"comma list of {', '.join(STEPS)} (default: all)")
+    ap.add_argument("--quick", action="store_true",
+                    help="the calibration's quick plan and shorter precision batches")
     a = ap.parse_args(argv)
+    global QUICK
+    QUICK = a.quick
     steps = [s for s in a.steps.split(",") if s]
     bad = [s for s in steps if s not in STEPS]
     if bad:

@@ -88,12 +88,15 @@ def _iters_for(ctx: Any, cfg: BenchConfig, one: Callable[[], None], *, collectiv
     The median of three single calls, so that one preempted call does not shrink a batch to
     a handful of iterations.
     """
+    sync = ctx.backend.synchronize
     for _ in range(cfg.warmup):
         one()
+    sync()
     probes = []
     for _ in range(3):
         t = time.perf_counter()
         one()
+        sync()  # a GPU call only enqueues its kernel: time it to its end, not its launch
         probes.append(time.perf_counter() - t)
     dt = max(statistics.median(probes), 1e-7)
     n = int(min(max(cfg.target / dt, cfg.min_iters), cfg.max_iters))
