@@ -82,7 +82,8 @@ class PointToPoint:
     def _device(self, n: int) -> Any:
         dev = self._dev.get(n)
         if dev is None:
-            dev = self._dev[n] = self._stage.zeros(max(n, 1), "int8")[:n]
+            # uint8, as the host payloads: CuPy copies only between equal dtypes
+            dev = self._dev[n] = self._stage.xp.zeros(max(n, 1), dtype=np.uint8)[:n]
         return dev
 
     # -- sending --------------------------------------------------------------------------------
