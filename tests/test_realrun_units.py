@@ -256,3 +256,37 @@ def test_importing_does_not_initialise_mpi_or_cuda() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_staged_library_call_copies_device_to_host_in_place_and_back():
+    """A backend whose MPI may not read its arrays stages each collective through host
+    buffers allocated once (no fresh host array per call: the H200 run showed what that
+    costs above 32 MiB) and writes the result back into the device buffer."""
+    import numpy as np
+
+    from realrun.arrays import Backend
+    from realrun.collectives import CollectiveBuffers, library_call
+
+    class Staged(Backend):  # as CuPy's: reaching host memory makes a host copy
+        def to_host(self, a):
+            return np.array(a, copy=True)
+
+    be = Staged(np, name="staged", is_gpu=False)
+    be.direct_mpi = False
+    calls = []
+
+    class Comm:  # a 2-rank all-reduce whose peer holds the same values: recv = 2 * send
+        def Allreduce(self, send, recv, op):
+            calls.append((send.ctypes.data, recv.ctypes.data))
+            np.multiply(send, 2, out=recv)
+
+    send = np.arange(8, dtype=np.float32)
+    recv = np.zeros(8, dtype=np.float32)
+    call = library_call(Comm(), CollectiveBuffers("allreduce", 8, send, recv), backend=be)
+    call()
+    send += 1
+    call()
+    assert np.array_equal(recv, 2 * (np.arange(8) + 1))
+    # the same two host buffers both times, and never the device (caller's) arrays
+    assert calls[0] == calls[1]
+    assert send.ctypes.data not in calls[0] and recv.ctypes.data not in calls[0]
