@@ -105,6 +105,16 @@ def test_run_real_refuses_a_cluster_scenario(tmp_path, capsys, extra):
 
 
 # --- SIGTERM/SIGHUP as exceptions ------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _default_hangup():
+    """These tests are about our handlers: a suite started under ``nohup`` inherits SIGHUP
+    ignored, which ``as_interrupt`` rightly leaves alone (and children inherit), so put the
+    default disposition back for each test and restore what was there after."""
+    prev = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, prev)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signals_raise_terminated(sig):
     with _signals.as_interrupt(), pytest.raises(KeyboardInterrupt) as exc:
