@@ -124,3 +124,33 @@ def test_recorded_benchmark_traces_refit_offline(tmp_path):
     rows = json.loads((DATA / "bench" / "calibration_rows.json").read_text())
     big = max((r for r in rows if r["bench"] == "pingpong"), key=lambda r: r["size"])
     assert 1.0 / beta == pytest.approx(big["size"] / big["time"], rel=0.1)
+
+
+def test_gpu_plan_without_a_gpu_is_an_input_error(tmp_path):
+    """`calibrate --real --plan gpu` here would run 550 GFLOP GEMMs on CPU cores for hours:
+    refused before anything is measured, naming the allowed plans (exit 2, no traceback)."""
+    from realrun.arrays import gpu_present
+
+    if gpu_present():
+        pytest.skip("this machine has a GPU: the GPU plan is allowed")
+    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "--real", "--plan",
+                          "gpu", "--work-dir", str(tmp_path / "w"), "--out",
+                          str(tmp_path / "p.yaml")], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "no NVIDIA GPU" in res.stderr and "allowed: auto, cpu" in res.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "p.yaml").exists()
+
+
+def test_the_gpu_plan_sizes_gemms_for_a_gpu():
+    """The GPU plan's GEMMs take milliseconds on an H200 (the recorded fp32 rate), not the
+    tens of microseconds the CPU plan's would - so they measure the GPU, not the call."""
+    from clustersim.calibration.measure import bench_plan
+
+    fp32 = precision_table(_precision_rows(), H200)["float32"]
+    for quick in (True, False):
+        gpu, cpu = bench_plan(quick, "gpu"), bench_plan(quick, "cpu")
+        assert gpu.device == "gpu" and set(gpu.gemm_classes.values()) == {"fc", "conv"}
+        gpu_t = max(2 * m * n * k for m, n, k in gpu.gemm_shapes) / fp32["rate"]
+        cpu_t = max(2 * m * n * k for m, n, k in cpu.gemm_shapes) / fp32["rate"]
+        assert gpu_t > 5e-3 and cpu_t < 50e-6
+        assert max(gpu.mem_sizes) >= 1 << 28 > 60e6  # beyond the H200's L2

@@ -290,3 +290,23 @@ def test_staged_library_call_copies_device_to_host_in_place_and_back():
     # the same two host buffers both times, and never the device (caller's) arrays
     assert calls[0] == calls[1]
     assert send.ctypes.data not in calls[0] and recv.ctypes.data not in calls[0]
+
+
+def test_gemm_precisions_on_numpy_fp32_fp16_run_tf32_bf16_are_refused():
+    """tf32 and bf16 exist only on a GPU (cuBLAS): the NumPy backend refuses them with the
+    precisions it has, and never emulates them; fp16 and fp32 run and say so in ``dtype``."""
+
+    from clustersim.errors import InputError
+    from realrun.arrays import get_backend
+    from realrun.precision import meta_dtype
+
+    be = get_backend("numpy")
+    for prec, name in (("fp32", "float32"), ("fp16", "float16")):
+        kern = be.gemm(8, 4, 16, precision=prec)
+        kern()
+        assert kern.dtype_name == name and kern.flops == 2 * 8 * 4 * 16
+    for prec in ("tf32", "bf16"):
+        with pytest.raises(InputError, match="needs a GPU.*allowed precisions are fp32, fp16"):
+            be.gemm(8, 8, 8, precision=prec)
+    with pytest.raises(InputError, match="allowed: fp32, tf32, bf16, fp16"):
+        meta_dtype("int4")

@@ -174,6 +174,13 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--rounds must be >= 1, not {args.rounds}")
     if args.rounds > 1 and not args.real:
         raise InputError("--rounds needs --real (recorded traces are fitted as they are)")
+    if args.real and args.plan == "gpu":
+        from realrun.arrays import gpu_present  # a /dev scan: no CUDA import
+
+        if not gpu_present():
+            raise InputError("--plan gpu measures GEMMs of up to 550 GFLOP, hours on CPU "
+                             "cores, and no NVIDIA GPU was found here (allowed: auto, cpu)",
+                             path=("plan",))
     from clustersim.report.output import check_outputs
 
     # before minutes of measuring: an output that cannot be written is an input error now
