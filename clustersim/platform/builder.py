@@ -41,19 +41,6 @@ class _LinkRes:
     transport: str | None = None
 
 
-@dataclass(frozen=True)
-class _Stamp:
-    """One machine as a builder added it (:meth:`PlatformBuilder.stamp`): node name suffixes
-    after ``prefix`` with their attributes, edges between suffixes, link resources from id
-    ``first`` on."""
-
-    prefix: str
-    nodes: tuple[tuple[str, dict[str, Any]], ...]
-    edges: tuple[tuple[str, str, dict[str, Any]], ...]
-    res: tuple[_LinkRes, ...]
-    first: int
-
-
 #: Bounds on a platform's size.  Why: a typo (``hosts: 1e12``, a 1024-device NVLink mesh) must
 #: end in a clear error, not in minutes of building and gigabytes of memory.  The largest
 #: shipped platform is scenarios/bsp_100k.yaml's (the design-space target of one BSP point at
@@ -160,70 +147,6 @@ class PlatformBuilder:
             self._adj[a][b] = data
         else:
             first.setdefault("parallel", []).append(data)
-
-    # -- stamping identical machines ----------------------------------------------------
-    def mark(self) -> tuple[int, int, int]:
-        """Where the builder stands (nodes, link resources, devices): :meth:`stamp` records
-        what was added after it."""
-        return len(self.nodes), len(self._res), len(self._devices)
-
-    def stamp(self, mark: tuple[int, int, int], prefix: str) -> _Stamp:
-        """What was added since ``mark`` - one machine, all its names starting with
-        ``prefix`` and all its links inside it - as a template :meth:`replay` copies."""
-        n0, r0, _ = mark
-        names = list(self.nodes)[n0:]
-        if not all(n == prefix or n.startswith(prefix + ".") for n in names):
-            raise ValueError(f"a stamp's nodes must all be named {prefix}[.*]")
-        inside = set(names)
-        edges = []
-        for u in names:
-            for v, data in self._adj[u].items():
-                if v not in inside:
-                    raise ValueError(f"a stamp's links must stay inside it ({u}-{v})")
-                edges.append((u[len(prefix):], v[len(prefix):], data))
-        return _Stamp(prefix, tuple((n[len(prefix):], self.nodes[n]) for n in names),
-                      tuple(edges), tuple(self._res[r0:]), r0)
-
-    def replay(self, st: _Stamp, prefix: str, host: int) -> None:
-        """Add a copy of stamp ``st`` under ``prefix`` (devices get ``host``): the same nodes,
-        links and resource order as the calls that made the stamp, without re-checking
-        each link (the stamp's were checked when they were added).
-
-        Why: a 100,000-GPU platform is 12,500 identical machines, and building each one
-        link by link cost about a second of the build's four.
-        """
-        nodes, adj = self.nodes, self._adj
-        if len(nodes) + len(st.nodes) > MAX_NODES:
-            raise InputError(f"the platform would have more than {MAX_NODES:,} nodes "
-                             f"(devices, NICs, switches); make it smaller")
-        if len(self._res) + len(st.res) > MAX_LINKS:
-            raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
-                             f"it smaller (fewer hosts, switches or devices per machine)")
-        shift = len(self._res) - st.first
-        old = st.prefix + "."
-        new = prefix + "."
-        for suffix, attrs in st.nodes:
-            name = prefix + suffix
-            if name in nodes:
-                raise InputError(f"duplicate node {name!r}")
-            if attrs.get("kind") == "device":
-                if len(self._devices) >= MAX_DEVICES:
-                    raise InputError(f"the platform would have more than {MAX_DEVICES:,} "
-                                     f"devices; make it smaller (fewer hosts or devices per "
-                                     f"machine)")
-                attrs = {**attrs, "host": host}
-                self._devices.append(name)
-            else:
-                attrs = dict(attrs)
-            nodes[name] = attrs
-            adj[name] = {}
-        for u, v, data in st.edges:
-            entry = {**data, "link": data["link"] + shift}
-            if "parallel" in data:
-                entry["parallel"] = [{**x, "link": x["link"] + shift} for x in data["parallel"]]
-            adj[prefix + u][prefix + v] = entry
-        self._res.extend(_LinkRes(r.name.replace(old, new), r.bandwidth, r.latency, r.kind,
-                                  r.transport) for r in st.res)
 
     def build(self, devices: Sequence[str] | None = None) -> Platform:
         """Freeze.  ``devices`` orders the ranks (default: insertion order)."""

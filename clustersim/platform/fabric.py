@@ -74,17 +74,8 @@ def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: Node
         raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
                          f"it smaller (fewer hosts or devices per machine)")
     out = []
-    stamp = None
     for i in range(count):
-        if stamp is None:  # the first machine link by link, the others stamped from it
-            mark = b.mark()
-            m0 = m = add_machine(b, i, node, device)
-            stamp = b.stamp(mark, f"h{i}")
-        else:
-            b.replay(stamp, f"h{i}", i)
-            old, new = stamp.prefix, f"h{i}"
-            m = Machine(i, tuple(new + d[len(old):] for d in m0.devices),
-                        tuple(new + p[len(old):] for p in m0.ports))
+        m = add_machine(b, i, node, device)
         sw = switch_of(i)
         for port in m.ports:
             b.add_link(port, sw, link, cost=cost)
