@@ -283,6 +283,56 @@ def test_openmpi_41_alltoall_table():
     assert chosen("alltoall", "openmpi", 200, 200 * 262144) == "openmpi→pairwise"
 
 
+@pytest.mark.parametrize(("p", "block", "want"), [
+    # Open MPI 4.1.8 allgather table, keyed by one rank's block (dsize * scount)
+    (2, 1e6, "two_proc"),
+    (16, 1e6, "recursive_doubling"),                  # p < 32: always recursive doubling
+    (20, 1e6, "recursive_doubling→bruck"),           # ... which needs a power of two
+    (48, 1023, "recursive_doubling→bruck"),
+    (48, 1024, "neighbor"),
+    (47, 1024, "neighbor→ring"),                     # neighbour exchange needs an even p
+    (48, 65536, "ring"),
+    (200, 600e3, "neighbor"),                        # 524288 <= block < 1 MiB
+    (300, 100, "bruck"),                             # 32 <= block < 128 at p < 512
+    (5000, 300, "bruck"),
+    (5000, 5000, "neighbor"),
+])
+def test_openmpi_41_allgather_table(p, block, want):
+    assert chosen("allgather", "openmpi", p, p * block) == f"openmpi→{want}"
+    # 4.0's rule looks at the total: the same buffers often get another algorithm there
+    assert chosen("allgather", "openmpi-4.0", 48, 48 * 1024) == "openmpi-4.0→bruck"
+
+
+@pytest.mark.parametrize(("p", "n", "want"), [
+    # Open MPI 4.1.8 broadcast table (no segmentation in the fixed rules)
+    (3, 16, "pipeline(unsegmented)"),
+    (3, 200, "binary≈binomial"),
+    (3, 800, "knomial≈binomial"),
+    (6, 100, "binomial"),
+    (6, 4e6, "chain(unsegmented)"),
+    (12, 1e6, "basic_linear≈binomial"),
+    (20, 4e6, "scatter_allgather"),
+    (100, 4e6, "knomial≈binomial"),
+    (600, 20000, "split_bintree≈binomial"),
+    (5000, 1e6, "scatter_allgather"),
+])
+def test_openmpi_41_broadcast_table(p, n, want):
+    assert chosen("broadcast", "openmpi", p, n) == f"openmpi→{want}"
+
+
+def test_openmpi_41_scatter_allgather_falls_back_below_one_element_per_rank():
+    """coll_base_bcast.c: scatter_allgather with count < p runs the linear broadcast; the
+    table picks scatter_allgather from 256 KiB at 4,096 ranks and more, so 100,000 ranks
+    broadcasting 65,536 floats fall back and 400,000 floats do not."""
+    from clustersim.collectives.select_openmpi import decide_41
+
+    few = decide_41(Context("broadcast", 100_000, 4 * 65_536, 4, 1))
+    assert few.label == "scatter_allgather→basic_linear≈binomial"
+    assert few.algorithm == "binomial"
+    many = decide_41(Context("broadcast", 100_000, 4 * 400_000, 4, 1))
+    assert (many.label, many.algorithm) == ("scatter_allgather", "scatter_rd_allgather")
+
+
 def test_nccl_protocol_follows_the_size():
     from clustersim.collectives.select_nccl import decide, predicted_times
 

@@ -20,11 +20,13 @@
 * gather: linear_sync above 6000 B per block, binomial for ``p > 60`` or (``p > 10`` and
   ``< 1024`` B), linear otherwise; scatter: binomial for ``p > 10`` and ``< 300`` B, else linear.
 
-``openmpi`` = ``openmpi-4.1``: Open MPI 4.1 replaced allreduce and alltoall (and others) by
-tables over communicator size and total bytes, measured by Mikhail et al. on UTK/ICL machines
-(``coll_tuned_decision_fixed.c`` of 4.1.x and 5.0.x, the same tables; also what SimGrid's
-``smpi_openmpi_selector.cpp`` reproduces).  Those two tables are encoded here; the other ops
-of ``openmpi-4.1`` follow the 4.0 rules (documented limitation).
+``openmpi`` = ``openmpi-4.1``: Open MPI 4.1 replaced the rules by tables over communicator size
+and bytes, measured by Mikhail et al. on UTK/ICL machines (``coll_tuned_decision_fixed.c`` of
+4.1.x - read at v4.1.8 - and 5.0.x; allreduce and alltoall are also what SimGrid's
+``smpi_openmpi_selector.cpp`` reproduces).  Four tables are encoded here: allreduce, alltoall,
+allgather (keyed by one rank's block, as the source's ``total_dsize = dsize * scount`` is) and
+broadcast; reduce, reduce_scatter, gather and scatter of ``openmpi-4.1`` follow the 4.0 rules
+(documented limitation).
 
 The base algorithms' own fallbacks (``coll_base_allreduce.c``) are applied: the ring and the
 segmented ring hand ``count < p`` to recursive doubling; the segmented ring with segment size
@@ -40,7 +42,7 @@ import math
 
 from clustersim.collectives.selection import Choice, Context
 
-__all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41"]
+__all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41", "ALLGATHER_41", "BCAST_41"]
 
 INF = math.inf
 _NONOVERLAP = Choice("binomial_tree", "nonoverlapping≈binomial_tree")
@@ -186,6 +188,38 @@ ALLTOALL_41 = [
 ]
 
 
+#: Open MPI 4.1/5.0 allgather by *block* bytes (``dsize * scount``, one rank's share): 1 linear,
+#: 2 bruck, 3 recursive_doubling, 4 ring, 5 neighbor; p == 2 is two_proc before the table
+ALLGATHER_41 = [
+    (32, [(INF, 3)]),
+    (64, [(1024, 3), (65536, 5), (INF, 4)]),
+    (128, [(512, 3), (65536, 5), (INF, 4)]),
+    (256, [(512, 3), (131072, 5), (524288, 4), (1048576, 5), (INF, 4)]),
+    (512, [(32, 3), (128, 2), (1024, 3), (131072, 5), (524288, 4), (1048576, 5), (INF, 4)]),
+    (1024, [(64, 3), (256, 2), (2048, 3), (INF, 5)]),
+    (2048, [(4, 3), (8, 2), (16, 3), (32, 2), (256, 3), (512, 2), (4096, 3), (INF, 5)]),
+    (4096, [(32, 2), (128, 3), (512, 2), (4096, 3), (INF, 5)]),
+    (INF, [(2, 3), (8, 2), (16, 3), (512, 2), (4096, 3), (INF, 5)]),
+]
+#: Open MPI 4.1/5.0 broadcast by message bytes: 1 basic_linear, 2 chain, 3 pipeline,
+#: 4 split_binary_tree, 5 binary_tree, 6 binomial, 7 knomial, 8 scatter_allgather
+#: (segment size 0 throughout: the fixed rules pass none)
+BCAST_41 = [
+    (4, [(32, 3), (256, 5), (512, 3), (1024, 7), (32768, 1), (131072, 5), (262144, 2),
+         (524288, 1), (1048576, 6), (INF, 5)]),
+    (8, [(64, 5), (128, 6), (2048, 5), (8192, 6), (1048576, 1), (INF, 2)]),
+    (16, [(8, 7), (64, 5), (4096, 7), (16384, 5), (32768, 6), (INF, 1)]),
+    (32, [(4096, 7), (1048576, 6), (INF, 8)]),
+    (64, [(2048, 6), (INF, 7)]),
+    (128, [(INF, 7)]),
+    (256, [(2, 6), (16384, 5), (32768, 1), (65536, 5), (INF, 7)]),
+    (1024, [(16384, 7), (32768, 4), (INF, 7)]),
+    (2048, [(524288, 7), (INF, 8)]),
+    (4096, [(262144, 7), (INF, 8)]),
+    (INF, [(8192, 7), (16384, 5), (262144, 7), (INF, 8)]),
+]
+
+
 def _table(table: list, p: int, nbytes: float) -> int:
     for comm_below, rows in table:
         if p < comm_below:
@@ -218,10 +252,45 @@ def _alltoall_41(c: Context) -> Choice:
             4: Choice("direct", "linear_sync≈direct"), 5: Choice("pairwise", "two_proc")}[alg]
 
 
+def _allgather_41(c: Context) -> Choice:
+    p = c.ranks
+    if p == 2:
+        return Choice("ring", "two_proc")
+    alg = _table(ALLGATHER_41, p, c.nbytes / p)
+    # coll_base_allgather.c: recursive doubling needs a power of two (else Bruck), the
+    # neighbour exchange an even size (else the ring)
+    if alg == 3:
+        if p & (p - 1):
+            return Choice("bruck", "recursive_doubling→bruck")
+        return Choice("recursive_doubling", "recursive_doubling")
+    if alg == 5:
+        if p % 2:
+            return Choice("ring", "neighbor→ring")
+        return Choice("neighbor_exchange", "neighbor")
+    return {1: Choice("bruck", "linear≈bruck"), 2: Choice("bruck", "bruck"),
+            4: Choice("ring", "ring")}[alg]
+
+
+def _bcast_41(c: Context) -> Choice:
+    alg = _table(BCAST_41, c.ranks, c.nbytes)
+    if alg == 8:  # coll_base_bcast.c: count < p falls back to the linear broadcast
+        if c.count < c.ranks:
+            return Choice("binomial", "scatter_allgather→basic_linear≈binomial")
+        return Choice("scatter_rd_allgather", "scatter_allgather")
+    if alg in (2, 3):  # unsegmented: the whole message hop by hop down the chain
+        name = "chain" if alg == 2 else "pipeline"
+        return Choice("pipelined_chain", f"{name}(unsegmented)", {"chunks": 1})
+    return {1: Choice("binomial", "basic_linear≈binomial"),
+            4: Choice("binomial", "split_bintree≈binomial"),
+            5: Choice("binomial", "binary≈binomial"), 6: Choice("binomial", "binomial"),
+            7: Choice("binomial", "knomial≈binomial")}[alg]
+
+
+_RULES_41 = {"allreduce": _allreduce_41, "alltoall": _alltoall_41,
+             "allgather": _allgather_41, "broadcast": _bcast_41}
+
+
 def decide_41(c: Context) -> Choice:
     """Open MPI 4.1/5.0's choice for ``c`` (module docstring)."""
-    if c.op == "allreduce":
-        return _allreduce_41(c)
-    if c.op == "alltoall":
-        return _alltoall_41(c)
-    return decide_40(c)
+    rule = _RULES_41.get(c.op)
+    return rule(c) if rule else decide_40(c)
