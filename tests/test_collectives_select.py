@@ -320,6 +320,26 @@ def test_openmpi_41_broadcast_table(p, n, want):
     assert chosen("broadcast", "openmpi", p, n) == f"openmpi→{want}"
 
 
+@pytest.mark.parametrize(("op", "p", "n", "want"), [
+    # Open MPI 4.1.8 gather/scatter (block bytes) and reduce_scatter (total bytes) tables
+    ("gather", 4, 4 * 4096, "basic_linear"),
+    ("gather", 4, 4 * 300e3, "linear_sync≈linear"),
+    ("gather", 100, 100 * 1e6, "binomial"),              # 8 <= p < 256: always binomial
+    ("gather", 300, 300 * 4096, "basic_linear"),
+    ("scatter", 2, 2 * 1, "linear_nb≈linear"),
+    ("scatter", 12, 12 * 1024, "binomial"),
+    ("scatter", 12, 12 * 2e6, "basic_linear"),
+    ("scatter", 100, 100 * 1024, "linear_nb≈linear"),
+    ("reduce_scatter", 2, 100e3, "butterfly≈recursive_halving"),
+    ("reduce_scatter", 6, 4, "non-overlapping≈recursive_halving"),
+    ("reduce_scatter", 16, 100e3, "recursive_halving"),
+    ("reduce_scatter", 16, 1e6, "ring"),
+    ("reduce_scatter", 5000, 1e6, "butterfly≈recursive_halving"),
+])
+def test_openmpi_41_gather_scatter_reduce_scatter_tables(op, p, n, want):
+    assert chosen(op, "openmpi", p, n) == f"openmpi→{want}"
+
+
 def test_openmpi_41_scatter_allgather_falls_back_below_one_element_per_rank():
     """coll_base_bcast.c: scatter_allgather with count < p runs the linear broadcast; the
     table picks scatter_allgather from 256 KiB at 4,096 ranks and more, so 100,000 ranks

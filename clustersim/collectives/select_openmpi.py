@@ -25,8 +25,9 @@ and bytes, measured by Mikhail et al. on UTK/ICL machines (``coll_tuned_decision
 4.1.x - read at v4.1.8 - and 5.0.x; allreduce and alltoall are also what SimGrid's
 ``smpi_openmpi_selector.cpp`` reproduces).  Four tables are encoded here: allreduce, alltoall,
 allgather (keyed by one rank's block, as the source's ``total_dsize = dsize * scount`` is) and
-broadcast; reduce, reduce_scatter, gather and scatter of ``openmpi-4.1`` follow the 4.0 rules
-(documented limitation).
+broadcast, gather and scatter (keyed by one rank's block) and reduce_scatter (by the total).
+Only reduce of ``openmpi-4.1`` follows the 4.0 rules: its 4.1 table mostly picks trees this
+project has no schedule for (in-order binary, chain, pipeline, Rabenseifner reduce).
 
 The base algorithms' own fallbacks (``coll_base_allreduce.c``) are applied: the ring and the
 segmented ring hand ``count < p`` to recursive doubling; the segmented ring with segment size
@@ -42,7 +43,8 @@ import math
 
 from clustersim.collectives.selection import Choice, Context
 
-__all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41", "ALLGATHER_41", "BCAST_41"]
+__all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41", "ALLGATHER_41", "BCAST_41",
+           "GATHER_41", "SCATTER_41", "REDUCE_SCATTER_41"]
 
 INF = math.inf
 _NONOVERLAP = Choice("binomial_tree", "nonoverlapping≈binomial_tree")
@@ -220,6 +222,40 @@ BCAST_41 = [
 ]
 
 
+#: Open MPI 4.1/5.0 gather by block bytes: 1 basic_linear, 2 binomial, 3 linear_sync
+GATHER_41 = [
+    (4, [(2, 3), (4, 1), (32768, 2), (65536, 1), (131072, 2), (INF, 3)]),
+    (8, [(1024, 2), (8192, 1), (32768, 2), (262144, 1), (INF, 3)]),
+    (256, [(INF, 2)]),
+    (512, [(2048, 2), (8192, 1), (INF, 2)]),
+    (INF, [(INF, 2)]),
+]
+#: Open MPI 4.1/5.0 scatter by block bytes: 1 basic_linear, 2 binomial, 3 linear_nb
+SCATTER_41 = [
+    (4, [(2, 3), (131072, 1), (262144, 3), (INF, 1)]),
+    (8, [(2048, 2), (4096, 1), (8192, 2), (32768, 1), (1048576, 3), (INF, 1)]),
+    (16, [(16384, 2), (1048576, 3), (INF, 1)]),
+    (32, [(16384, 2), (32768, 1), (INF, 3)]),
+    (64, [(512, 2), (8192, 3), (16384, 2), (INF, 3)]),
+    (INF, [(512, 2), (INF, 3)]),
+]
+#: Open MPI 4.1/5.0 commutative reduce_scatter by total bytes: 1 non-overlapping,
+#: 2 recursive_halving, 3 ring, 4 butterfly
+REDUCE_SCATTER_41 = [
+    (4, [(65536, 3), (131072, 4), (INF, 3)]),
+    (8, [(8, 1), (262144, 2), (INF, 3)]),
+    (32, [(262144, 2), (INF, 3)]),
+    (64, [(64, 1), (2048, 2), (524288, 4), (INF, 3)]),
+    (128, [(256, 1), (512, 2), (2048, 4), (4096, 2), (INF, 4)]),
+    (256, [(256, 1), (512, 2), (INF, 4)]),
+    (512, [(256, 1), (1024, 2), (INF, 4)]),
+    (1024, [(512, 1), (2048, 2), (8192, 4), (16384, 2), (INF, 4)]),
+    (2048, [(512, 1), (4096, 2), (16384, 4), (32768, 2), (INF, 4)]),
+    (4096, [(512, 1), (4096, 2), (INF, 4)]),
+    (INF, [(1024, 1), (8192, 2), (INF, 4)]),
+]
+
+
 def _table(table: list, p: int, nbytes: float) -> int:
     for comm_below, rows in table:
         if p < comm_below:
@@ -286,8 +322,28 @@ def _bcast_41(c: Context) -> Choice:
             7: Choice("binomial", "knomial≈binomial")}[alg]
 
 
+def _gather_41(c: Context) -> Choice:
+    alg = _table(GATHER_41, c.ranks, c.nbytes / c.ranks)
+    return {1: Choice("linear", "basic_linear"), 2: Choice("binomial", "binomial"),
+            3: Choice("linear", "linear_sync≈linear")}[alg]
+
+
+def _scatter_41(c: Context) -> Choice:
+    alg = _table(SCATTER_41, c.ranks, c.nbytes / c.ranks)
+    return {1: Choice("linear", "basic_linear"), 2: Choice("binomial", "binomial"),
+            3: Choice("linear", "linear_nb≈linear")}[alg]
+
+
+def _reduce_scatter_41(c: Context) -> Choice:
+    alg = _table(REDUCE_SCATTER_41, c.ranks, c.nbytes)
+    return {1: Choice("recursive_halving", "non-overlapping≈recursive_halving"),
+            2: Choice("recursive_halving", "recursive_halving"), 3: Choice("ring", "ring"),
+            4: Choice("recursive_halving", "butterfly≈recursive_halving")}[alg]
+
+
 _RULES_41 = {"allreduce": _allreduce_41, "alltoall": _alltoall_41,
-             "allgather": _allgather_41, "broadcast": _bcast_41}
+             "allgather": _allgather_41, "broadcast": _bcast_41, "gather": _gather_41,
+             "scatter": _scatter_41, "reduce_scatter": _reduce_scatter_41}
 
 
 def decide_41(c: Context) -> Choice:
