@@ -68,8 +68,11 @@ def test_explorer_in_browser(tmp_path):
         wait_for(driver, "document.getElementById('status').textContent"
                  ".indexOf('added bandwidth 4x') === 0", timeout=120)
         assert (ex.table.bandwidth_factor == 4.0).sum() == 2 * 3
-        progress = driver.find_element("id", "progress")
-        assert progress.get_attribute("value") == progress.get_attribute("max") == "6"
+        # the bar is full when the message says so (one poll sets both); the page may take
+        # a moment to render that poll on a loaded machine
+        wait_for(driver, "(function () { var p = document.getElementById('progress');"
+                 " return p.getAttribute('value') === '6' && p.getAttribute('max') === '6'; })()",
+                 timeout=30)
         # the new factor is offered by the linked control of its axis
         wait_for(driver, "document.getElementById('{\"axis\":\"bandwidth_factor\",\"type\":"
                  "\"fix\"}') !== null")

@@ -60,18 +60,20 @@ class Explorer:
                 self.done += n
 
         def work() -> None:
+            # the new rows, the message, the progress and the version change in one locked
+            # step: a poll in between would show "added" beside a progress bar not yet full
             try:
                 rows = self.compute(bw, lat, advance)
-                with self.lock:
-                    self.table = pd.concat([self.table, rows], ignore_index=True)
-                    self.message = f"added bandwidth {bw:g}x, latency {lat:g}x ({len(rows)} rows)"
+                table = pd.concat([self.table, rows], ignore_index=True)
+                message = f"added bandwidth {bw:g}x, latency {lat:g}x ({len(rows)} rows)"
             except Exception as exc:  # shown on the page; the app keeps serving
-                with self.lock:
-                    self.message = f"failed: {exc}"
-            finally:
-                with self.lock:
-                    self.done = self.todo
-                    self.version += 1
+                table, message = None, f"failed: {exc}"
+            with self.lock:
+                if table is not None:
+                    self.table = table
+                self.message = message
+                self.done = self.todo
+                self.version += 1
 
         threading.Thread(target=work, daemon=True, name="clustersim-explore-compute").start()
         return self.message
