@@ -158,11 +158,6 @@ class Backend:
             self._sync()
 
     # --- host/device ------------------------------------------------------------------------
-    @property
-    def staged(self) -> bool:
-        """Messages go through host memory: device arrays that MPI may not read."""
-        return not self.direct_mpi
-
     def stage_out(self, dev: Any, host: np.ndarray) -> None:
         """Copy device buffer ``dev`` into host buffer ``host`` (same size) before a send."""
         if self.is_gpu:

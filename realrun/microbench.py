@@ -189,7 +189,7 @@ def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
             buf = mem.zeros(max(int(size), 1), "int8")
             buf.fill(1)  # touched: untouched zero pages would all map to one cached page
             bufs.append(buf[: int(size)])
-            if be.staged and be.is_gpu and me in pair:
+            if not be.direct_mpi and me in pair:  # only GPU ranks can lack direct MPI
                 devs.append(be.zeros(max(int(size), 1), "int8")[: int(size)])
         out = be.stage_out if devs else None
         into = be.stage_in if devs else None

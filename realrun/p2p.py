@@ -74,8 +74,7 @@ class PointToPoint:
         # GPU ranks whose MPI cannot read device memory stage every message through the
         # host, as a real GPU parameter server does: a device -> host copy of the message
         # before the send and host -> device after the receive (real copies of real sizes)
-        self._stage = backend if backend is not None and backend.is_gpu and backend.staged \
-            else None
+        self._stage = backend if backend is not None and not backend.direct_mpi else None
         self._dev: dict[int, Any] = {}
         self._host: dict[int, np.ndarray] = {}
 
