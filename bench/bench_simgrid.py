@@ -47,6 +47,7 @@ from sg_report import (  # noqa: E402
 ALGS: dict[str, tuple[str, ...]] = {
     "allreduce": ("rdb", "lr", "rab_rdb", "rab1", "redbcast", "ompi_ring_segmented",
                   "mpich", "ompi"),
+    "reduce": ("ompi_basic_linear", "ompi_in_order_binary"),
     "bcast": ("binomial_tree", "scatter_LR_allgather", "scatter_rdb_allgather", "mpich", "ompi"),
     "allgather": ("NTSLR", "ring", "rdb", "mpich", "ompi"),
     "alltoall": ("ring", "pair", "mpich", "ompi"),
@@ -164,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a ~1 minute subset")
     ap.add_argument("--platforms", nargs="+", default=list(PLATFORMS), choices=list(PLATFORMS))
-    ap.add_argument("--ops", nargs="+", default=["allreduce", "bcast", "allgather", "alltoall"],
+    ap.add_argument("--ops", nargs="+", default=["allreduce", "reduce", "bcast", "allgather",
+                                                  "alltoall"],
                     choices=list(ALGS))
     ap.add_argument("--eager", nargs="*", default=["crossbar16"], choices=list(PLATFORMS),
                     help="platforms also run with SMPI's default eager protocol (sends below "

@@ -1,6 +1,6 @@
 /* Times one MPI collective under SimGrid's SMPI, on SMPI's simulated clock.
  *
- * Usage: coll_bench OP REPS SIZE...   (OP: p2p | allreduce | bcast | allgather | alltoall)
+ * Usage: coll_bench OP REPS SIZE...   (OP: p2p | allreduce | reduce | bcast | allgather | alltoall)
  * p2p: rank 0 sends SIZE bytes to rank 1 (the latency/bandwidth check of the mapping).
  * SIZE follows clustersim's convention (docs/collectives.md): the per-rank buffer for
  * allreduce and bcast, the whole gathered buffer for allgather (block SIZE/p), the per-rank
@@ -32,6 +32,8 @@ static void run_op(const char *op, float *sbuf, float *rbuf, long count, int p)
       MPI_Recv(rbuf, (int)count, MPI_FLOAT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (strcmp(op, "allreduce") == 0)
     MPI_Allreduce(sbuf, rbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  else if (strcmp(op, "reduce") == 0)
+    MPI_Reduce(sbuf, rbuf, (int)count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
   else if (strcmp(op, "bcast") == 0)
     MPI_Bcast(sbuf, (int)count, MPI_FLOAT, 0, MPI_COMM_WORLD);
   else if (strcmp(op, "allgather") == 0)

@@ -177,6 +177,10 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         small_fallback="binomial_tree"),
     ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allreduce),
     ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allreduce),
+    ("reduce", "ompi_basic_linear"): AlgoMap(
+        "ompi_linear", True, "the root's blocking receives from p-1 down to 1"),
+    ("reduce", "ompi_in_order_binary"): AlgoMap("ompi_in_order_binary", True,
+                                                "SMPI's port runs it unsegmented too"),
     ("bcast", "binomial_tree"): AlgoMap("binomial", True),
     ("bcast", "scatter_LR_allgather"): AlgoMap("scatter_allgather", True),
     ("bcast", "scatter_rdb_allgather"): AlgoMap(
@@ -198,7 +202,7 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
 }
 
 #: SimGrid op name -> clustersim op name
-OPS = {"p2p": "p2p", "allreduce": "allreduce", "bcast": "broadcast",
+OPS = {"p2p": "p2p", "allreduce": "allreduce", "reduce": "reduce", "bcast": "broadcast",
        "allgather": "allgather", "alltoall": "alltoall"}
 
 

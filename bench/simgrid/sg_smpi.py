@@ -49,8 +49,8 @@ EXTRA: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 SELECTORS = ("mpich", "ompi")
-SMPI_OP = {"p2p": None, "allreduce": "allreduce", "bcast": "bcast", "allgather": "allgather",
-           "alltoall": "alltoall"}
+SMPI_OP = {"p2p": None, "allreduce": "allreduce", "reduce": "reduce", "bcast": "bcast",
+           "allgather": "allgather", "alltoall": "alltoall"}
 
 
 class SimGridMissing(RuntimeError):

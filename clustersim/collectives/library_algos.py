@@ -35,6 +35,7 @@ from clustersim.collectives.nccl_sched import (
     ring_loops,
     tree_chunks,
 )
+from clustersim.collectives.ompi_reduce import OMPI_REDUCE_ALGOS
 from clustersim.collectives.plan import Plan, fold, fold_targets, pow2_floor
 from clustersim.collectives.recursive import doubling_core
 from clustersim.collectives.request import Algo, Request, fill
@@ -184,6 +185,7 @@ LIBRARY_ALGOS: dict[str, dict[str, Algo]] = {
         **_nccl_entries("allgather"),
     },
     "reduce_scatter": {**_nccl_entries("reduce_scatter")},
+    "reduce": dict(OMPI_REDUCE_ALGOS),
     "alltoall": {
         "bruck": Algo(lambda r: fill(r, r.ranks, bruck_alltoall),
                       "Bruck: ceil(log2 p) steps, step k forwards the blocks whose index has "

@@ -26,15 +26,17 @@ and bytes, measured by Mikhail et al. on UTK/ICL machines (``coll_tuned_decision
 ``smpi_openmpi_selector.cpp`` reproduces).  Four tables are encoded here: allreduce, alltoall,
 allgather (keyed by one rank's block, as the source's ``total_dsize = dsize * scount`` is) and
 broadcast, gather and scatter (keyed by one rank's block) and reduce_scatter (by the total).
-Only reduce of ``openmpi-4.1`` follows the 4.0 rules: its 4.1 table mostly picks trees this
-project has no schedule for (in-order binary, chain, pipeline, Rabenseifner reduce).
+Reduce has 4.1's table for commutative operations (the sums of training; the
+non-commutative branch is not encoded), with Open MPI's own reduce schedules
+(:mod:`.ompi_reduce`: linear, unsegmented chain and pipeline, binary, binomial, in-order
+binary, Rabenseifner's reduce-scatter + gather).
 
 The base algorithms' own fallbacks (``coll_base_allreduce.c``) are applied: the ring and the
 segmented ring hand ``count < p`` to recursive doubling; the segmented ring with segment size
 0 (how 4.1's table calls it) is the plain ring; Rabenseifner hands ``count < pof2`` to the
-linear allreduce.  Trees this project has no schedule for (split binary, binary, pipelined
-reduce, "nonoverlapping" = tuned reduce + tuned bcast, linear reduce/allreduce) are costed as
-the nearest binomial schedule and labelled ``≈``.
+linear allreduce.  What this project has no schedule for (split binary and binary broadcast
+trees, 4.0's segmented reduce trees, "nonoverlapping" = tuned reduce + tuned bcast, the linear
+allreduce) is costed as the nearest binomial schedule and labelled ``≈``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import math
 from clustersim.collectives.selection import Choice, Context
 
 __all__ = ["decide_40", "decide_41", "ALLREDUCE_41", "ALLTOALL_41", "ALLGATHER_41", "BCAST_41",
-           "GATHER_41", "SCATTER_41", "REDUCE_SCATTER_41"]
+           "GATHER_41", "SCATTER_41", "REDUCE_SCATTER_41", "REDUCE_41"]
 
 INF = math.inf
 _NONOVERLAP = Choice("binomial_tree", "nonoverlapping≈binomial_tree")
@@ -256,6 +258,21 @@ REDUCE_SCATTER_41 = [
 ]
 
 
+#: Open MPI 4.1/5.0 commutative reduce by total bytes: 1 linear, 2 chain, 3 pipeline, 4 binary,
+#: 5 binomial, 6 in-order binary, 7 rabenseifner (redscat_gather)
+REDUCE_41 = [
+    (4, [(8, 7), (16, 4), (32, 3), (262144, 1), (524288, 3), (1048576, 2), (INF, 3)]),
+    (8, [(4096, 4), (65536, 2), (262144, 5), (524288, 1), (1048576, 5), (INF, 1)]),
+    (16, [(8192, 4), (INF, 5)]),
+    (32, [(4096, 4), (INF, 5)]),
+    (256, [(INF, 5)]),
+    (512, [(8192, 5), (16384, 6), (INF, 5)]),
+    (2048, [(INF, 5)]),
+    (4096, [(512, 5), (1024, 6), (8192, 5), (16384, 6), (INF, 5)]),
+    (INF, [(16, 5), (32, 6), (1024, 5), (2048, 6), (8192, 5), (16384, 6), (INF, 5)]),
+]
+
+
 def _table(table: list, p: int, nbytes: float) -> int:
     for comm_below, rows in table:
         if p < comm_below:
@@ -341,9 +358,19 @@ def _reduce_scatter_41(c: Context) -> Choice:
             4: Choice("recursive_halving", "butterfly≈recursive_halving")}[alg]
 
 
+def _reduce_41(c: Context) -> Choice:
+    alg = _table(REDUCE_41, c.ranks, c.nbytes)
+    return {1: Choice("ompi_linear", "basic_linear"), 2: Choice("ompi_chain", "chain"),
+            3: Choice("ompi_chain", "pipeline(=chain, unsegmented)"),
+            4: Choice("ompi_binary", "binary"), 5: Choice("binomial", "binomial"),
+            6: Choice("ompi_in_order_binary", "in-order_binary"),
+            7: Choice("ompi_rabenseifner", "rabenseifner")}[alg]
+
+
 _RULES_41 = {"allreduce": _allreduce_41, "alltoall": _alltoall_41,
              "allgather": _allgather_41, "broadcast": _bcast_41, "gather": _gather_41,
-             "scatter": _scatter_41, "reduce_scatter": _reduce_scatter_41}
+             "scatter": _scatter_41, "reduce_scatter": _reduce_scatter_41,
+             "reduce": _reduce_41}
 
 
 def decide_41(c: Context) -> Choice:
