@@ -19,7 +19,8 @@ from clustersim.collectives import build_schedule
 from clustersim.collectives.ompi_reduce import binary_tree_parents, in_order_bintree_parents
 from clustersim.collectives.verify import check_schedule
 
-ALGS = ["ompi_linear", "ompi_chain", "ompi_binary", "ompi_in_order_binary", "ompi_rabenseifner"]
+ALGS = ["ompi_linear", "ompi_chain", "ompi_binary", "ompi_in_order_binary", "ompi_rabenseifner",
+        "mpich_reduce_scatter_gather"]
 
 
 @pytest.mark.parametrize("alg", ALGS)
@@ -76,6 +77,18 @@ def test_rabenseifner_reduce_folds_extra_ranks(root, extra):
     # an odd root among the folded ranks is handed core rank 0's block first
     want = fold + core + extra * (A + N / p2 / B)
     close(cost("reduce", "ompi_rabenseifner", p, root=root), want)
+
+
+@pytest.mark.parametrize("p", [4, 6, 13])
+def test_mpich_reduce_scatter_gather_folds_whole_buffers(p):
+    p2 = 1 << (p.bit_length() - 1)
+    k = int(math.log2(p2))
+    fold = (A + N / B + N / R) if p != p2 else 0.0      # the odd rank's whole buffer, added
+    want = fold + 2 * k * A + 2 * (1 - 1 / p2) * N / B + (1 - 1 / p2) * N / R
+    close(cost("reduce", "mpich_reduce_scatter_gather", p), want)
+    # MPICH picks it above REDUCE_SHORT_MSG_SIZE (2048 B) with count >= pof2
+    assert build_schedule("reduce", "mpich", p, 2052).algorithm == "mpich→reduce_scatter_gather"
+    assert build_schedule("reduce", "mpich", p, 2048).algorithm == "mpich→binomial"
 
 
 def test_rabenseifner_with_fewer_elements_than_ranks_is_linear():

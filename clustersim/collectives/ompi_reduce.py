@@ -20,6 +20,8 @@ buffer per edge - a node receives from all its children, adds, and sends to its 
   recursive-halving reduce-scatter with distances 1, 2, 4, ... (the lower rank keeps the lower
   half), then a binomial gather of the growing windows to the root.  With fewer elements than
   ``p'`` (the largest power of two <= p) Open MPI falls back to basic_linear, and so does this.
+* ``mpich_reduce_scatter_gather``: MPICH's ``reduce_intra_reduce_scatter_gather.c`` - the same
+  halving and gather, but the odd rank of a folded pair sends its whole buffer to the even one.
 
 A tree edge runs when its sender's whole subtree is reduced: round ``h`` holds the edges out of
 the nodes of height ``h``, so the schedule has the tree's height in rounds.
@@ -124,7 +126,7 @@ def _windows(v: int, steps: int) -> list[tuple[tuple[int, int], tuple[int, int]]
     return out
 
 
-def _rabenseifner(plan: Plan, root: int) -> None:
+def _rabenseifner(plan: Plan, root: int, whole_fold: bool = False) -> None:
     p = plan.ranks
     p2 = plan.segments
     steps = p2.bit_length() - 1
@@ -134,12 +136,16 @@ def _rabenseifner(plan: Plan, root: int) -> None:
     def actual(v: int) -> int:
         return 2 * v if v < rem else v + rem
 
-    plan.add([t for i in range(rem) for t in
-              (plan.xfer(2 * i + 1, 2 * i, 0, half, reduce=True),
-               plan.xfer(2 * i, 2 * i + 1, half, p2 - half, reduce=True))],
-             label="fold: swap halves")
-    plan.add([plan.xfer(2 * i + 1, 2 * i, half, p2 - half) for i in range(rem)],
-             label="fold: odd rank returns its reduced half")
+    if whole_fold:                  # MPICH: the odd rank sends its whole buffer
+        plan.add([plan.xfer(2 * i + 1, 2 * i, reduce=True) for i in range(rem)],
+                 label="fold: odd rank sends its buffer")
+    else:                           # Open MPI: swap halves, then the odd half comes back
+        plan.add([t for i in range(rem) for t in
+                  (plan.xfer(2 * i + 1, 2 * i, 0, half, reduce=True),
+                   plan.xfer(2 * i, 2 * i + 1, half, p2 - half, reduce=True))],
+                 label="fold: swap halves")
+        plan.add([plan.xfer(2 * i + 1, 2 * i, half, p2 - half) for i in range(rem)],
+                 label="fold: odd rank returns its reduced half")
     win = [_windows(v, steps) for v in range(p2)]
     for s in range(steps):
         plan.add([plan.xfer(actual(v), actual(v ^ (1 << s)), win[v][s][1][0],
@@ -178,6 +184,12 @@ def _rabenseifner_build(req: Request) -> Plan:
     return fill(req, p2, lambda pl: _rabenseifner(pl, req.root))
 
 
+def _mpich_rsg_build(req: Request) -> Plan:
+    # MPICH's selector only picks it with count >= pof2 (reduce_intra_reduce_scatter_gather.c)
+    return fill(req, pow2_floor(req.ranks),
+                lambda pl: _rabenseifner(pl, req.root, whole_fold=True))
+
+
 OMPI_REDUCE_ALGOS: dict[str, Algo] = {
     "ompi_linear": Algo(lambda r: fill(r, 1, lambda pl: _linear(pl, r.root)),
                         "Open MPI basic_linear: the root receives the buffers one by one",
@@ -196,4 +208,7 @@ OMPI_REDUCE_ALGOS: dict[str, Algo] = {
     "ompi_rabenseifner": Algo(_rabenseifner_build,
                               "Open MPI redscat_gather: fold, recursive-halving "
                               "reduce-scatter, binomial gather to the root", uses_root=True),
+    "mpich_reduce_scatter_gather": Algo(
+        _mpich_rsg_build, "MPICH reduce_scatter_gather: odd ranks fold their whole buffer in, "
+        "recursive-halving reduce-scatter, binomial gather to the root", uses_root=True),
 }

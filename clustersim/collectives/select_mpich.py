@@ -28,7 +28,7 @@ gather, scatter         binomial
 ======================  =====================================================================
 
 Commutative operations (sums) are assumed throughout, as for gradients.  The reduce-scatter +
-gather reduce has no schedule here: it is costed as the binomial reduce, labelled with ``≈``.
+gather reduce is ``mpich_reduce_scatter_gather`` (:mod:`.ompi_reduce`).
 Bruck's all-to-all is the ``bruck`` schedule (one packed message per step, :mod:`.bruck`).
 """
 
@@ -89,7 +89,7 @@ def decide(c: Context) -> Choice:
         return Choice("pairwise", "pairwise")
     if c.op == "reduce":
         if n > T["REDUCE_SHORT_MSG_SIZE"] and c.count >= c.pof2:
-            return Choice("binomial", "reduce_scatter_gather≈binomial")
+            return Choice("mpich_reduce_scatter_gather", "reduce_scatter_gather")
         return Choice("binomial", "binomial")
     if c.op in ("gather", "scatter"):
         return Choice("binomial", "binomial")
