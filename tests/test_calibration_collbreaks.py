@@ -1,4 +1,4 @@
-"""Collective breakpoints of their own (``calibration/collfit.fit_collective_splits``).
+"""Collective breakpoints of their own (``calibration/collsplits.fit_collective_splits``).
 
 The simulator plays a machine (``calibration/synthetic.py``) whose collective efficiency
 changes at 700 KiB messages, *inside* the ping-pong segment 64 KiB .. 4 MiB: ping-pong cannot
@@ -26,14 +26,13 @@ from test_calibration_roundtrip import platform as roundtrip_platform
 
 from clustersim.calibration.applyprofile import apply_profile_data
 from clustersim.calibration.collfit import (
-    SPLIT_EVIDENCE,
     collective_times,
-    fit_collective_splits,
     fit_step_overhead,
     message_sizes,
     split_table,
     with_splits,
 )
+from clustersim.calibration.collsplits import SPLIT_EVIDENCE, fit_collective_splits
 from clustersim.calibration.pipeline import calibrate_rows, make_target
 from clustersim.calibration.profile import dump_profile, parse_profile
 from clustersim.calibration.rows import rows_from_events

@@ -8,6 +8,7 @@ functions that run real benchmarks):
 * :mod:`.alphabeta`  piecewise alpha-beta from ping-pong, breakpoint detection
 * :mod:`.computefit` roofline efficiencies per kernel class, memory and reduction throughput
 * :mod:`.collfit`    per-step overhead and collective efficiency from collective benchmarks
+* :mod:`.collsplits` the collective fit's own breakpoints (BIC) and the duplex mode
 * :mod:`.pipeline`   rows -> every fit -> a :class:`~.profile.Profile`
 * :mod:`.profile`    the profile YAML, :func:`~.applyprofile.apply_profile` for ``--calibration``
 * :mod:`.rows`       benchmark rows from trace events (mean / median / min)

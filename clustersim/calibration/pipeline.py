@@ -30,11 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
-from clustersim.calibration.collfit import (
-    EFFICIENCY_BOUNDS,
-    CollectiveFit,
-    fit_collectives,
-)
+from clustersim.calibration.collfit import EFFICIENCY_BOUNDS, CollectiveFit
+from clustersim.calibration.collsplits import fit_collectives
 from clustersim.calibration.computefit import ComputeFit, fit_compute
 from clustersim.calibration.fitlines import (
     FitLine,
@@ -179,9 +176,9 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
     MPI library, ``algorithm: mpi``: what ``run --real`` uses by default) or ``schedules``
     (our schedules executed with point-to-point messages).  ``duplex``: the measured link
     class's duplex mode - ``keep``, ``full``, ``half`` or ``auto`` (chosen by the collective
-    fit, :func:`.collfit.fit_collectives`).  ``collective_splits``: how many breakpoints of
+    fit, :func:`.collsplits.fit_collectives`).  ``collective_splits``: how many breakpoints of
     its own the collective fit may insert into the ping-pong segments (0: none), each piece
-    determined by at least ``collective_min_rows`` rows (:func:`.collfit.
+    determined by at least ``collective_min_rows`` rows (:func:`.collsplits.
     fit_collective_splits`).
     """
     if collectives not in COLLECTIVE_MODES:
