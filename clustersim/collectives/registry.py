@@ -12,12 +12,11 @@ plus its result back up (``2n`` for allreduce, ``n + n/p`` for reduce_scatter, .
 
 from __future__ import annotations
 
-import gc
 import math
 import numbers
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
+from clustersim._gc import paused
 from clustersim.collectives.dbt import dbt_allreduce
 from clustersim.collectives.direct import (
     asa_allreduce,
@@ -260,23 +259,6 @@ OPS: tuple[str, ...] = tuple(_ALGOS)
 _HIER = ("hierarchical", "horovod_hierarchical")
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a schedule is built.
-
-    Why: schedules are hundreds of thousands of small tuples that can form no cycles, yet each
-    allocation burst triggers collections that rescan everything alive - with a large
-    schedule already in memory that made a 4,253-rank ring 50x slower (300 ms vs 6 ms).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def _as_int(value: object, field: str, minimum: int) -> int:
     """An integer (NumPy integers welcome, booleans not) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
@@ -367,7 +349,7 @@ def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
                              path=("hosts",))
     req = Request(op, algorithm, ranks, float(nbytes), host_ids, root_rank, servers,
                   list(tree) if tree is not None else None, fp16, chunks, inter_name)
-    with _gc_paused():
+    with paused():
         plan = algo.build(req)
     plan.meta.setdefault("root", root_rank)
     if op in ("ps_push", "ps_pull"):

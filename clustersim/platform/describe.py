@@ -27,6 +27,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+from clustersim._gc import paused
 from clustersim.catalog import (
     Catalog,
     DeviceSpec,
@@ -81,10 +82,11 @@ def build_platform(raw: dict, catalog: Catalog, path: tuple = ("platform",)) -> 
     routing = None
     if "routing" in raw:  # checked before building: a bad policy fails fast
         routing = parse_routing(raw["routing"], topo, (*path, "routing"))
-    if topo == "explicit":
-        platform = _build_explicit(raw, catalog, path)
-    else:
-        platform = _build_topology(topo, raw, catalog, path)
+    with paused():  # hundreds of thousands of node and link tables, no cycles (clustersim._gc)
+        if topo == "explicit":
+            platform = _build_explicit(raw, catalog, path)
+        else:
+            platform = _build_topology(topo, raw, catalog, path)
     platform = _with_transports(platform, catalog, path)
     if routing is not None and not routing.is_default:
         platform = platform.with_routing(routing)
