@@ -39,8 +39,8 @@ _NCCL_OPS = ("allreduce", "broadcast", "reduce_scatter", "allgather", "alltoall"
 SELECTOR_ABOUT = {
     "mpich": "MPICH 3.3-4.2 default selection (MPIR_*_intra_auto and its CVAR thresholds)",
     "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
-    "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision (allreduce and alltoall "
-                   "tables; other ops as openmpi-4.0)",
+    "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision: the tables over communicator "
+                   "size and bytes of coll_tuned_decision_fixed.c (v4.1.8), every op",
     "openmpi-4.0": "Open MPI 1.8-4.0 coll_tuned fixed decision (coll_tuned_decision_fixed.c)",
     "nccl": "NCCL 2.7 cost model (tuning.cc): ring/tree x LL/LL128/Simple, fastest predicted",
     "auto": "the platform's declared library (platform field library:), else mpich",
