@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from clustersim.collectives.pipeline import Stream, pipeline
 from clustersim.collectives.plan import Plan
 
-__all__ = ["BinaryTree", "inorder_tree", "double_binary_tree", "dbt_allreduce"]
+__all__ = ["BinaryTree", "inorder_tree", "double_binary_tree", "dbt_allreduce",
+           "tree_from_parents"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ def inorder_tree(p: int) -> list[int]:
     return parent
 
 
-def _finish(parent: list[int]) -> BinaryTree:
+def tree_from_parents(parent: list[int]) -> BinaryTree:
+    """The tree of ``parent`` (-1 for the root) with every rank's height and depth."""
     p = len(parent)
     depth = [0] * p
     # depth by walking up (depth <= log2 p, so this is cheap)
@@ -102,7 +104,7 @@ def double_binary_tree(p: int) -> tuple[BinaryTree, BinaryTree]:
     t1 = [-1] * p
     for x, par in enumerate(pos_parent):
         t1[rank_of[x]] = rank_of[par] if par >= 0 else -1
-    return _finish(t0), _finish(t1)
+    return tree_from_parents(t0), tree_from_parents(t1)
 
 
 def dbt_allreduce(plan: Plan, chunks: int) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clustersim.collectives.dbt import tree_from_parents
 from clustersim.collectives.plan import Plan, pow2_floor
 from clustersim.collectives.request import Algo, Request, fill
 
@@ -71,19 +72,10 @@ def in_order_bintree_parents(p: int) -> list[int | None]:
 
 def tree_reduce(plan: Plan, parent: Sequence[int | None], label: str) -> None:
     """Whole-buffer reduce up a tree: round h = the edges out of the nodes of height h."""
-    p = len(parent)
-    height = [0] * p
-    for v in range(p):              # walk up from every rank, raising heights on the way
-        u, h = v, 0
-        while parent[u] is not None:
-            u = parent[u]
-            h += 1
-            if height[u] >= h:
-                break
-            height[u] = h
+    height = tree_from_parents([-1 if u is None else u for u in parent]).height
     rounds: dict[int, list[int]] = {}
-    for v in range(p):
-        if parent[v] is not None:
+    for v, u in enumerate(parent):
+        if u is not None:
             rounds.setdefault(height[v], []).append(v)
     for h in sorted(rounds):
         plan.add([plan.xfer(v, parent[v], reduce=True) for v in rounds[h]],
@@ -160,17 +152,18 @@ def _rabenseifner(plan: Plan, root: int, whole_fold: bool = False) -> None:
         stand_in[0] = root
     else:
         vroot = root // 2 if root < 2 * rem else root - rem
-    active = set(range(p2))
+    active = list(range(p2))        # core ranks that have not sent their window yet
     for s in range(steps - 1, -1, -1):
-        trs = []
-        for v in sorted(active):
+        trs, stay = [], []
+        for v in active:
             u = v ^ (1 << s)
-            if u >> s == vroot >> s:
+            if u >> s == vroot >> s:    # the partner is in the root's half: send, then done
                 k = win[v][s][0]
-                dst = stand_in.get(u, actual(u))
-                src = stand_in.get(v, actual(v))
-                trs.append(plan.xfer(src, dst, k[0], k[1] - k[0]))
-        active -= {v for v in active if (v ^ (1 << s)) >> s == vroot >> s}
+                trs.append(plan.xfer(stand_in.get(v, actual(v)), stand_in.get(u, actual(u)),
+                                     k[0], k[1] - k[0]))
+            else:
+                stay.append(v)
+        active = stay
         plan.add(trs, label=f"binomial gather (distance {1 << s})")
 
 
