@@ -37,19 +37,8 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raiser(owner: int) -> Any:
-    def _raise(signum: int, _frame: Any) -> None:
-        # (kept as a fallback: _default_in_child already resets the handler at fork)
-        if os.getpid() != owner:
-            # a forked child (a process-pool worker) inherited the handler: it dies of the
-            # signal as it would have by default - Pool.terminate() stops its workers with
-            # SIGTERM, and a traceback per worker is noise
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        raise Terminated(signum)
-    _raise.clustersim_owner = owner  # type: ignore[attr-defined]
-    return _raise
+def _raise(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
 
 
 def _default_in_child() -> None:
@@ -59,9 +48,10 @@ def _default_in_child() -> None:
     interpreter's last check and before a blocking call (a pool worker entering ``sem_wait`` on
     its task queue) is recorded and never acted on, so ``Pool.terminate()`` waited forever for
     that worker (seen here: 2 in 12 runs of ``predict --uncertainty 16 -j 2``).  The default
-    disposition is acted on by the kernel, with no such window."""
+    disposition is acted on by the kernel, with no such window (and a worker dies of the
+    signal quietly, as it would by default, rather than with a traceback)."""
     for sig in CATCH:
-        if getattr(signal.getsignal(sig), "clustersim_owner", None) is not None:
+        if signal.getsignal(sig) is _raise:
             signal.signal(sig, signal.SIG_DFL)
 
 
@@ -84,11 +74,10 @@ def as_interrupt() -> Iterator[None]:
         yield
         return
     old = {sig: signal.getsignal(sig) for sig in CATCH}
-    handler = _raiser(os.getpid())
     try:
         for sig, prev in old.items():
             if prev is not signal.SIG_IGN:
-                signal.signal(sig, handler)
+                signal.signal(sig, _raise)
         yield
     finally:
         for sig, prev in old.items():
