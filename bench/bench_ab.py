@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 _RUN = """\
 import sys
 sys.path.insert(0, {tree!r})
-from clustersim.cli import main
-sys.exit(main({argv!r}))
+import clustersim.cli as cli
+sys.argv = ["clustersim", *{argv!r}]
+# as the console script runs it (its exit included), in a tree that has one
+sys.exit(cli.console_main() if hasattr(cli, "console_main") else cli.main())
 """
 
 

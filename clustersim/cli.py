@@ -64,16 +64,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # trigger a dozen collections (~0.1 s, a fifth of the start) that find nothing to free.
     # The simulation turns it off per point anyway (sweep.simulate_point); what a run
     # allocates is freed by reference counting.
+    from clustersim._exit import exiting_fast
+
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
         return _predict(args)
     finally:
-        if gc_was_on:
+        if gc_was_on and not exiting_fast():  # see clustersim._exit
             gc.enable()
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from clustersim._exit import retain
     from clustersim.scenario.schema import load_scenario
 
     sets = list(args.set or [])
@@ -84,6 +87,7 @@ def _predict(args: argparse.Namespace) -> int:
     from clustersim.shipped import scenario_path
 
     scn = load_scenario(scenario_path(args.scenario), sets)
+    retain(scn)  # freed by the operating system, not object by object (clustersim._exit)
     if args.calibration:
         from clustersim.calibration.applyprofile import apply_profile
 
@@ -380,5 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + 13  # 141, SIGPIPE
 
 
+def console_main() -> int:
+    """The ``clustersim`` console script: :func:`main`, then an exit that skips freeing the
+    run's objects one by one (``clustersim._exit``: 0.6-0.8 s at 100,000 GPUs)."""
+    from clustersim._exit import exit_now, fast_exit
+
+    fast_exit()
+    return exit_now(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())
