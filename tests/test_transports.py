@@ -127,3 +127,13 @@ def test_bad_transports(catalog, where):
     with pytest.raises(InputError, match=where) as exc:
         _scenario(catalog=catalog)
     assert "catalog" in str(exc.value)
+
+
+def test_omnipath_efficiency_is_the_published_stream_rate():
+    """The catalog's Omni-Path efficiency is the one measured figure it cites: osu_mbw_mr,
+    1 pair, window 64, 4 MiB messages, 12,380.57 MB/s (10^6 B/s) on a 12.5 GB/s link
+    (H. Pritchard's LANL Omni-Path run, docs/references.md), within 0.5%."""
+    cat = builtin_catalog()
+    published = 12_380.57e6 / cat.link("opa100").bandwidth
+    assert cat.transport("omnipath").efficiency == pytest.approx(published, rel=5e-3)
+    assert "hppritcha" in cat.transport("omnipath").source
