@@ -137,3 +137,14 @@ def test_omnipath_efficiency_is_the_published_stream_rate():
     published = 12_380.57e6 / cat.link("opa100").bandwidth
     assert cat.transport("omnipath").efficiency == pytest.approx(published, rel=5e-3)
     assert "hppritcha" in cat.transport("omnipath").source
+
+
+def test_tcp_100g_efficiency_is_inside_the_published_single_stream_range():
+    """ESnet's 'Performance Expectations for a 100G Host': one TCP stream gets 15-35 Gb/s
+    (docs/references.md); the catalog takes the middle, and a value outside the range would
+    be a figure nobody measured."""
+    cat = builtin_catalog()
+    eff = cat.transport("tcp_100g").efficiency
+    line = cat.link("eth100g").bandwidth * 8  # bit/s
+    assert 15e9 <= eff * line <= 35e9
+    assert eff == pytest.approx((15e9 + 35e9) / 2 / line)
