@@ -1,6 +1,8 @@
 """Transports (catalog): a message limited by a link of transport T costs overhead_T + the hop
 latencies + n / (B * efficiency_T); an explicit network.overhead / efficiency wins."""
 
+from dataclasses import replace
+
 import pytest
 import simpy
 
@@ -96,19 +98,27 @@ def test_calibrated_protocol_table_beats_the_transport():
     assert set(keys) == {"eth25g"}
 
 
-def test_bottleneck_is_the_lowest_achievable_bandwidth():
-    """GPUs under one PCIe switch: switch transport; across the root complex: its transport."""
+@pytest.mark.parametrize("rc_efficiency", [None, 0.6, 0.95])
+def test_bottleneck_is_the_lowest_achievable_bandwidth(rc_efficiency):
+    """GPUs under one PCIe switch: the switch transport; across the root complex the path has
+    switch links and root-port links, and the one with the lower achievable rate decides -
+    with the catalog's figures (0.86 vs 0.87: the switch), and with the root complex made
+    slower (0.6: older chipsets) or faster (0.95) by a catalog override."""
     raw = {"platform": {"topology": "node", "device": "v100_pcie",
                         "node": {"devices": 4, "layout": "pcie_tree", "sockets": 1,
                                  "devices_per_switch": 2, "nics": 0}},
            "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [2],
                          "sizes": ["1 MB"]}}
-    scn = parse_scenario(raw)
     cat = builtin_catalog()
-    bw = cat.link("pcie3x16").bandwidth
     sw, rc = cat.transport("pcie_switch_p2p"), cat.transport("pcie_rc_p2p")
+    if rc_efficiency is not None:
+        raw["catalog"] = {"transports": {"pcie_rc_p2p": {
+            "efficiency": rc_efficiency, "overhead": f"{rc.overhead * 1e6} us"}}}
+        rc = replace(rc, efficiency=rc_efficiency)
+    scn = parse_scenario(raw)
+    bw = cat.link("pcie3x16").bandwidth
     n = 16 * MB
-    for dst, t in ((1, sw), (2, rc)):
+    for dst, t in ((1, sw), (2, min(sw, rc, key=lambda x: x.efficiency))):
         env = simpy.Environment()
         net = FlowNetwork.for_platform(env, scn.platform, scn.network)
         route = scn.platform.route(0, dst)
