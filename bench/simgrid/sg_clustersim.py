@@ -344,6 +344,8 @@ def with_simgrid_fat_tree_routes(platform: Any) -> Any:
 class Predictor:
     """Builds each platform once and costs schedules on it (flow model, no overheads).
 
+    Collectives run dependency-driven (``network.execution: dependencies``), as SMPI runs
+    the libraries' code: each rank goes on as soon as its own messages are done.
     ``simgrid_routes``: route the fat tree as SimGrid does (a diagnostic: docs/fidelity.md)."""
 
     def __init__(self, simgrid_routes: bool = False) -> None:
@@ -354,7 +356,7 @@ class Predictor:
         if p.name not in self._plats:
             from clustersim.scenario.schema import parse_scenario
             raw = {"name": f"simgrid_{p.name}", "platform": platform_dict(p),
-                   "network": {"overhead": "0 us", "efficiency": 1.0},
+                   "network": {"overhead": "0 us", "efficiency": 1.0, "execution": "dependencies"},
                    "benchmark": {"op": "p2p", "algorithms": ["direct"], "ranks": [2],
                                  "sizes": ["4 B"]},
                    "run": {"fidelity": "flow", "seed": 0}}
@@ -369,7 +371,7 @@ class Predictor:
     def scenario_yaml(self, p: SgPlatform) -> dict[str, Any]:
         """The scenario as a mapping (for ``clustersim predict`` by hand)."""
         return {"name": f"simgrid_{p.name}", "platform": platform_dict(p),
-                "network": {"overhead": "0 us", "efficiency": 1.0},
+                "network": {"overhead": "0 us", "efficiency": 1.0, "execution": "dependencies"},
                 "run": {"fidelity": "flow", "seed": 0}}
 
     def predict(self, p: SgPlatform, op: str, cs_alg: str, size: float,

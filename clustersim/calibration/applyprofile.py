@@ -63,7 +63,7 @@ def _apply_one(scn: Any, prof: Profile) -> _Applied:
             step_overhead=prof.network.get("step_overhead", net.step_overhead),
             collective_efficiency=prof.network.get("collective_efficiency",
                                                    net.collective_efficiency),
-            protocols=protocols)
+            protocols=protocols, execution=net.execution)
     elif prof.network or prof.protocols:
         notes.append("no device or link class of the profile is in this platform: its "
                      "network parameters (step overhead, protocols) were not applied")

@@ -218,11 +218,24 @@ def _cost_step(step: Step, platform: Platform, placement: Sequence[int], pl: np.
                params: NetworkParams) -> tuple[float, float]:
     """:func:`cost_step` with the placement also as an array (``pl``), made once per
     schedule; every per-transfer quantity is a numpy column (:class:`_Cols`)."""
-    comm = 0.0
+    dt, remote, red_ranks, red_times = _step_arrays(step, platform, placement, pl, params)
+    comm = float(dt.max()) + params.step_overhead if remote.any() else 0.0
+    red = float(red_times.max()) if red_times.size else 0.0
+    return comm, red
+
+
+def _step_arrays(step: Step, platform: Platform, placement: Sequence[int], pl: np.ndarray,
+                 params: NetworkParams
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per transfer its time in the step's sharing (0 for a local copy) and whether it is
+    remote; the ranks that reduce, with their reduction times."""
+    empty = np.empty(0)
     if not step.transfers:
-        return comm, 0.0
+        return empty, np.empty(0, dtype=bool), np.empty(0, dtype=np.int64), empty
     cols = _cols(step)
     r = _routed(step, platform, placement, params, pl)
+    dt = np.zeros(len(cols.sizes))
+    remote_mask = np.zeros(len(cols.sizes), dtype=bool)
     if not r.empty:
         remote = r.remote
         sizes = cols.sizes
@@ -230,19 +243,50 @@ def _cost_step(step: Step, platform: Platform, placement: Sequence[int], pl: np.
             assert r.classes is not None
             ovh, factor = _message_costs(sizes, r, params)
             sizes = sizes * factor
-            dt = ovh[remote] + r.lat[remote] + sizes[remote] / r.rates[remote]
+            dt[remote] = ovh[remote] + r.lat[remote] + sizes[remote] / r.rates[remote]
         else:
-            dt = params.overhead + r.lat[remote] + sizes[remote] / r.rates[remote]
-        if dt.size:
-            comm = float(dt.max()) + params.step_overhead
-    red = 0.0
+            dt[remote] = params.overhead + r.lat[remote] + sizes[remote] / r.rates[remote]
+        remote_mask = remote
+    ranks = np.empty(0, dtype=np.int64)
+    red_times = empty
     if cols.red_dst.size:
         # bytes reduced per rank, summed in transfer order as Step.reduce_bytes does
         per_rank = np.bincount(cols.red_dst, weights=cols.red_bytes)
         ranks = np.flatnonzero(np.bincount(cols.red_dst))
-        bw = _reduce_bw(platform)[pl[ranks]]
-        red = max(red, float((per_rank[ranks] / bw).max()))
-    return comm, red
+        red_times = per_rank[ranks] / _reduce_bw(platform)[pl[ranks]]
+    return dt, remote_mask, ranks, red_times
+
+
+def _clocked_step(clock: np.ndarray, step: Step, platform: Platform,
+                  placement: Sequence[int], pl: np.ndarray, params: NetworkParams,
+                  fused: bool) -> tuple[float, float]:
+    """Advance each rank's ``clock`` through a once-only step, dependency-driven: a transfer
+    starts when both its ranks are done with their earlier steps, a rank is done when its
+    transfers are and it has reduced what it received.  Returns the step's span (first
+    start to last end) and the longest reduction a rank waited for (the flow model's
+    :func:`~clustersim.network.flowsim.schedule_process` does the same with events)."""
+    dt, remote, ranks, red_times = _step_arrays(step, platform, placement, pl, params)
+    cols = _cols(step)
+    src, dst = cols.src, cols.dst
+    start = np.maximum(clock[src], clock[dst])
+    end = start + dt
+    if params.step_overhead:
+        end = end + np.where(remote, params.step_overhead, 0.0)
+    first = float(start.min())
+    involved = np.unique(np.concatenate((src, dst)))
+    began = clock.copy()
+    began[involved] = np.inf
+    np.minimum.at(began, src, start)
+    np.minimum.at(began, dst, start)
+    np.maximum.at(clock, src, end)
+    np.maximum.at(clock, dst, end)
+    red = 0.0
+    if ranks.size:
+        exposed = (np.maximum(0.0, red_times - (clock[ranks] - began[ranks])) if fused
+                   else red_times)
+        clock[ranks] += exposed
+        red = float(exposed.max())
+    return max(0.0, float(clock[involved].max()) - first), red
 
 
 def _reduce_bw(platform: Platform) -> np.ndarray:
@@ -271,15 +315,32 @@ def cost_schedule(
     comm = red = 0.0
     step_times = []
     fused = schedule.fused_reduce
+    # ``execution: dependencies``: each rank's time, for steps that occur once (as MPI and
+    # NCCL run them: a tree level's subtree does not wait for another subtree's slow child);
+    # repeated steps, and every step under ``rounds``, run as rounds of all their transfers
+    clock: np.ndarray | None = None
+    dependencies = params.execution == "dependencies"
     for step in schedule.steps:
+        if dependencies and step.repeat == 1 and step.transfers:
+            if clock is None:
+                clock = np.full(schedule.ranks, comm + red)
+            span, r = _clocked_step(clock, step, platform, placement, pl, params, fused)
+            red += r
+            step_times.append(span)
+            continue
         c, r = _cost_step(step, platform, placement, pl, params)
         if fused:
             # NCCL reduces while it copies: only the part of the reduction longer than the
             # step's transfers shows (``reduce`` is that exposed part, so time = comm + reduce)
             r = max(0.0, r - c)
+        if clock is not None:  # a round after dependency-driven steps: when all are done
+            comm = float(clock.max()) - red
+            clock = None
         comm += c * step.repeat
         red += r * step.repeat
         step_times.append(c + r)
+    if clock is not None:
+        comm = max(0.0, float(clock.max()) - red)
     conv = 0.0
     if schedule.convert_bytes:
         # the same for every rank on one kind of device: once per kind (largest wins)

@@ -36,10 +36,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["NetworkParams", "Segment", "ANY_CLASS", "TRANSPORT_KEY", "bottleneck_class"]
+__all__ = ["NetworkParams", "Segment", "ANY_CLASS", "EXECUTIONS", "TRANSPORT_KEY",
+           "bottleneck_class"]
 
 #: protocol table key that applies to every link class without a table of its own
 ANY_CLASS = "*"
+#: how a collective's steps run: all transfers of a step as one round, or each as soon as
+#: its two ranks are free (``NetworkParams.execution``)
+EXECUTIONS = ("rounds", "dependencies")
 #: prefix of a transport's protocol table key (link classes cannot start with it in tables)
 TRANSPORT_KEY = "@"
 #: the network fields a scenario may set that take priority over transports
@@ -63,8 +67,12 @@ class Segment:
     collective_efficiency: float = 1.0
     transports: tuple[tuple[str, float, float], ...] = field(default=())
     explicit: tuple[str, ...] = field(default=())
+    execution: str = "rounds"
 
     def __post_init__(self) -> None:
+        if self.execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
+                             f"{self.execution!r}")
         if not (self.start >= 0 and math.isfinite(self.start)):
             raise ValueError(f"segment start must be a finite size >= 0, not {self.start!r}")
         if not (self.overhead >= 0 and math.isfinite(self.overhead)):
@@ -110,6 +118,13 @@ class NetworkParams:
     ``transports``: ``(name, overhead, efficiency)`` of the catalog transports the platform's
     links use (module docs); ``explicit``: which of ``overhead``/``efficiency`` the scenario
     set - those replace the transports' own figures.
+    ``execution``: how a collective schedule's steps run (:data:`EXECUTIONS`).  ``rounds``
+    (default): each step as one round of all its transfers, after the previous round - the
+    model in which flow and analytic fidelity agree (docs/fidelity.md).  ``dependencies``:
+    each transfer of a once-only step starts when its own two ranks are done, as MPI and NCCL
+    execute collectives; closer to them (and to SimGrid's SMPI) for latency-bound trees on
+    non-uniform fabrics; at analytic fidelity it ignores contention between overlapping
+    steps (optimistic where they share links).
     """
 
     overhead: float = 0.0
@@ -119,8 +134,12 @@ class NetworkParams:
     collective_efficiency: float = 1.0
     transports: tuple[tuple[str, float, float], ...] = field(default=())
     explicit: tuple[str, ...] = field(default=())
+    execution: str = "rounds"
 
     def __post_init__(self) -> None:
+        if self.execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
+                             f"{self.execution!r}")
         if self.overhead < 0:
             raise ValueError("overhead must be >= 0")
         if not 0 < self.efficiency <= 1:

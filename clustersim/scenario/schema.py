@@ -17,7 +17,7 @@ from typing import Any
 
 from clustersim.catalog import builtin_catalog
 from clustersim.errors import InputError
-from clustersim.network.params import EXPLICIT_FIELDS, NetworkParams
+from clustersim.network.params import EXECUTIONS, EXPLICIT_FIELDS, NetworkParams
 from clustersim.scenario.emulation import (
     CONVERGENCE_MODES,
     check_convergence,
@@ -59,7 +59,7 @@ _TOP = ("name", "about", "platform", "catalog", "network", "benchmark", "workloa
 def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
     """``network:``.  The platform's link transports (catalog) apply unless
     ``transports: false``; an explicit ``overhead``/``efficiency`` replaces their figure."""
-    s = Section(raw, ("network",), ("overhead", "efficiency", "transports"))
+    s = Section(raw, ("network",), ("overhead", "efficiency", "transports", "execution"))
     specs = getattr(platform, "transport_specs", {}) if s.get("transports", as_bool, True) \
         else {}
     return NetworkParams(
@@ -67,6 +67,8 @@ def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
         efficiency=s.get("efficiency", as_float, 1.0, minimum=1e-6, maximum=1.0),
         transports=tuple((t.name, t.overhead, t.efficiency) for t in specs.values()),
         explicit=tuple(k for k in EXPLICIT_FIELDS if s.has(k)),
+        execution=s.get("execution", as_choice, "rounds", choices=EXECUTIONS,
+                        kind="collective execution"),
     )
 
 
