@@ -65,14 +65,8 @@ class Segment:
     overhead: float
     efficiency: float
     collective_efficiency: float = 1.0
-    transports: tuple[tuple[str, float, float], ...] = field(default=())
-    explicit: tuple[str, ...] = field(default=())
-    execution: str = "rounds"
 
     def __post_init__(self) -> None:
-        if self.execution not in EXECUTIONS:
-            raise ValueError(f"execution must be one of {', '.join(EXECUTIONS)}, not "
-                             f"{self.execution!r}")
         if not (self.start >= 0 and math.isfinite(self.start)):
             raise ValueError(f"segment start must be a finite size >= 0, not {self.start!r}")
         if not (self.overhead >= 0 and math.isfinite(self.overhead)):
