@@ -341,6 +341,10 @@ def with_simgrid_fat_tree_routes(platform: Any) -> Any:
     return out
 
 
+#: SMPI's model: no software overheads, line rate, each rank on as its own messages are done
+_NETWORK = {"overhead": "0 us", "efficiency": 1.0, "execution": "dependencies"}
+
+
 class Predictor:
     """Builds each platform once and costs schedules on it (flow model, no overheads).
 
@@ -356,7 +360,7 @@ class Predictor:
         if p.name not in self._plats:
             from clustersim.scenario.schema import parse_scenario
             raw = {"name": f"simgrid_{p.name}", "platform": platform_dict(p),
-                   "network": {"overhead": "0 us", "efficiency": 1.0, "execution": "dependencies"},
+                   "network": _NETWORK,
                    "benchmark": {"op": "p2p", "algorithms": ["direct"], "ranks": [2],
                                  "sizes": ["4 B"]},
                    "run": {"fidelity": "flow", "seed": 0}}
@@ -371,7 +375,7 @@ class Predictor:
     def scenario_yaml(self, p: SgPlatform) -> dict[str, Any]:
         """The scenario as a mapping (for ``clustersim predict`` by hand)."""
         return {"name": f"simgrid_{p.name}", "platform": platform_dict(p),
-                "network": {"overhead": "0 us", "efficiency": 1.0, "execution": "dependencies"},
+                "network": _NETWORK,
                 "run": {"fidelity": "flow", "seed": 0}}
 
     def predict(self, p: SgPlatform, op: str, cs_alg: str, size: float,

@@ -18,7 +18,8 @@ BAND_EDGE = 64 * 1024
 
 #: Fat-tree groups whose messages cross leaves in shift or xor patterns: SimGrid's FAT_TREE
 #: routes up by D-mod-K but picks the parallel cable *down* by the source, clustersim's
-#: ``dmodk`` by the destination (docs/fidelity.md); (platform, op, SimGrid algorithm).
+#: ``dmodk`` by the destination (docs/fidelity.md; tests/test_simgrid_oracle.py checks the
+#: size of the gap); (platform, op, SimGrid algorithm).
 ROUTING_GAPS = {
     ("fattree16", "allreduce", "rdb"), ("fattree16", "allreduce", "rab_rdb"),
     ("fattree16", "allreduce", "mpich"), ("fattree16", "allreduce", "ompi"),
@@ -142,7 +143,8 @@ def _pct(x: float) -> str:
 
 def markdown(results: Sequence[Compared], worst: int = 10) -> str:
     """The comparison as markdown: per platform, per algorithm, worst cases, skipped."""
-    lines = [*platform_summary(results).splitlines(), "", "| platform | op/SimGrid algorithm -> clustersim | match | size band | cases | "
+    lines = [*platform_summary(results).splitlines(), "",
+             "| platform | op/SimGrid algorithm -> clustersim | match | size band | cases | "
              "median abs error | max abs error |", "|---|---|---|---|---|---|---|"]
     for s in summarise(results):
         lines.append(f"| {s.platform} | {s.case} | {'exact' if s.exact else 'approx'} | "

@@ -15,6 +15,7 @@ analytic model; :func:`clustersim.network.fidelity.cost_collective` chooses.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from functools import partial
 from typing import Any
 
 import simpy
@@ -61,7 +62,7 @@ class _Span:
         self.red = 0.0
 
     def time(self) -> float:
-        return max(0.0, self.last - self.first) if self.last >= self.first else 0.0
+        return max(0.0, self.last - self.first)
 
 
 def _transfer(env: simpy.Environment, deps: list[simpy.Event], go: Any, ovh: float,
@@ -104,17 +105,12 @@ def _launch_step(env: simpy.Environment, net: FlowNetwork, step: Step, routes: l
     mine: dict[int, list[simpy.Process]] = {}
     for t, route, size in zip(step.transfers, routes, sizes):
         deps = [ready[r] for r in {t.src, t.dst} if r in ready]
-        if route:
-            if adaptive is not None:
-                pair = (placement[t.src], placement[t.dst])
-
-                def go(pair=pair, size=size):
-                    return adaptive([pair], [size], collective=True)
-            else:
-                def go(route=route, size=size):
-                    return net.transfer_all([route], [size], collective=True)
-        else:
-            go = None
+        go = None  # a local copy
+        if route and adaptive is not None:
+            go = partial(adaptive, [(placement[t.src], placement[t.dst])], [size],
+                         collective=True)
+        elif route:
+            go = partial(net.transfer_all, [route], [size], collective=True)
         proc = env.process(_transfer(env, deps, go, step_ovh, span))
         mine.setdefault(t.src, []).append(proc)
         if t.dst != t.src:
