@@ -266,3 +266,32 @@ def test_devices_collapse_onto_switches_and_twins_bound_the_searches():
         p.route(i, (i + 37) % 128)
     # edge switches of a pod are twins: at most one full search per pod (and per tier)
     assert p._router.searches <= 8 + 2
+
+
+@pytest.mark.parametrize("name", sorted(PLATFORMS) + ["crossbar_star"])
+def test_rank_routes_are_the_routes_of_every_rank_pair(name):
+    """The array path (siblings under one node built from its link columns) gives exactly
+    what :meth:`Platform.route` gives, for every ordered pair of ranks, self-pairs included,
+    under every policy the platform accepts."""
+    import numpy as np
+
+    from clustersim.platform.policies import RoutingSpec
+
+    base = (star(3, K80, ETH, node=NodeSpec(devices=8, layout="crossbar", nics=2))
+            if name == "crossbar_star" else PLATFORMS[name]())
+    n = base.num_devices
+    src = np.repeat(np.arange(n), n)
+    dst = np.tile(np.arange(n), n)
+    policies = {"fat_tree_pcie_nodes": ("ecmp", "dmodk", "smodk"),
+                "dragonfly_costs": ("minimal", "valiant")}.get(name, ("ecmp",))
+    siblings = 0
+    for policy in policies:
+        p = base if policy == "ecmp" else base.with_routing(RoutingSpec(policy))
+        got = p.rank_routes(src, dst)
+        want = [p.route(int(s), int(t)) for s, t in zip(src, dst)]
+        assert got == want
+        siblings += sum(len(r) == 2 and r == (p._sibling_columns()[1][s],
+                                              p._sibling_columns()[2][t])
+                        for r, s, t in zip(got, src.tolist(), dst.tolist()) if s != t)
+    if name in ("fat_tree_pcie_nodes", "crossbar_star"):  # devices hang off one node
+        assert siblings > 0  # the array path was taken

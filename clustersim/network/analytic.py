@@ -129,7 +129,7 @@ def _routed(step: Step, platform: Platform, placement: Sequence[int],
     if hit is not None:
         return hit
     n = len(cols.src)
-    routes = platform.routes(zip(ends[:n].tolist(), ends[n:].tolist()))
+    routes = platform.rank_routes(ends[:n], ends[n:])
     links, owner = flat_incidence(routes)
     if not links.size:
         got = _Routed(np.empty(0), np.empty(0), np.empty(0, dtype=bool), None, True)

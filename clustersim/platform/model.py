@@ -269,6 +269,47 @@ class Platform:
             out.append(r)
         return out
 
+    def rank_routes(self, src: np.ndarray, dst: np.ndarray) -> list[Route]:
+        """:meth:`routes` of the rank pairs ``(src[i], dst[i])`` (integer arrays).
+
+        Why beside :meth:`routes`: the pairs of one collective step are mostly ranks on one
+        machine that hang off the same node (7 of 8 ring neighbours with 8 GPUs behind one
+        NVSwitch), whose route is that node's up link of the one and down link of the other
+        (the tree walk's answer for two siblings, under every policy but Valiant).  Those are
+        found and built with array operations, the others go through :meth:`routes`: a
+        100,000-rank ring step in ~0.1 s instead of ~0.5 s."""
+        n = len(src)
+        if self.routing.policy == "valiant" or n == 0:
+            return self.routes(zip(src.tolist(), dst.tolist()))
+        parent, up, down = self._sibling_columns()
+        ps, pt = parent[src], parent[dst]
+        sib = (ps == pt) & (ps >= 0) & (src != dst)
+        if not sib.any():
+            return self.routes(zip(src.tolist(), dst.tolist()))
+        out: list[Route] = [()] * n
+        idx = np.flatnonzero(sib)
+        for k, a, b in zip(idx.tolist(), up[src[idx]].tolist(), down[dst[idx]].tolist()):
+            out[k] = (a, b)
+        rest = np.flatnonzero(~sib)
+        if rest.size:
+            got = self.routes(zip(src[rest].tolist(), dst[rest].tolist()))
+            for k, r in zip(rest.tolist(), got):
+                out[k] = r
+        return out
+
+    def _sibling_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per rank: the node its device hangs off (-1: the device is in the router's core)
+        and the link ids up to it and down from it (memoised)."""
+        got = self.memo.get("sibling_columns")
+        if got is None:
+            r = self._router
+            devs = self._dev_index
+            parent = np.fromiter((r._attach[d] for d in devs), dtype=np.int64, count=len(devs))
+            up = np.fromiter((r._up[d][0] for d in devs), dtype=np.int64, count=len(devs))
+            down = np.fromiter((r._down[d][0] for d in devs), dtype=np.int64, count=len(devs))
+            got = self.memo["sibling_columns"] = (parent, up, down)
+        return got
+
     def hops(self, src: str | int, dst: str | int) -> int:
         """Number of links on the route."""
         return len(self.route(src, dst))
