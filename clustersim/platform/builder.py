@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
 
@@ -67,6 +69,10 @@ class PlatformBuilder:
         self._adj: dict[str, dict[str, dict[str, Any]]] = {}
         self._devices: list[str] = []
         self._res: list[_LinkRes] = []
+        # every directed edge as (tail, head, link, cost), nodes by insertion number, flat:
+        # the platform's router takes them as arrays instead of walking the adjacency dicts
+        self._ids: dict[str, int] = {}
+        self._edges: list[int] = []
 
     def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
         if len(self._devices) >= MAX_DEVICES:
@@ -88,6 +94,7 @@ class PlatformBuilder:
             raise InputError(f"duplicate node {name!r}")
         self.nodes[name] = attrs
         self._adj[name] = {}
+        self._ids[name] = len(self._ids)
 
     def add_link(
         self,
@@ -134,6 +141,8 @@ class PlatformBuilder:
         tag = f"#{cable}" if cable else ""
         self._res.append(_LinkRes(f"{a}->{b}{tag}", bw, lat, kd, tr))
         self._put(a, b, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost})
+        ia, ib = self._ids[a], self._ids[b]
+        self._edges += (ia, ib, rid, cost, ib, ia, rid + 1 if dup else rid, cost)
         if dup:
             rid += 1
             self._res.append(_LinkRes(f"{b}->{a}{tag}", bw, lat, kd, tr))
@@ -156,7 +165,8 @@ class PlatformBuilder:
         from clustersim.platform.model import Platform
 
         tables = Tables(self.nodes, self._adj, dict(self.meta))
-        platform = Platform(self.name, tables, order, self._res)
+        edges = np.array(self._edges, dtype=np.int64).reshape(-1, 4)
+        platform = Platform(self.name, tables, order, self._res, edges)
         lost = platform.unreachable(order[0])
         if lost:
             raise InputError(

@@ -62,8 +62,9 @@ class Valiant:
         self._group = group
         self._groups = sorted(by_group)
         self._routers = by_group
-        self._head: dict[tuple[int, int], int] = {(u, lk): v
-                                                  for u, v, lk, _ in platform._edge_index}
+        tail, head, link, _ = platform._edge_cols
+        self._head: dict[tuple[int, int], int] = {
+            (u, lk): v for u, v, lk in zip(tail.tolist(), head.tolist(), link.tolist())}
 
     def intermediate(self, s: int, t: int) -> tuple[int, int] | None:
         """(group, router) the Valiant route from ``s`` to ``t`` goes through; None when no

@@ -49,7 +49,7 @@ from clustersim.platform.builder import (  # noqa: F401 - re-exported, the old h
     _LinkRes,
 )
 from clustersim.platform.policies import RoutingSpec, check_policy, route_function
-from clustersim.platform.routing import NoRoute, Router
+from clustersim.platform.routing import NoRoute, Router, _edge_columns
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -66,9 +66,11 @@ class Platform:
     library: str | None = None
 
     def __init__(self, name: str, graph: nx.DiGraph | Tables, devices: Sequence[str],
-                 resources: Sequence[_LinkRes]) -> None:
+                 resources: Sequence[_LinkRes], edges: np.ndarray | None = None) -> None:
         """``graph``: a networkx DiGraph (kept as :attr:`graph`) or the :class:`Tables` of
-        one (a builder's; the graph is then made on first use)."""
+        one (a builder's; the graph is then made on first use).  ``edges``: the builder's
+        directed edges as rows ``(tail, head, link, cost)`` with nodes numbered in the order
+        of ``graph``'s node table (read from the adjacency when not given)."""
         self.name = name
         if isinstance(graph, Tables):
             self._graph: nx.DiGraph | None = None
@@ -95,20 +97,27 @@ class Platform:
         self._names: list[str] = sorted(nodes, key=_natural_key)
         self._index = {n: i for i, n in enumerate(self._names)}
         idx = self._index
-        edges = []
-        add = edges.append
-        for u, nbrs in self._tables.adj.items():  # self.cables(), without a generator
-            iu = idx[u]
-            for v, data in nbrs.items():
-                add((iu, idx[v], data["link"], data.get("cost", 1)))
-                for extra in data.get("parallel", ()):
-                    add((iu, idx[v], extra["link"], extra.get("cost", 1)))
-        self._router = Router(len(self._names), edges)
+        if edges is not None:  # a builder's: (tail, head, link, cost), nodes by insertion
+            renumber = np.fromiter(map(idx.__getitem__, nodes), dtype=np.int64,
+                                   count=len(nodes))
+            cols = (renumber[edges[:, 0]], renumber[edges[:, 1]], edges[:, 2], edges[:, 3])
+        else:
+            rows = []
+            add = rows.append
+            for u, nbrs in self._tables.adj.items():  # self.cables(), without a generator
+                iu = idx[u]
+                for v, data in nbrs.items():
+                    add((iu, idx[v], data["link"], data.get("cost", 1)))
+                    for extra in data.get("parallel", ()):
+                        add((iu, idx[v], extra["link"], extra.get("cost", 1)))
+            cols = _edge_columns(rows)
+        #: every directed edge: (tail, head, link, cost) columns, nodes by index
+        self._edge_cols: tuple[np.ndarray, ...] = cols
+        self._router = Router(len(self._names), cols)
         #: the routing policy (:mod:`clustersim.platform.policies`); see :meth:`with_routing`
         self.routing = RoutingSpec()
         self._route_fn = self._router.route
         self._ugal: Any = None
-        self._edge_index = edges
         self._dev_index = [idx[d] for d in self.devices]
         self._route_cache: dict[tuple[str | int, str | int], Route] = {}
         self.rank_hosts: tuple[int, ...] = tuple(nodes[d]["host"] for d in self.devices)
@@ -331,26 +340,22 @@ class Platform:
     def unreachable(self, node: str) -> list[str]:
         """Devices that ``node`` cannot reach or be reached from (ignoring direction).
 
-        A breadth-first search in plain Python over the integer edge list: every platform
-        build runs it, and scipy's ``connected_components`` would cost a scipy import
-        (~0.2 s, more than the search on 4,500 nodes) at every start of the command."""
-        n = len(self._names)
-        nbrs: list[list[int]] = [[] for _ in range(n)]
-        for u, v, _, _ in self._edge_index:
-            nbrs[u].append(v)
-            nbrs[v].append(u)
-        start = self._index[node]
-        seen = [False] * n
-        seen[start] = True
-        frontier = [start]
-        while frontier:
-            nxt = []
-            for u in frontier:
-                for v in nbrs[u]:
-                    if not seen[v]:
-                        seen[v] = True
-                        nxt.append(v)
-            frontier = nxt
+        A breadth-first search over the router's neighbour table, a frontier at a time with
+        array operations: every platform build runs it, and scipy's ``connected_components``
+        would cost a scipy import (~0.2 s, more than the search on 4,500 nodes) at every
+        start of the command."""
+        ptr, nbr = self._router._nbr
+        seen = np.zeros(len(self._names), dtype=bool)
+        frontier = np.array([self._index[node]], dtype=np.int64)
+        seen[frontier] = True
+        while frontier.size:
+            starts, ends = ptr[frontier], ptr[frontier + 1]
+            sizes = ends - starts
+            # the neighbour-table positions of every frontier node's neighbours, in one array
+            offsets = np.repeat(starts - np.cumsum(sizes) + sizes, sizes)
+            heads = nbr[offsets + np.arange(int(sizes.sum()))]
+            frontier = np.unique(heads[~seen[heads]])
+            seen[frontier] = True
         return [d for d, i in zip(self.devices, self._dev_index) if not seen[i]]
 
     def _link_end(self, node: str, link: int) -> str:

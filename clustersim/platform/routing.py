@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from clustersim.platform.searches import bfs_c, bfs_py, reverse_matrix
-from clustersim.platform.stubs import chain, peel_trees, tree_route
+from clustersim.platform.stubs import chain, neighbours, out_edges, peel_trees, tree_route
 
 __all__ = ["Router", "NoRoute", "mix"]
 
@@ -82,6 +82,22 @@ def mix(a: int, b: int) -> int:
     return x
 
 
+def _edge_columns(edges: Sequence[tuple[int, int, int, int]] | tuple[np.ndarray, ...]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(u, v, link, cost)`` as four int64 columns; a cost must be a positive integer."""
+    if isinstance(edges, tuple) and len(edges) == 4 and isinstance(edges[0], np.ndarray):
+        cols = [np.asarray(c) for c in edges]
+    else:
+        table = np.asarray(list(edges), dtype=object).reshape(-1, 4)
+        cols = [table[:, i] for i in range(4)]
+    cost = cols[3]
+    if cost.dtype.kind not in "iu" or (cost.size and cost.min() < 1):
+        for c in cost.tolist():
+            if int(c) != c or int(c) < 1:
+                raise ValueError(f"link cost must be a positive integer, got {c!r}")
+    return tuple(np.asarray(c, dtype=np.int64) for c in cols)  # type: ignore[return-value]
+
+
 class NoRoute(Exception):
     """Raised when the destination cannot be reached from the source."""
 
@@ -105,16 +121,17 @@ class Router:
     (half-duplex links repeat an id).  Node ids order the ECMP candidates.
     """
 
-    def __init__(self, num_nodes: int, edges: Sequence[tuple[int, int, int, int]]) -> None:
+    def __init__(self, num_nodes: int,
+                 edges: Sequence[tuple[int, int, int, int]] | tuple[np.ndarray, ...]) -> None:
+        """``edges``: ``(u, v, link, cost)`` tuples, or the four columns as integer arrays
+        (what a platform passes: 628,000 edges of a 100,000-GPU fat-tree are grouped by node
+        with array operations, not appended one by one)."""
         n = num_nodes
-        out: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        for u, v, lk, cost in edges:
-            c = int(cost)
-            if c != cost or c < 1:
-                raise ValueError(f"link cost must be a positive integer, got {cost!r}")
-            out[u].append((v, lk, c))
+        src, dst, link, cost = _edge_columns(edges)
         # stubs: trees hanging off the rest of the graph by one node (peel_trees)
-        self._attach, self._up, self._down = peel_trees(n, out)
+        out = out_edges(n, src, dst, link, cost)
+        self._nbr = neighbours(n, src, dst)
+        self._attach, self._up, self._down = peel_trees(n, out, self._nbr)
         attach = self._attach
         core = [u for u in range(n) if attach[u] < 0]
         self._core = core
@@ -124,8 +141,10 @@ class Router:
         self._cid = cid
         self._ncore = len(core)
         # core adjacency in node order, as lists (balls, twins) and arrays (candidates)
+        optr, ohead, olink, ocost = out
         self._adj_list: list[list[tuple[int, int, int]]] = [
-            sorted((cid[v], lk, c) for v, lk, c in out[u] if attach[v] < 0) for u in core]
+            sorted((cid[ohead[k]], olink[k], ocost[k]) for k in range(optr[u], optr[u + 1])
+                   if attach[ohead[k]] < 0) for u in core]
         self._adj = [tuple(np.array([e[i] for e in lst], dtype=np.int64) for i in range(3))
                      for lst in self._adj_list]
         self._build_reverse()

@@ -6,13 +6,53 @@ alone, the router only walks what is left.
 
 from __future__ import annotations
 
-__all__ = ["chain", "peel_trees", "tree_route"]
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["OutEdges", "chain", "neighbours", "out_edges", "peel_trees", "tree_route"]
 
 
-def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
+class OutEdges(NamedTuple):
+    """Directed edges grouped by tail node, in edge order within a node (CSR as lists):
+    node ``u``'s edges are ``head[k], link[k], cost[k]`` for ``k`` in ``ptr[u]:ptr[u+1]``."""
+
+    ptr: list[int]
+    head: list[int]
+    link: list[int]
+    cost: list[int]
+
+
+def out_edges(n: int, src: np.ndarray, dst: np.ndarray, link: np.ndarray,
+              cost: np.ndarray) -> OutEdges:
+    """:class:`OutEdges` of the directed edges ``src[i] -> dst[i]`` (a stable sort by tail)."""
+    order = np.argsort(src, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return OutEdges(ptr.tolist(), dst[order].tolist(), link[order].tolist(),
+                    cost[order].tolist())
+
+
+def neighbours(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct neighbours of every node, ignoring direction, as CSR arrays ``(ptr, idx)``
+    (neighbours of ``u`` in increasing order)."""
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    pairs = np.unique(lo * n + hi)
+    a, b = pairs // n, pairs % n
+    other = a != b  # a self-loop makes its node its own neighbour once
+    tail = np.concatenate((a, b[other]))
+    head = np.concatenate((b, a[other]))
+    order = np.lexsort((head, tail))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tail, minlength=n), out=ptr[1:])
+    return ptr, head[order]
+
+
+def peel_trees(n: int, out: OutEdges, nbr: tuple[np.ndarray, np.ndarray]
                ) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
     """Per node: its attachment node (-1 in the core), and the (link, cost) of its link up
-    to it and of the link down from it.
+    to it and of the link down from it.  ``out``: the directed edges; ``nbr``: the distinct
+    undirected neighbours (:func:`neighbours`).
 
     A node with one neighbour left (linked both ways) is a stub of that neighbour, which may
     then become a stub in turn: a GPU of its NVSwitch, the switch of its NIC, the NIC of its
@@ -22,13 +62,16 @@ def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
     of its nodes stays in it and is the tree path, and every minimal path from it goes
     through its root.  Two nodes joined only to each other stay in the core, and so does a
     node joined to its one neighbour by parallel cables (each cable is a route choice).
+
+    Nodes are peeled one at a time from a stack (node order first), so the result does not
+    depend on how the neighbour lists are ordered: an unpeeled node's peeled neighbours all
+    hang off it, so a node with one neighbour left has exactly one unpeeled neighbour.
     """
-    nbrs: list[set[int]] = [set() for _ in range(n)]
-    for u, lst in enumerate(out):
-        for v, _, _ in lst:
-            nbrs[u].add(v)
-            nbrs[v].add(u)
-    deg = [len(x) for x in nbrs]
+    nptr_a, nidx_a = nbr
+    deg = np.diff(nptr_a).tolist()
+    nptr = nptr_a.tolist()
+    nidx = nidx_a.tolist()
+    optr, ohead, olink, ocost = out
     attach = [-1] * n
     up = [(-1, 0)] * n
     down = [(-1, 0)] * n
@@ -41,21 +84,31 @@ def peel_trees(n: int, out: list[list[tuple[int, int, int]]]
         u = todo.pop()
         if deg[u] != 1 or attach[u] >= 0:
             continue
-        a = next(v for v in nbrs[u] if attach[v] < 0 and v != u)
+        first = nptr[u]
+        a = nidx[first]  # most stubs (devices, NICs) never had another neighbour
+        if nptr[u + 1] - first != 1 or a == u or attach[a] >= 0:
+            a = next(v for v in nidx[first:nptr[u + 1]] if attach[v] < 0 and v != u)
         if deg[a] <= 1:  # two nodes joined only to each other
             continue
-        ups = [(lk, c) for v, lk, c in out[u] if v == a]
-        if len(ups) != 1:  # parallel cables to its neighbour: a real routing choice, keep it
-            continue
-        upl = ups[0]
+        k = optr[u]
+        if optr[u + 1] - k == 1:  # one link out (the common case), to its neighbour or not
+            if ohead[k] != a:
+                continue
+            upl = (olink[k], ocost[k])
+        else:
+            ups = [(olink[k], ocost[k]) for k in range(k, optr[u + 1]) if ohead[k] == a]
+            if len(ups) != 1:  # parallel cables to its neighbour: a real routing choice
+                continue
+            upl = ups[0]
         backs = first_back.get(a)
         if backs is None:
             backs = first_back[a] = {}
-            for v, lk, c in out[a]:
+            for k in range(optr[a], optr[a + 1]):
+                v = ohead[k]
                 if v not in backs:
-                    backs[v] = (lk, c)
+                    backs[v] = (olink[k], ocost[k])
         back = backs.get(u)
-        if upl is None or back is None:
+        if back is None:
             continue
         attach[u] = a
         up[u] = upl
