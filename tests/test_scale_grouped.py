@@ -101,3 +101,30 @@ def test_where_grouping_is_refused():
     assert worker_classes("bsp", scn, actors, [0] * 64, False) is None        # shared device
     flow = _scn(8, fidelity="flow")
     assert worker_classes("bsp", flow, actors, placement, False) is None      # flow collectives
+
+
+def test_grouped_stats_read_like_the_copied_list(monkeypatch):
+    """A grouped run's actors (GroupedStats) answer like the list of copies they replace:
+    length, indexing (negative, slices), iteration, one object per actor, and the columns
+    and records the metrics read without making the copies."""
+    import numpy as np
+
+    from clustersim.sim.grouped import GroupedStats, _copy
+
+    (_, exact), (_, grouped) = _both(_scn(8, node={"devices": 2, "layout": "crossbar"}),
+                                     64, monkeypatch)
+    stats = grouped.actors
+    assert isinstance(stats, GroupedStats) and len(stats) == len(exact.actors) == 64
+    rep = stats._reps[0]
+    rep.records["staleness"].extend([3.0, 1.0])  # as if the workers had recorded some
+    copies = [_copy(rep, a.rank, a.device) for a in exact.actors]
+    assert [(a.rank, a.device) for a in stats] == [(a.rank, a.device) for a in exact.actors]
+    assert stats[-1] is stats[63] and stats[5:7] == [stats[5], stats[6]]
+    with pytest.raises(IndexError):
+        stats[64]
+    marks, now = stats.worker_columns()
+    assert np.array_equal(now, [(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
+                                for a in copies])
+    assert np.array_equal(marks, [a.mark for a in copies])
+    assert stats.records_of("staleness") == [3.0, 1.0] * 64
+    assert stats.records_of("update") == []
