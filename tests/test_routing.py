@@ -295,3 +295,13 @@ def test_rank_routes_are_the_routes_of_every_rank_pair(name):
                         for r, s, t in zip(got, src.tolist(), dst.tolist()) if s != t)
     if name in ("fat_tree_pcie_nodes", "crossbar_star"):  # devices hang off one node
         assert siblings > 0  # the array path was taken
+
+
+@pytest.mark.parametrize("name", ["h12.d3", "core7", "x", "pod3.edge12", "a1b2c3", "10", "",
+                                  "1.2.3.4", "n01", "sw.0", "h0.nic1.port22"])
+def test_natural_key_splits_every_digit_run(name):
+    import re
+
+    parts = re.split(r"(\d+)", name)
+    assert _natural_key(name) == tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+    assert sorted(["n10", "n2", "n1"], key=_natural_key) == ["n1", "n2", "n10"]
