@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -118,12 +118,13 @@ class Platform:
         self.routing = RoutingSpec()
         self._route_fn = self._router.route
         self._ugal: Any = None
-        self._dev_index = [idx[d] for d in self.devices]
+        self._dev_index = list(map(idx.__getitem__, self.devices))
         self._route_cache: dict[tuple[str | int, str | int], Route] = {}
-        self.rank_hosts: tuple[int, ...] = tuple(nodes[d]["host"] for d in self.devices)
+        dev_attrs = list(map(nodes.__getitem__, self.devices))  # C-level maps: 100,000 devices
+        self.rank_hosts: tuple[int, ...] = tuple(map(itemgetter("host"), dev_attrs))
         #: ``spec(rank)`` without a networkx node lookup: a 4,000-worker point asks for the
         #: spec of every device several times (costs, job, actors)
-        self.rank_specs: tuple[DeviceSpec, ...] = tuple(nodes[d]["spec"] for d in self.devices)
+        self.rank_specs: tuple[DeviceSpec, ...] = tuple(map(itemgetter("spec"), dev_attrs))
         #: what simulations derive from this (immutable) platform and reuse across runs in
         #: one process, keyed by its users (the engine: point-to-point message plans)
         self.memo: dict[Any, Any] = {}
