@@ -105,6 +105,7 @@ def test_plain_python_search_equals_scipy(monkeypatch):
     for ct in range(router._ncore):
         py = bfs_py(router._radj, router._nexp, router._ncore, ct)
         monkeypatch.setattr(routing, "PY_SEARCH_EDGES", -1)
+        monkeypatch.setattr(routing, "PY_SEARCH_WORK", 0)
         c = router._bfs(ct)
         monkeypatch.undo()
         assert np.array_equal(py, c)

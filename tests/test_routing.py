@@ -96,11 +96,16 @@ PLATFORMS = {
 }
 
 
-@pytest.fixture(params=["default", "always_full", "always_ball", "tiny_caches"])
+@pytest.fixture(params=["default", "always_full", "always_ball", "tiny_caches", "c_searches"])
 def regime(request, monkeypatch):
-    """Force each code path of the router: C searches, Python balls, cache eviction."""
+    """Force each code path of the router: full searches (in Python, or in C from the first
+    one), Python balls, cache eviction."""
     if request.param == "always_full":
         monkeypatch.setattr(routing, "BALL_BUDGET", 0)
+    elif request.param == "c_searches":
+        monkeypatch.setattr(routing, "BALL_BUDGET", 0)
+        monkeypatch.setattr(routing, "PY_SEARCH_EDGES", 0)
+        monkeypatch.setattr(routing, "PY_SEARCH_WORK", 0)
     elif request.param == "always_ball":
         monkeypatch.setattr(routing, "BALL_BUDGET", 10 ** 9)
     elif request.param == "tiny_caches":
@@ -305,3 +310,24 @@ def test_natural_key_splits_every_digit_run(name):
     parts = re.split(r"(\d+)", name)
     assert _natural_key(name) == tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
     assert sorted(["n10", "n2", "n1"], key=_natural_key) == ["n1", "n2", "n10"]
+
+
+def test_large_graphs_search_in_python_until_the_budget_then_in_c(monkeypatch):
+    """A large core is searched in Python while its searches cost less than scipy's import
+    (PY_SEARCH_WORK edges scanned), in C after: the same distances either way."""
+    import numpy as np
+
+    from clustersim.platform import searches
+
+    calls = []
+    monkeypatch.setattr(routing, "bfs_py", lambda *a: calls.append("py") or searches.bfs_py(*a))
+    monkeypatch.setattr(routing, "bfs_c", lambda *a: calls.append("c") or searches.bfs_c(*a))
+    monkeypatch.setattr(routing, "PY_SEARCH_EDGES", 16)
+    p = fat_tree(8, K80, ETH, hosts=16)
+    r = p._router
+    monkeypatch.setattr(routing, "PY_SEARCH_WORK", 2 * r._nredges)
+    monkeypatch.setattr(routing, "_scipy_loaded", lambda: False)  # as if not imported yet
+    got = [r._bfs(ct) for ct in range(4)]
+    assert calls == ["py", "py", "c", "c"]
+    want = [searches.bfs_py(r._radj, r._nexp, r._ncore, ct) for ct in range(4)]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))

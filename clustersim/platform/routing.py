@@ -30,7 +30,8 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
 * *Full searches in C.*  Past the budget, distances from every core node to ``t`` come from a
   breadth-first search of the reversed core graph, a cost-``c`` link expanded into ``c`` unit
   steps (:mod:`clustersim.platform.searches`: scipy on large graphs, plain Python up to
-  ``PY_SEARCH_EDGES`` edges - a KNL chassis, DGX nodes - where scipy's import costs more).
+  ``PY_SEARCH_EDGES`` edges - a KNL chassis, DGX nodes - where scipy's import costs more,
+  and on larger ones until their searches have cost about that import, ``PY_SEARCH_WORK``).
 * *Candidate cache.*  The minimal next hops of ``(node, destination)`` are computed once (a
   vectorised comparison over the node's neighbours) and reused by every route through it.
   (A full next-hop table per destination was tried: it only pays off for all-to-all traffic
@@ -43,6 +44,7 @@ How it is fast (a walk needs, at each node, which neighbours are one step nearer
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -65,12 +67,23 @@ BALL_BUDGET = 256
 #: graph) costs ~0.2 s to import - more than all searches of a KNL or DGX platform together.
 PY_SEARCH_EDGES = 4096
 
+#: Larger graphs are searched in Python too until this many edges have been scanned (~0.2 s,
+#: what importing scipy costs) unless scipy is loaded already: a 100,000-GPU fat-tree's ring
+#: needs 32 searches of 64,000 edges (~0.06 s in Python), and its command would otherwise
+#: spend more on the import than on every search; past the budget the searches pay for it.
+PY_SEARCH_WORK = 5_000_000
+
 #: Cache caps: distance vectors (int32 entries) are evicted oldest first past this, and the
 #: per-node candidate cache is dropped wholesale past its cap, so all-pairs traffic on a large
 #: direct network cannot exhaust memory (it gets slower instead).
 DIST_CACHE_ENTRIES = 1 << 25
 CAND_CACHE_ENTRIES = 1 << 21
 BALL_CACHE_COUNT = 1 << 16
+
+
+def _scipy_loaded() -> bool:
+    """Whether scipy's graph searches are imported already (then they cost nothing more)."""
+    return "scipy.sparse.csgraph" in sys.modules
 
 
 def mix(a: int, b: int) -> int:
@@ -195,6 +208,7 @@ class Router:
             self._radj[r].append(c)
         self._nredges = len(rows)
         self._rev = None  # the same graph as a scipy matrix, built on the first C search
+        self._py_work = 0  # edges scanned by Python searches of this graph (PY_SEARCH_WORK)
 
     def _find_twins(self) -> tuple[list[int], dict[int, frozenset[int]]]:
         """Twin representative (smallest core id) of every core node, and the in-neighbours
@@ -272,9 +286,12 @@ class Router:
     # -- distances ---------------------------------------------------------------------
     def _bfs(self, ct: int) -> np.ndarray:
         """Distance of every core node to ``ct`` (-1: unreachable): in plain Python on small
-        graphs, by a BFS in C (scipy) on large ones - the same distances either way."""
+        graphs and for a large one's first searches (:data:`PY_SEARCH_WORK`), by a BFS in C
+        (scipy) after that - the same distances either way."""
         self.searches += 1
-        if self._nredges <= PY_SEARCH_EDGES:
+        if self._nredges <= PY_SEARCH_EDGES or (
+                self._rev is None and not _scipy_loaded() and self._py_work < PY_SEARCH_WORK):
+            self._py_work += self._nredges
             return bfs_py(self._radj, self._nexp, self._ncore, ct)
         if self._rev is None:
             self._rev = reverse_matrix(self._radj, self._nexp)
