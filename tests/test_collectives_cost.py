@@ -267,3 +267,25 @@ def test_one_rank_costs_nothing():
                     ("broadcast", "binomial"), ("allgather", "ring"),
                     ("allreduce", "double_binary_tree")]:
         assert cost(op, alg, 1) == 0.0
+
+
+@pytest.mark.parametrize("reduce", [True, False])
+@pytest.mark.parametrize("members", [range(6), (3, 0, 5, 1, 4, 2)])
+def test_bulk_built_transfers_give_the_same_columns(members, reduce):
+    """A step built by make_transfers is read into the analytic model's columns from the
+    sources and destinations it was built from (collectives.plan.BULK); the columns equal
+    those read off the transfer tuples one by one, dtypes included."""
+    import numpy as np
+
+    from clustersim.collectives.plan import BULK, make_transfers
+    from clustersim.network import analytic
+
+    dsts = list(members[1:]) + [members[0]]
+    transfers = make_transfers(members, dsts, 1536.0, reduce, [(v, v + 1) for v in range(6)])
+    assert BULK[id(transfers)][0] is transfers
+    bulk = analytic._Cols(transfers)
+    del BULK[id(transfers)]
+    plain = analytic._Cols(transfers)
+    for name in ("src", "dst", "sizes", "red_dst", "red_bytes"):
+        got, want = getattr(bulk, name), getattr(plain, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name

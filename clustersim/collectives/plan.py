@@ -16,18 +16,30 @@ from itertools import repeat
 
 from clustersim.collectives.schedule import Schedule, Step, Transfer
 
-__all__ = ["Plan", "new_transfer", "pow2_floor", "ceil_log2", "fold", "fold_targets", "group_range",
+__all__ = ["BULK", "Plan", "new_transfer", "pow2_floor", "ceil_log2", "fold", "fold_targets", "group_range",
            "make_transfers"]
 
 #: builds a Transfer straight from a 6-tuple at C speed (no Python-level __new__)
 new_transfer = partial(tuple.__new__, Transfer)
 
 
+#: what :func:`make_transfers` built, by the id of its result: ``(transfers, sources,
+#: destinations, bytes, reduce)`` - so that a consumer that wants columns (the analytic
+#: model's, clustersim/network/analytic.py) reads the sources and destinations it was
+#: given instead of taking 100,000 tuples apart again.  Bounded: cleared past 256 entries.
+BULK: dict[int, tuple] = {}
+
+
 def make_transfers(srcs: Iterable[int], dsts: Iterable[int], nbytes: float, reduce: bool,
                    chunks: Iterable[tuple[int, int]]) -> tuple[Transfer, ...]:
     """Many same-size transfers at once (the fast path for rings of thousands of ranks)."""
-    return tuple(map(new_transfer, zip(srcs, dsts, repeat(float(nbytes)), repeat(bool(reduce)),
-                                        chunks, repeat(None))))
+    out = tuple(map(new_transfer, zip(srcs, dsts, repeat(float(nbytes)), repeat(bool(reduce)),
+                                       chunks, repeat(None))))
+    if isinstance(srcs, (range, list, tuple)) and isinstance(dsts, (range, list, tuple)):
+        if len(BULK) > 256:
+            BULK.clear()
+        BULK[id(out)] = (out, srcs, dsts, float(nbytes), bool(reduce))
+    return out
 
 
 @dataclass

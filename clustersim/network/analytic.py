@@ -38,6 +38,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from clustersim.collectives.plan import BULK
 from clustersim.collectives.schedule import Schedule, Step
 from clustersim.network.maxmin import flat_incidence, progressive_fill
 from clustersim.network.params import NetworkParams
@@ -93,10 +94,19 @@ class _Cols:
     def __init__(self, transfers: tuple) -> None:
         n = len(transfers)
         self.transfers = transfers  # held: the memo is keyed by its id
-        self.src = np.fromiter(map(itemgetter(0), transfers), dtype=np.int64, count=n)
-        self.dst = np.fromiter(map(itemgetter(1), transfers), dtype=np.int64, count=n)
-        self.sizes = np.fromiter(map(itemgetter(2), transfers), dtype=float, count=n)
-        red = np.fromiter(map(itemgetter(3), transfers), dtype=bool, count=n)
+        bulk = BULK.get(id(transfers))
+        if bulk is not None and bulk[0] is transfers and len(bulk[1]) == len(bulk[2]) == n:
+            # built by make_transfers from these sources and destinations, one size, one flag
+            _, srcs, dsts, nbytes, reduce = bulk
+            self.src = np.fromiter(srcs, dtype=np.int64, count=n)
+            self.dst = np.fromiter(dsts, dtype=np.int64, count=n)
+            self.sizes = np.full(n, nbytes)
+            red = np.full(n, reduce)
+        else:
+            self.src = np.fromiter(map(itemgetter(0), transfers), dtype=np.int64, count=n)
+            self.dst = np.fromiter(map(itemgetter(1), transfers), dtype=np.int64, count=n)
+            self.sizes = np.fromiter(map(itemgetter(2), transfers), dtype=float, count=n)
+            red = np.fromiter(map(itemgetter(3), transfers), dtype=bool, count=n)
         self.red_dst = self.dst[red]
         self.red_bytes = self.sizes[red]
 
