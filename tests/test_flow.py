@@ -292,3 +292,23 @@ def test_steady_state_rates_are_global_maxmin(wl, t_probe):
     np.testing.assert_allclose(rates, maxmin_rates(routes, np.asarray(cap)), rtol=1e-9)
     check_maxmin(routes, np.asarray(cap), rates)
     assert all(0 <= s.remaining <= s.nbytes for s in snap)
+
+
+def test_networks_over_one_platform_share_their_link_columns():
+    """A platform's read-only link arrays give every network the same derived columns (made
+    once); other parameters, or arrays that could still change, get their own."""
+    from clustersim.catalog import builtin_catalog
+    from clustersim.platform import fat_tree
+
+    cat = builtin_catalog()
+    p = fat_tree(4, cat.devices["v100"], cat.links["eth25g"])
+    a = FlowNetwork.for_platform(simpy.Environment(), p)
+    b = FlowNetwork.for_platform(simpy.Environment(), p)
+    assert b._cap_list is a._cap_list and b._kinds is a._kinds
+    c = FlowNetwork.for_platform(simpy.Environment(), p, NetworkParams(efficiency=0.5))
+    assert c._cap_list is not a._cap_list
+    assert c._cap_list == [x * 0.5 for x in p.capacity.tolist()]
+    cap = np.array(p.capacity)  # writeable: never memoised
+    d = FlowNetwork(simpy.Environment(), cap, p.latency)
+    e = FlowNetwork(simpy.Environment(), cap, p.latency)
+    assert d._cap_list == e._cap_list and d._cap_list is not e._cap_list

@@ -37,6 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import simpy
@@ -52,6 +53,34 @@ __all__ = ["FlowNetwork", "FlowState", "LAZY"]
 _REL_EPS = 1e-9
 #: finish times this close (relative to the clock) are the same instant
 _TIME_EPS = 1e-12
+
+
+#: per-link columns a network derives from its platform's (protocol keys, effective
+#: capacities, both as lists), kept for the next network over the same arrays and
+#: parameters: a 100,000-GPU platform has 314,000 links, and every engine makes a network
+_LINK_COLUMNS: dict[tuple, tuple] = {}
+
+
+def _link_columns(capacity: Any, latency: Any, cap: np.ndarray, lat: np.ndarray,
+                  params: NetworkParams, kinds: Sequence[str] | None,
+                  transports: Sequence[str | None] | None) -> tuple:
+    """``(protocol keys, capacity x efficiency, that as a list, latencies as a list)``,
+    memoised by the identity of the caller's (read-only) arrays and the parameters."""
+    frozen = all(isinstance(a, np.ndarray) and not a.flags.writeable
+                 for a in (capacity, latency))
+    key = (id(capacity), id(latency), id(kinds), id(transports), params.efficiency,
+           params.key_signature)
+    hit = _LINK_COLUMNS.get(key) if frozen else None
+    if hit is not None and hit[0] is capacity and hit[1] is latency and hit[2] is kinds \
+            and hit[3] is transports:
+        return hit[4]
+    eff = cap * params.efficiency
+    got = (params.link_keys(kinds, transports), eff, eff.tolist(), lat.tolist())
+    if frozen:
+        if len(_LINK_COLUMNS) > 16:
+            _LINK_COLUMNS.clear()
+        _LINK_COLUMNS[key] = (capacity, latency, kinds, transports, got)
+    return got
 
 
 class FlowNetwork(RouteCosting, MaxMinSharing):
@@ -83,13 +112,11 @@ class FlowNetwork(RouteCosting, MaxMinSharing):
         self.params = params
         # piecewise protocols (NetworkParams.protocols) need each link's class, transports
         # each link's transport: together, each link's protocol table key
-        self._kinds: tuple[str, ...] | None = params.link_keys(link_kinds, link_transports)
+        self._kinds, self._cap, self._cap_list, self._lat_list = _link_columns(
+            capacity, latency, cap, lat, params, link_kinds, link_transports)
         self._weights = params.weights
         self._protocols = params.tabled
         self._coll_charge = params.collective_efficiency != 1.0
-        self._cap = cap * params.efficiency
-        self._cap_list: list[float] = self._cap.tolist()
-        self._lat_list: list[float] = lat.tolist()
         self._on_link: list[dict[int, _Flow] | None] = [None] * cap.size
         self._live: dict[int, _Flow] = {}
         self._route_info: dict[tuple[int, ...], _RouteInfo] = {}
