@@ -281,6 +281,7 @@ def test_rank_routes_are_the_routes_of_every_rank_pair(name):
     import numpy as np
 
     from clustersim.platform.policies import RoutingSpec
+    from clustersim.platform.rankroutes import sibling_columns
 
     base = (star(3, K80, ETH, node=NodeSpec(devices=8, layout="crossbar", nics=2))
             if name == "crossbar_star" else PLATFORMS[name]())
@@ -295,8 +296,8 @@ def test_rank_routes_are_the_routes_of_every_rank_pair(name):
         got = p.rank_routes(src, dst)
         want = [p.route(int(s), int(t)) for s, t in zip(src, dst)]
         assert got == want
-        siblings += sum(len(r) == 2 and r == (p._sibling_columns()[1][s],
-                                              p._sibling_columns()[2][t])
+        _, up, down = sibling_columns(p)
+        siblings += sum(len(r) == 2 and r == (up[s], down[t])
                         for r, s, t in zip(got, src.tolist(), dst.tolist()) if s != t)
     if name in ("fat_tree_pcie_nodes", "crossbar_star"):  # devices hang off one node
         assert siblings > 0  # the array path was taken

@@ -48,8 +48,10 @@ from clustersim.platform.builder import (  # noqa: F401 - re-exported, the old h
     Tables,
     _LinkRes,
 )
+from clustersim.platform.coregraph import edge_columns
 from clustersim.platform.policies import RoutingSpec, check_policy, route_function
-from clustersim.platform.routing import NoRoute, Router, _edge_columns
+from clustersim.platform.rankroutes import rank_routes
+from clustersim.platform.routing import NoRoute, Router
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -110,7 +112,7 @@ class Platform:
                     add((iu, idx[v], data["link"], data.get("cost", 1)))
                     for extra in data.get("parallel", ()):
                         add((iu, idx[v], extra["link"], extra.get("cost", 1)))
-            cols = _edge_columns(rows)
+            cols = edge_columns(rows)
         #: every directed edge: (tail, head, link, cost) columns, nodes by index
         self._edge_cols: tuple[np.ndarray, ...] = cols
         self._router = Router(len(self._names), cols)
@@ -280,45 +282,9 @@ class Platform:
         return out
 
     def rank_routes(self, src: np.ndarray, dst: np.ndarray) -> list[Route]:
-        """:meth:`routes` of the rank pairs ``(src[i], dst[i])`` (integer arrays).
-
-        Why beside :meth:`routes`: the pairs of one collective step are mostly ranks on one
-        machine that hang off the same node (7 of 8 ring neighbours with 8 GPUs behind one
-        NVSwitch), whose route is that node's up link of the one and down link of the other
-        (the tree walk's answer for two siblings, under every policy but Valiant).  Those are
-        found and built with array operations, the others go through :meth:`routes`: a
-        100,000-rank ring step in ~0.1 s instead of ~0.5 s."""
-        n = len(src)
-        if self.routing.policy == "valiant" or n == 0:
-            return self.routes(zip(src.tolist(), dst.tolist()))
-        parent, up, down = self._sibling_columns()
-        ps, pt = parent[src], parent[dst]
-        sib = (ps == pt) & (ps >= 0) & (src != dst)
-        if not sib.any():
-            return self.routes(zip(src.tolist(), dst.tolist()))
-        out: list[Route] = [()] * n
-        idx = np.flatnonzero(sib)
-        for k, a, b in zip(idx.tolist(), up[src[idx]].tolist(), down[dst[idx]].tolist()):
-            out[k] = (a, b)
-        rest = np.flatnonzero(~sib)
-        if rest.size:
-            got = self.routes(zip(src[rest].tolist(), dst[rest].tolist()))
-            for k, r in zip(rest.tolist(), got):
-                out[k] = r
-        return out
-
-    def _sibling_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per rank: the node its device hangs off (-1: the device is in the router's core)
-        and the link ids up to it and down from it (memoised)."""
-        got = self.memo.get("sibling_columns")
-        if got is None:
-            r = self._router
-            devs = self._dev_index
-            parent = np.fromiter((r._attach[d] for d in devs), dtype=np.int64, count=len(devs))
-            up = np.fromiter((r._up[d][0] for d in devs), dtype=np.int64, count=len(devs))
-            down = np.fromiter((r._down[d][0] for d in devs), dtype=np.int64, count=len(devs))
-            got = self.memo["sibling_columns"] = (parent, up, down)
-        return got
+        """:meth:`routes` of the rank pairs ``(src[i], dst[i])`` (integer arrays), siblings
+        built with array operations (:func:`~clustersim.platform.rankroutes.rank_routes`)."""
+        return rank_routes(self, src, dst)
 
     def hops(self, src: str | int, dst: str | int) -> int:
         """Number of links on the route."""

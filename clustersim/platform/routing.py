@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from clustersim.platform.coregraph import edge_columns, find_twins, reverse_expanded
 from clustersim.platform.searches import bfs_c, bfs_py, reverse_matrix
 from clustersim.platform.stubs import chain, neighbours, out_edges, peel_trees, tree_route
 
@@ -95,22 +96,6 @@ def mix(a: int, b: int) -> int:
     return x
 
 
-def _edge_columns(edges: Sequence[tuple[int, int, int, int]] | tuple[np.ndarray, ...]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(u, v, link, cost)`` as four int64 columns; a cost must be a positive integer."""
-    if isinstance(edges, tuple) and len(edges) == 4 and isinstance(edges[0], np.ndarray):
-        cols = [np.asarray(c) for c in edges]
-    else:
-        table = np.asarray(list(edges), dtype=object).reshape(-1, 4)
-        cols = [table[:, i] for i in range(4)]
-    cost = cols[3]
-    if cost.dtype.kind not in "iu" or (cost.size and cost.min() < 1):
-        for c in cost.tolist():
-            if int(c) != c or int(c) < 1:
-                raise ValueError(f"link cost must be a positive integer, got {c!r}")
-    return tuple(np.asarray(c, dtype=np.int64) for c in cols)  # type: ignore[return-value]
-
-
 class NoRoute(Exception):
     """Raised when the destination cannot be reached from the source."""
 
@@ -140,7 +125,7 @@ class Router:
         (what a platform passes: 628,000 edges of a 100,000-GPU fat-tree are grouped by node
         with array operations, not appended one by one)."""
         n = num_nodes
-        src, dst, link, cost = _edge_columns(edges)
+        src, dst, link, cost = edge_columns(edges)
         # stubs: trees hanging off the rest of the graph by one node (peel_trees)
         out = out_edges(n, src, dst, link, cost)
         self._nbr = neighbours(n, src, dst)
@@ -160,8 +145,10 @@ class Router:
                    if attach[ohead[k]] < 0) for u in core]
         self._adj = [tuple(np.array([e[i] for e in lst], dtype=np.int64) for i in range(3))
                      for lst in self._adj_list]
-        self._build_reverse()
-        self._twin, self._twin_in = self._find_twins()
+        self._nexp, self._radj, self._nredges = reverse_expanded(self._adj_list, self._ncore)
+        self._rev = None  # the same graph as a scipy matrix, built on the first C search
+        self._py_work = 0  # edges scanned by Python searches of this graph (PY_SEARCH_WORK)
+        self._twin, self._twin_in = find_twins(self._adj_list, self._ncore)
         self._dists: dict[int, np.ndarray] = {}
         self._dist_entries = 0
         self._balls: dict[int, _Ball] = {}
@@ -176,57 +163,6 @@ class Router:
     def _chain(self, u: int) -> tuple[int, ...]:
         """``u`` and its attachment nodes up to its core node (``u`` alone when in the core)."""
         return chain(self._chains, self._attach, u)
-
-    def _build_reverse(self) -> None:
-        """Reversed core graph; a cost-c edge becomes c unit steps through virtual nodes.
-
-        The virtual chain hangs off the edge's head ``v`` and is shared by every costly edge
-        into ``v`` (``v -> x1 -> ... -> x_{c-1} -> u``): the ``x`` are reachable only from ``v``,
-        so no false shortcut appears, and a dragonfly gets 2 virtual nodes per router instead
-        of 2 per global cable.
-        """
-        rows: list[int] = []
-        cols: list[int] = []
-        chain: dict[int, list[int]] = {}
-        nvirt = self._ncore
-        for cu, lst in enumerate(self._adj_list):
-            for cv, _, c in lst:
-                prev = cv
-                if c > 1:
-                    xs = chain.setdefault(cv, [])
-                    while len(xs) < c - 1:
-                        rows.append(xs[-1] if xs else cv)
-                        cols.append(nvirt)
-                        xs.append(nvirt)
-                        nvirt += 1
-                    prev = xs[c - 2]
-                rows.append(prev)
-                cols.append(cu)
-        self._nexp = nvirt
-        self._radj: list[list[int]] = [[] for _ in range(nvirt)]
-        for r, c in zip(rows, cols):
-            self._radj[r].append(c)
-        self._nredges = len(rows)
-        self._rev = None  # the same graph as a scipy matrix, built on the first C search
-        self._py_work = 0  # edges scanned by Python searches of this graph (PY_SEARCH_WORK)
-
-    def _find_twins(self) -> tuple[list[int], dict[int, frozenset[int]]]:
-        """Twin representative (smallest core id) of every core node, and the in-neighbours
-        of each representative (where a twin's last hop differs from the representative's)."""
-        incoming: list[list[tuple[int, int]]] = [[] for _ in range(self._ncore)]
-        for cu, lst in enumerate(self._adj_list):
-            for cv, _, c in lst:
-                incoming[cv].append((cu, c))
-        rep: dict[tuple, int] = {}
-        twin = []
-        for cu, lst in enumerate(self._adj_list):
-            key = (tuple((cv, c) for cv, _, c in lst), tuple(sorted(incoming[cu])))
-            twin.append(rep.setdefault(key, cu))
-        counts: dict[int, int] = {}
-        for r in twin:
-            counts[r] = counts.get(r, 0) + 1
-        twin_in = {r: frozenset(u for u, _ in incoming[r]) for r, k in counts.items() if k > 1}
-        return twin, twin_in
 
     # -- public ------------------------------------------------------------------------
     @property
