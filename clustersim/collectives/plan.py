@@ -26,7 +26,8 @@ new_transfer = partial(tuple.__new__, Transfer)
 #: what :func:`make_transfers` built, by the id of its result: ``(transfers, sources,
 #: destinations, bytes, reduce)`` - so that a consumer that wants columns (the analytic
 #: model's, clustersim/network/analytic.py) reads the sources and destinations it was
-#: given instead of taking 100,000 tuples apart again.  Bounded: cleared past 256 entries.
+#: given instead of taking 100,000 tuples apart again.  The consumer takes its entry out;
+#: the ones nobody takes (flow-costed schedules) are dropped past 64 entries.
 BULK: dict[int, tuple] = {}
 
 
@@ -36,7 +37,7 @@ def make_transfers(srcs: Iterable[int], dsts: Iterable[int], nbytes: float, redu
     out = tuple(map(new_transfer, zip(srcs, dsts, repeat(float(nbytes)), repeat(bool(reduce)),
                                        chunks, repeat(None))))
     if isinstance(srcs, (range, list, tuple)) and isinstance(dsts, (range, list, tuple)):
-        if len(BULK) > 256:
+        if len(BULK) > 64:
             BULK.clear()
         BULK[id(out)] = (out, srcs, dsts, float(nbytes), bool(reduce))
     return out

@@ -37,7 +37,7 @@ def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
     compute plus the time its sends are on the wire, per update it applied; the busiest
     server) and ``saturation_workers`` (``W*`` above, with the worker's iteration time as the
     step); None where the method has no master or the master applied no update."""
-    servers = [a for a in run.actors if a.role != "worker"]
+    servers = run.servers()
     per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in servers
            if a.records.get("update")]
     if not per or max(per) <= 0:

@@ -94,7 +94,7 @@ class _Cols:
     def __init__(self, transfers: tuple) -> None:
         n = len(transfers)
         self.transfers = transfers  # held: the memo is keyed by its id
-        bulk = BULK.get(id(transfers))
+        bulk = BULK.pop(id(transfers), None)  # memoised below (_COLS): not needed again
         if bulk is not None and bulk[0] is transfers and len(bulk[1]) == len(bulk[2]) == n:
             # built by make_transfers from these sources and destinations, one size, one flag
             _, srcs, dsts, nbytes, reduce = bulk

@@ -198,7 +198,7 @@ def observe(task: str, point: GridPoint, seeds: Sequence[int],
     logs, stats = [], None
     for seed in seeds:
         em = run_emulation(scn, alg, point.workers, seed)
-        stale = [float(v) for a in em.run.actors for v in a.records.get("staleness", [])]
+        stale = [float(v) for v in em.run.records("staleness")]
         st = emulation_stats(point.algorithm, dict(alg.params), point.workers,
                              int(settings["batch"]), em.result, stale,
                              momentum=float(settings.get("momentum", 0.9)))

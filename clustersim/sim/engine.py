@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from heapq import heappush
 from typing import Any
 
+import numpy as np
 import simpy
 from simpy.events import URGENT as _URGENT
 
@@ -97,10 +98,38 @@ class RunResult:
     """Everything one simulated run produced."""
 
     makespan: float
-    actors: list[ActorStats]
+    #: per actor, in rank order: a list, or a grouped run's
+    #: :class:`~clustersim.sim.grouped.GroupedStats` (copies made when asked for), which
+    #: answers the three readers below from its representatives without making any
+    actors: Sequence[ActorStats]
     events: list[TraceEvent]
     flows: int
     sim_events: int
+
+    def worker_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The workers' counters at their mark and at the end, ``(compute, comm, wait,
+        comm_total, bytes_sent, end)`` rows in actor order (what the metrics average)."""
+        own = getattr(self.actors, "worker_columns", None)
+        if own is not None:
+            return own()
+        ws = [a for a in self.actors if a.role == "worker"]
+        zero = (0.0,) * 6
+        marks = np.array([a.mark or zero for a in ws], dtype=float).reshape(-1, 6)
+        now = np.array([(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
+                        for a in ws], dtype=float).reshape(-1, 6)
+        return marks, now
+
+    def servers(self) -> list[ActorStats]:
+        """The actors that are not workers (masters, parameter-server shards)."""
+        own = getattr(self.actors, "servers", None)
+        return own() if own is not None else [a for a in self.actors if a.role != "worker"]
+
+    def records(self, key: str) -> list[float]:
+        """Every actor's ``records[key]`` samples, actor after actor."""
+        own = getattr(self.actors, "records_of", None)
+        if own is not None:
+            return own(key)
+        return [v for a in self.actors for v in a.records.get(key, [])]
 
 
 class Engine(CollectiveRunner, PointToPoint):

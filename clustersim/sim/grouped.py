@@ -105,8 +105,9 @@ class GroupedStats(Sequence[ActorStats]):
     Why not a list: 100,000 copies of the representatives' statistics cost ~0.2 s to make
     and ~0.1 s to read back into columns, for figures that are a few rows repeated.  An
     actor's :class:`ActorStats` is made when it is first asked for (and kept, so that it
-    stays one object); :meth:`worker_columns` and :meth:`records_of` give the metrics what
-    they read from every actor - the same values, in actor order - without making any.
+    stays one object); :meth:`worker_columns`, :meth:`servers` and :meth:`records_of` answer
+    :class:`~clustersim.sim.engine.RunResult`'s readers - the same values, in actor order -
+    without making any.
     """
 
     def __init__(self, reps: list[ActorStats], cls: list[int], ranks: list[int],
@@ -143,6 +144,10 @@ class GroupedStats(Sequence[ActorStats]):
                         for a in self._reps], dtype=float).reshape(-1, 6)
         cls = np.asarray(self._cls, dtype=np.int64)
         return marks[cls], now[cls]
+
+    def servers(self) -> list[ActorStats]:
+        """None: a grouped run has workers only."""
+        return []
 
     def records_of(self, key: str) -> list[float]:
         """Every actor's ``records[key]`` values, actor after actor."""

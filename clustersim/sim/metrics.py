@@ -81,19 +81,9 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     # by element, as a loop over the workers; each column contiguous, so that the means
     # below sum exactly as they would over a list
     n = max(measured, 1)
-    columns = getattr(run.actors, "worker_columns", None)
-    if columns is not None:  # a grouped run's (sim/grouped.py): every actor a worker
-        ss: list = []
-        marks, now = columns()
-        stale = run.actors.records_of("staleness")
-    else:
-        ws = [a for a in run.actors if a.role == "worker"]
-        ss = [a for a in run.actors if a.role != "worker"]
-        zero = (0.0,) * 6
-        marks = np.array([a.mark or zero for a in ws], dtype=float).reshape(-1, 6)
-        now = np.array([(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
-                        for a in ws], dtype=float).reshape(-1, 6)
-        stale = [v for a in run.actors for v in a.records.get("staleness", [])]
+    marks, now = run.worker_columns()
+    ss = run.servers()
+    stale = run.records("staleness")
     comp, comm, wait, tot, sent, its = np.ascontiguousarray(((now - marks) / n).T)
     it = float(np.mean(its))
     thr = float(sum(b / t for b, t in zip(batch, its.tolist()) if t > 0))

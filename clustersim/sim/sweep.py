@@ -336,7 +336,7 @@ def _emulate_case(s: Scenario, alg: AlgorithmSpec, title: str
     results, analytic = [], []
     for w in worker_counts(s):
         res, run = emulate_point(s, alg, w, s.run.seed, title)
-        stale = [float(v) for a in run.actors for v in a.records.get("staleness", [])]
+        stale = [float(v) for v in run.records("staleness")]
         pred = analytic_for_emulation(s, alg, w, res, staleness=stale)
         results.append(res)
         analytic.append(None if pred is None or not math.isfinite(pred.time_to_target)

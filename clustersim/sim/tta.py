@@ -160,9 +160,7 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
 
     defn = get_algorithm(alg.name)
     params = dict(alg.params)
-    records_of = getattr(run.actors, "records_of", None)  # a grouped run's: no copies
-    stale = ([float(v) for v in records_of("staleness")] if records_of is not None else
-             [float(v) for a in run.actors for v in a.records.get("staleness", [])])
+    stale = [float(v) for v in run.records("staleness")]
     group = 1
     if defn.convergence == "hybrid":
         from clustersim.algorithms.hybrid import worker_groups
