@@ -164,7 +164,6 @@ def schedule_process(
                 else None)
     fused = schedule.fused_reduce
     ready: dict[int, simpy.Event] = {}  # rank -> the end of its last dependency-driven step
-    dependent = False
     dependencies = net.params.execution == "dependencies"
     for step in schedule.steps:
         routes, sizes, red = _step_plan(step, platform, placement)
@@ -174,7 +173,6 @@ def schedule_process(
         if dependencies and step.repeat == 1 and step.transfers:
             step_times.append(_launch_step(env, net, step, routes, sizes, ready, step_ovh,
                                            platform, placement, fused, adaptive))
-            dependent = True
             continue
         if ready:  # a round of every rank: after each rank's earlier steps
             yield simpy.AllOf(env, list(ready.values()))
@@ -200,8 +198,9 @@ def schedule_process(
         step_times.append((env.now - t_step) / step.repeat)
     if ready:
         yield simpy.AllOf(env, list(ready.values()))
-    if dependent:
-        red_total += sum(s.red for s in step_times if isinstance(s, _Span))
+    spans = [s for s in step_times if isinstance(s, _Span)]
+    if spans:  # dependency-driven steps: their reductions, and comm as the rest of the time
+        red_total += sum(s.red for s in spans)
         step_times = [s.time() if isinstance(s, _Span) else s for s in step_times]
         comm = max(0.0, env.now - start - red_total)
     conv = 0.0
