@@ -29,6 +29,7 @@ from clustersim.algorithms.ps import (
     ps_worker,
     sync_server,
 )
+from clustersim.catalog import builtin_catalog
 from clustersim.scenario.schema import parse_scenario
 from clustersim.sim.costs import CostModel
 from clustersim.sim.sweep import place_actors, simulate_point
@@ -255,7 +256,8 @@ def test_one_shard_saturates_and_more_shards_relieve_it():
     assert scn.platform.spec(1).name == "psbox"
     prof = cm.profile(0)
     link = scn.platform.capacity.max()
-    cycle = prof.forward_time + prof.backward_time + 2 * (2 * 0.7e-6 + n / link) + t_apply
+    hop = builtin_catalog().link("ib_edr").latency  # the explicit platform's link class
+    cycle = prof.forward_time + prof.backward_time + 2 * (2 * hop + n / link) + t_apply
     assert m1.iteration_time == pytest.approx(cycle, rel=1e-6)
     assert m1.server_utilization == pytest.approx(t_apply / cycle, rel=0.05)
     utils = [m.server_utilization for m, _, _ in one]
