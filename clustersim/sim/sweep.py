@@ -288,13 +288,15 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
                                "from outside, or out of memory); nothing was written") from None
         finally:
             _POOL_CASES = []
-            for proc in list(getattr(ex, "_processes", {}).values()):
+            # the manager thread, taken before shutdown() drops the executor's reference to it
+            manager = getattr(ex, "_executor_manager_thread", None)
+            for proc in list((getattr(ex, "_processes", None) or {}).values()):
                 proc.terminate()  # as Pool.__exit__ did: on an error or a signal, stop now
             ex.shutdown(wait=False, cancel_futures=True)
-            # Let the executor's manager thread finish closing its wake-up pipe before this
-            # process can exit: otherwise CPython 3.11's exit hook may write to the pipe while
-            # that thread closes it, and print an OSError traceback after our one-line error.
-            manager = getattr(ex, "_executor_manager_thread", None)
+            # Let that thread finish closing its wake-up pipe before this process can exit:
+            # CPython 3.11's exit hook (concurrent.futures.process._python_exit) checks the
+            # pipe is open, then writes to it - if the thread closes it in between, an OSError
+            # traceback follows our one-line error (seen once in a CI run after SIGTERM).
             if manager is not None:
                 manager.join(timeout=10)
     else:
