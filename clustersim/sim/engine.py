@@ -93,6 +93,16 @@ class ActorStats:
     records: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
+def counter_rows(stats: Sequence[ActorStats]) -> tuple[np.ndarray, np.ndarray]:
+    """``stats``' counters at their mark and at the end: ``(compute, comm, wait, comm_total,
+    bytes_sent, end)`` rows, one per actor (an actor without a mark counts from zero)."""
+    zero = (0.0,) * 6
+    marks = np.array([a.mark or zero for a in stats], dtype=float).reshape(-1, 6)
+    now = np.array([(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
+                    for a in stats], dtype=float).reshape(-1, 6)
+    return marks, now
+
+
 @dataclass
 class RunResult:
     """Everything one simulated run produced."""
@@ -112,12 +122,7 @@ class RunResult:
         own = getattr(self.actors, "worker_columns", None)
         if own is not None:
             return own()
-        ws = [a for a in self.actors if a.role == "worker"]
-        zero = (0.0,) * 6
-        marks = np.array([a.mark or zero for a in ws], dtype=float).reshape(-1, 6)
-        now = np.array([(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
-                        for a in ws], dtype=float).reshape(-1, 6)
-        return marks, now
+        return counter_rows([a for a in self.actors if a.role == "worker"])
 
     def servers(self) -> list[ActorStats]:
         """The actors that are not workers (masters, parameter-server shards)."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from clustersim.algorithms.base import ActorSpec, JobInfo
 from clustersim.sim.collective_run import COLLECTIVE_FLOW_MAX_RANKS
-from clustersim.sim.engine import ActorStats, Engine, RunResult
+from clustersim.sim.engine import ActorStats, Engine, RunResult, counter_rows
 
 __all__ = ["GROUPED_ALGORITHMS", "GroupedStats", "worker_classes", "run_grouped"]
 
@@ -138,10 +138,7 @@ class GroupedStats(Sequence[ActorStats]):
         """Every actor's counters at its mark and at the end, ``(compute, comm, wait,
         comm_total, bytes_sent, end)`` rows in actor order, as
         :func:`~clustersim.sim.metrics.point_metrics` reads them."""
-        zero = (0.0,) * 6
-        marks = np.array([a.mark or zero for a in self._reps], dtype=float).reshape(-1, 6)
-        now = np.array([(a.compute, a.comm, a.wait, a.comm_total, a.bytes_sent, a.end)
-                        for a in self._reps], dtype=float).reshape(-1, 6)
+        marks, now = counter_rows(self._reps)
         cls = np.asarray(self._cls, dtype=np.int64)
         return marks[cls], now[cls]
 
