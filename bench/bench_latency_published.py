@@ -6,8 +6,9 @@ what an end-to-end measurement adds on top of the measured path's hops (docs/fab
 platform, sends one message of each published size through the flow model, and prints the
 simulated one-way time beside the published one.  The anchor row of each path (the size its
 transport's overhead was derived from) must agree by construction; the other sizes are
-predictions - the flow model pipelines a message through every hop (no store-and-forward,
-no DMA read of the payload before it leaves), which the published mid sizes show.
+predictions - the flow model charges an RDMA payload above the inline size one PCIe read
+(the transport's ``dma_read``) but pipelines it through every hop (no store-and-forward of
+a 4 KiB packet), which the published mid sizes show.
 
 Run: python bench/bench_latency_published.py
 """

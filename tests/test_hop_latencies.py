@@ -3,8 +3,9 @@
 A link class's ``latency`` is a hop's hardware delay; a transport's ``overhead`` is an
 end-to-end measurement less the hops of the measured path.  So each measured path, rebuilt as
 an explicit platform, must give back its anchor measurement (2 %: the published figures'
-own spread), and the other published sizes of that path must stay within a factor of two
-(the flow model pipelines a message through every hop; docs/fabrics.md says where it is low).
+own spread), and the other published sizes of that path must stay within a factor of 1.5
+(0.71-0.88x today: an RDMA payload above the inline size pays one PCIe read, predicted from
+pcie-bench, but the flow model pipelines it through every hop; docs/fabrics.md).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def test_each_measured_path_gives_back_its_anchor(label, n, published, simulated
 
 @pytest.mark.parametrize("label, n, published, simulated, anchor",
                          [r for r in ROWS if not r[4]], ids=lambda v: str(v)[:24])
-def test_other_published_sizes_within_a_factor_of_two(label, n, published, simulated, anchor):
-    assert 0.5 <= simulated / published <= 2.0
+def test_other_published_sizes_within_a_factor_of_1_5(label, n, published, simulated, anchor):
+    assert 1 / 1.5 <= simulated / published <= 1.5
 
 
 def test_every_path_has_one_anchor():

@@ -59,7 +59,62 @@ def test_lone_flow_closed_form(link, transport):
     t, lk = cat.transport(transport), cat.link(link)
     n = 8 * MB
     got, hops = _one_message(scn, n)
-    assert got == pytest.approx(t.overhead + hops + n / (lk.bandwidth * t.efficiency), rel=1e-9)
+    fetch = t.dma_read if n > t.inline else 0.0  # an RDMA NIC reads a large payload first
+    assert got == pytest.approx(t.overhead + fetch + hops + n / (lk.bandwidth * t.efficiency),
+                                rel=1e-9)
+
+
+def test_rdma_message_above_the_inline_size_pays_the_dma_read():
+    """InfiniBand verbs: up to ``inline`` bytes the payload rides in the work request; one
+    byte more and the HCA must read it across PCIe first - a lone message then takes exactly
+    ``dma_read`` (and one byte's transfer) longer, and the first-byte latency that the
+    analytic point-to-point model charges (``message_plan``) grows by ``dma_read``."""
+    scn = _scenario(link="ib_edr")
+    t = builtin_catalog().transport("ib_verbs")
+    assert t.inline == 236 and t.dma_read == pytest.approx(0.45e-6)
+    small, _ = _one_message(scn, t.inline)
+    large, _ = _one_message(scn, t.inline + 1)
+    byte = 1 / (builtin_catalog().link("ib_edr").bandwidth * t.efficiency)
+    assert large - small == pytest.approx(t.dma_read + byte, rel=1e-6)
+    net = FlowNetwork.for_platform(simpy.Environment(), scn.platform, scn.network)
+    route = scn.platform.route(0, 1)
+    lat = [net.message_plan(route, n)[0] for n in (t.inline, t.inline + 1)]
+    assert lat[1] - lat[0] == pytest.approx(t.dma_read, rel=1e-9)
+
+
+def test_explicit_overhead_drops_the_dma_read_step():
+    """A hand-fitted per-message cost is every message's (it already contains the read)."""
+    scn = _scenario({"overhead": "2 us"}, link="ib_edr")
+    small, hops = _one_message(scn, 100)
+    large, _ = _one_message(scn, 1000)
+    bw = builtin_catalog().link("ib_edr").bandwidth * builtin_catalog().transport(
+        "ib_verbs").efficiency
+    assert small == pytest.approx(2e-6 + hops + 100 / bw, rel=1e-9)
+    assert large == pytest.approx(2e-6 + hops + 1000 / bw, rel=1e-9)
+
+
+@pytest.mark.parametrize("field, value, words", [("inline", "many", "size"),
+                                                 ("dma_read", "-1 us", "time"),
+                                                 ("dma_read", "fast", "time")])
+def test_bad_rdma_fields_are_input_errors(field, value, words):
+    cat = {"transports": {"mine": {"efficiency": 0.9, "overhead": "1 us", field: value}}}
+    with pytest.raises(InputError) as exc:
+        _scenario(catalog=cat)
+    assert field in str(exc.value) and words in str(exc.value)
+
+
+def test_transport_rows_of_three_or_five():
+    base = NetworkParams(transports=(("x", 1e-6, 0.9),))
+    full = NetworkParams(transports=(("x", 1e-6, 0.9, 0.0, 0.0),))
+    assert base.transports == full.transports and base.table("@x") == full.table("@x")
+    two = NetworkParams(transports=(("x", 1e-6, 0.9, 100.0, 5e-7),))
+    assert [s.overhead for s in two.table("@x")] == pytest.approx([1e-6, 1.5e-6])
+    assert two.segment(100, "@x").overhead == pytest.approx(1e-6)
+    assert two.segment(100.5, "@x").overhead == pytest.approx(1.5e-6)
+    with pytest.raises(ValueError):
+        NetworkParams(transports=(("x", 1e-6, 0.9, 100.0),))
+    with pytest.raises(ValueError):
+        NetworkParams(transports=(("x", 1e-6, 0.9, -1.0, 1e-7),))
 
 
 def test_explicit_network_fields_win():
@@ -81,7 +136,8 @@ def test_link_and_catalog_override_the_transport():
     bw = builtin_catalog().link("eth25g").bandwidth
     roce = builtin_catalog().transport("roce")
     per_link, hops = _one_message(_scenario(link={"like": "eth25g", "transport": "roce"}), n)
-    assert per_link == pytest.approx(roce.overhead + hops + n / (bw * roce.efficiency))
+    assert per_link == pytest.approx(roce.overhead + roce.dma_read + hops
+                                     + n / (bw * roce.efficiency))
     mine = {"transports": {"fast": {"efficiency": 1.0, "overhead": "0 us"}},
             "links": {"eth25g": {"transport": "fast"}}}
     by_class, _ = _one_message(_scenario(catalog=mine), n)

@@ -85,19 +85,29 @@ class LinkSpec:
 class TransportSpec:
     """How a software stack drives a link: ``efficiency`` (fraction of the line rate a lone
     large message reaches) and ``overhead`` (seconds per message before the first byte
-    leaves, on top of the hop latencies).  Datasheets give line rates; real jobs see these."""
+    leaves, on top of the hop latencies).  Datasheets give line rates; real jobs see these.
+
+    ``inline`` and ``dma_read``: an RDMA NIC takes a message of up to ``inline`` bytes inside
+    the work request the CPU writes to it, but must fetch a longer one from host memory
+    across PCIe before it can send - a read round trip that a message above ``inline`` pays
+    on top of ``overhead`` (``dma_read`` seconds; 0: no such step, one cost for every size).
+    Why a field and not a fitted protocol table: the round trip is a published PCIe
+    measurement independent of the NIC's own latency figures, so the size at which small
+    RDMA messages get slower is predicted, not fitted."""
 
     name: str
     efficiency: float
     overhead: float
     source: str = ""
+    inline: float = 0.0
+    dma_read: float = 0.0
 
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "peak_tf32", "peak_bf16",
                   "efficiency", "mem_efficiency", "overhead", "source", "reduce_rate",
                   "pack_rate", "measured"}
 _LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport"}
-_TRANSPORT_FIELDS = {"efficiency", "overhead", "source"}
+_TRANSPORT_FIELDS = {"efficiency", "overhead", "source", "inline", "dma_read"}
 
 
 def _fraction(value: Any, field: str) -> float:
@@ -138,7 +148,8 @@ _PARSERS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
         "duplex": _duplex,
         **dict.fromkeys(("transport", "cpu_transport"), _transport_name),
     },
-    "transport": {"efficiency": _fraction, "overhead": lambda v, f: parse_time(v)},
+    "transport": {"efficiency": _fraction, "overhead": lambda v, f: parse_time(v),
+                  "inline": lambda v, f: parse_size(v), "dma_read": lambda v, f: parse_time(v)},
 }
 
 

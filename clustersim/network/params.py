@@ -90,6 +90,21 @@ def _as_table(segments: Sequence[Segment]) -> tuple[Segment, ...]:
     return table
 
 
+def _transport_row(row: Sequence) -> tuple[str, float, float, float, float]:
+    """``(name, overhead, efficiency[, inline, dma_read])`` as a full row (no DMA-read step
+    when the last two are not given)."""
+    if len(row) not in (3, 5):
+        raise ValueError(f"a transport is (name, overhead, efficiency[, inline, dma_read]), "
+                         f"not {row!r}")
+    name, ovh, eff, *rest = row
+    inline, dma_read = (float(rest[0]), float(rest[1])) if rest else (0.0, 0.0)
+    if not (inline >= 0 and math.isfinite(inline)) or not (dma_read >= 0
+                                                           and math.isfinite(dma_read)):
+        raise ValueError(f"transport {name!r}: inline size and DMA read time must be finite "
+                         f"and >= 0, not {inline!r}, {dma_read!r}")
+    return str(name), float(ovh), float(eff), inline, dma_read
+
+
 @dataclass(frozen=True)
 class NetworkParams:
     """``overhead``: per-message software cost (s) paid before the first byte leaves
@@ -110,8 +125,11 @@ class NetworkParams:
     ``protocols``: per link class, a piecewise table of :class:`Segment` by message size
     (module docs); ``"*"`` applies to classes without their own table.
     ``transports``: ``(name, overhead, efficiency)`` of the catalog transports the platform's
-    links use (module docs); ``explicit``: which of ``overhead``/``efficiency`` the scenario
-    set - those replace the transports' own figures.
+    links use, or ``(name, overhead, efficiency, inline, dma_read)`` for an RDMA transport
+    whose messages above ``inline`` bytes pay ``dma_read`` more (module docs);
+    ``explicit``: which of ``overhead``/``efficiency`` the scenario set - those replace the
+    transports' own figures (an explicit overhead is then every message's, DMA read or not:
+    a hand-fitted per-message cost already contains it).
     ``execution``: how a collective schedule's steps run (:data:`EXECUTIONS`).  ``rounds``
     (default): each step as one round of all its transfers, after the previous round - the
     model in which flow and analytic fidelity agree (docs/fidelity.md).  ``dependencies``:
@@ -126,7 +144,7 @@ class NetworkParams:
     step_overhead: float = 0.0
     protocols: tuple[tuple[str, tuple[Segment, ...]], ...] = field(default=())
     collective_efficiency: float = 1.0
-    transports: tuple[tuple[str, float, float], ...] = field(default=())
+    transports: tuple[tuple, ...] = field(default=())
     explicit: tuple[str, ...] = field(default=())
     execution: str = "rounds"
 
@@ -152,7 +170,7 @@ class NetworkParams:
         bad = set(self.explicit) - set(EXPLICIT_FIELDS)
         if bad:
             raise ValueError(f"explicit names {sorted(bad)}; allowed: {list(EXPLICIT_FIELDS)}")
-        trans = tuple(sorted((str(n), float(o), float(e)) for n, o, e in self.transports))
+        trans = tuple(sorted(map(_transport_row, self.transports)))
         object.__setattr__(self, "transports", trans)
         object.__setattr__(self, "explicit", tuple(sorted(set(self.explicit))))
         tables = dict(norm)
@@ -160,11 +178,15 @@ class NetworkParams:
         # both figures explicit: every transport would cost the global ones - no tables (and
         # the fast paths of a plain network stay open)
         live = () if set(EXPLICIT_FIELDS) <= set(self.explicit) else trans
-        for name, ovh, eff in live:
-            seg = Segment(0.0, self.overhead if "overhead" in self.explicit else ovh,
-                          self.efficiency if "efficiency" in self.explicit else eff,
-                          self.collective_efficiency)
-            tables[TRANSPORT_KEY + name] = (seg,)
+        for name, ovh, eff, inline, dma_read in live:
+            fixed = "overhead" in self.explicit
+            ovh = self.overhead if fixed else ovh
+            eff = self.efficiency if "efficiency" in self.explicit else eff
+            table = [Segment(0.0, ovh, eff, self.collective_efficiency)]
+            if dma_read > 0 and not fixed:  # above the inline size: fetched across PCIe first
+                table.append(Segment(math.nextafter(inline, math.inf), ovh + dma_read, eff,
+                                     self.collective_efficiency))
+            tables[TRANSPORT_KEY + name] = tuple(table)
             weights[TRANSPORT_KEY + name] = eff
         object.__setattr__(self, "protocols", norm)
         object.__setattr__(self, "_own", frozenset(k for k, _ in norm))

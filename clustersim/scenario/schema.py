@@ -65,7 +65,8 @@ def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
     return NetworkParams(
         overhead=s.get("overhead", as_time, 0.0),
         efficiency=s.get("efficiency", as_float, 1.0, minimum=1e-6, maximum=1.0),
-        transports=tuple((t.name, t.overhead, t.efficiency) for t in specs.values()),
+        transports=tuple((t.name, t.overhead, t.efficiency, t.inline, t.dma_read)
+                         for t in specs.values()),
         explicit=tuple(k for k in EXPLICIT_FIELDS if s.has(k)),
         execution=s.get("execution", as_choice, "rounds", choices=EXECUTIONS,
                         kind="collective execution"),
