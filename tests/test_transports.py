@@ -71,7 +71,7 @@ def test_rdma_message_above_the_inline_size_pays_the_dma_read():
     analytic point-to-point model charges (``message_plan``) grows by ``dma_read``."""
     scn = _scenario(link="ib_edr")
     t = builtin_catalog().transport("ib_verbs")
-    assert t.inline == 236 and t.dma_read == pytest.approx(0.45e-6)
+    assert t.inline == 188 and t.dma_read == pytest.approx(0.45e-6)
     small, _ = _one_message(scn, t.inline)
     large, _ = _one_message(scn, t.inline + 1)
     byte = 1 / (builtin_catalog().link("ib_edr").bandwidth * t.efficiency)
