@@ -7,8 +7,8 @@ platform, sends one message of each published size through the flow model, and p
 simulated one-way time beside the published one.  The anchor row of each path (the size its
 transport's overhead was derived from) must agree by construction; the other sizes are
 predictions - the flow model charges an RDMA payload above the inline size one PCIe read
-(the transport's ``dma_read``) but pipelines it through every hop (no store-and-forward of
-a 4 KiB packet), which the published mid sizes show.
+(the transport's ``dma_read``) but not the read's growth with the payload's size, which the
+published mid sizes show (docs/fabrics.md, "The DMA read of an RDMA payload").
 
 Run: python bench/bench_latency_published.py
 """

@@ -5,7 +5,7 @@ end-to-end measurement less the hops of the measured path.  So each measured pat
 an explicit platform, must give back its anchor measurement (2 %: the published figures'
 own spread), and the other published sizes of that path must stay within a factor of 1.5
 (0.71-0.88x today: an RDMA payload above the inline size pays one PCIe read, predicted from
-pcie-bench, but the flow model pipelines it through every hop; docs/fabrics.md).
+pcie-bench, but not the read's growth with its size; docs/fabrics.md).
 """
 
 from __future__ import annotations
