@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     va.set_defaults(func=cmd_validate)
 
     li = sub.add_parser("list", help="list catalog entries and registered components")
-    li.add_argument("what", choices=["devices", "links", "topologies", "routing",
+    li.add_argument("what", choices=["devices", "links", "transports", "topologies", "routing",
                                      "collectives", "algorithms", "models"])
     li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "
                     "defaults, allowed values and sources")

@@ -83,8 +83,8 @@ def test_collective_benchmark_json(tmp_path, capsys):
     assert big["busbw"] == pytest.approx(big["algbw"] * 2 * (p - 1) / p)
 
 
-@pytest.mark.parametrize("what", ["devices", "links", "topologies", "collectives", "algorithms",
-                                  "models"])
+@pytest.mark.parametrize("what", ["devices", "links", "transports", "topologies", "collectives",
+                                  "algorithms", "models"])
 def test_list(capsys, what):
     assert main(["list", what]) == 0
     assert len(capsys.readouterr().out.splitlines()) > 4

@@ -35,12 +35,32 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         from clustersim.catalog import builtin_catalog
         from clustersim.units import format_bandwidth, format_time
 
+        t.title = "links (bandwidth per direction, latency per hop)"
         t.add_column("name")
-        t.add_column("bandwidth/direction", justify="right")
+        t.add_column("bandwidth", justify="right")
         t.add_column("latency", justify="right")
+        t.add_column("transport")
         t.add_column("source")
         for name, lk in sorted(builtin_catalog().links.items()):
-            t.add_row(name, format_bandwidth(lk.bandwidth), format_time(lk.latency), lk.source)
+            tr = lk.transport or "-"
+            if lk.cpu_transport:
+                tr += f" ({lk.cpu_transport} at a CPU port)"
+            t.add_row(name, format_bandwidth(lk.bandwidth), format_time(lk.latency), tr,
+                      lk.source)
+    elif what == "transports":
+        from clustersim.catalog import builtin_catalog
+        from clustersim.units import format_size, format_time
+
+        # what software reaches on a link: docs/fabrics.md, "Transports"
+        t.add_column("name")
+        t.add_column("efficiency", justify="right")
+        t.add_column("overhead", justify="right")
+        t.add_column("above inline size", justify="right")
+        t.add_column("source")
+        for name, tr in sorted(builtin_catalog().transports.items()):
+            extra = (f"+{format_time(tr.dma_read)} > {format_size(tr.inline)}"
+                     if tr.dma_read > 0 else "-")
+            t.add_row(name, f"{tr.efficiency:g}", format_time(tr.overhead), extra, tr.source)
     elif what == "collectives":
         from clustersim.collectives import describe_algorithm, list_algorithms
 
