@@ -214,3 +214,14 @@ def test_tcp_100g_efficiency_is_inside_the_published_single_stream_range():
     line = cat.link("eth100g").bandwidth * 8  # bit/s
     assert 15e9 <= eff * line <= 35e9
     assert eff == pytest.approx((15e9 + 35e9) / 2 / line)
+
+
+def test_explicit_efficiency_keeps_the_transports_own_rates_for_the_bottleneck():
+    """An explicit efficiency sets what every message drains at, but which link limits a
+    route is still decided on the transports' own achievable rates (a scenario's efficiency
+    is one number for all links; the ranking between transports is the catalog's)."""
+    params = NetworkParams(efficiency=0.8, explicit=("efficiency",),
+                           transports=(("a", 1e-6, 0.5), ("b", 1e-6, 0.9, 100.0, 5e-7)))
+    assert params.weights == {"@a": 0.5, "@b": 0.9}
+    assert [s.efficiency for s in params.table("@b")] == [0.8, 0.8]
+    assert [s.overhead for s in params.table("@b")] == pytest.approx([1e-6, 1.5e-6])

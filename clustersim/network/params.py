@@ -180,11 +180,11 @@ class NetworkParams:
         live = () if set(EXPLICIT_FIELDS) <= set(self.explicit) else trans
         for name, ovh, eff, inline, dma_read in live:
             fixed = "overhead" in self.explicit
-            ovh = self.overhead if fixed else ovh
-            eff = self.efficiency if "efficiency" in self.explicit else eff
-            table = [Segment(0.0, ovh, eff, self.collective_efficiency)]
+            cost = self.overhead if fixed else ovh
+            rate = self.efficiency if "efficiency" in self.explicit else eff
+            table = [Segment(0.0, cost, rate, self.collective_efficiency)]
             if dma_read > 0 and not fixed:  # above the inline size: fetched across PCIe first
-                table.append(Segment(math.nextafter(inline, math.inf), ovh + dma_read, eff,
+                table.append(Segment(math.nextafter(inline, math.inf), cost + dma_read, rate,
                                      self.collective_efficiency))
             tables[TRANSPORT_KEY + name] = tuple(table)
             weights[TRANSPORT_KEY + name] = eff
