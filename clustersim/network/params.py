@@ -98,8 +98,7 @@ def _transport_row(row: Sequence) -> tuple[str, float, float, float, float]:
                          f"not {row!r}")
     name, ovh, eff, *rest = row
     inline, dma_read = (float(rest[0]), float(rest[1])) if rest else (0.0, 0.0)
-    if not (inline >= 0 and math.isfinite(inline)) or not (dma_read >= 0
-                                                           and math.isfinite(dma_read)):
+    if not all(v >= 0 and math.isfinite(v) for v in (inline, dma_read)):
         raise ValueError(f"transport {name!r}: inline size and DMA read time must be finite "
                          f"and >= 0, not {inline!r}, {dma_read!r}")
     return str(name), float(ovh), float(eff), inline, dma_read
@@ -178,8 +177,8 @@ class NetworkParams:
         # both figures explicit: every transport would cost the global ones - no tables (and
         # the fast paths of a plain network stay open)
         live = () if set(EXPLICIT_FIELDS) <= set(self.explicit) else trans
+        fixed = "overhead" in self.explicit
         for name, ovh, eff, inline, dma_read in live:
-            fixed = "overhead" in self.explicit
             cost = self.overhead if fixed else ovh
             rate = self.efficiency if "efficiency" in self.explicit else eff
             table = [Segment(0.0, cost, rate, self.collective_efficiency)]
