@@ -9,9 +9,10 @@ capacities) there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -21,17 +22,34 @@ from clustersim.errors import InputError
 if TYPE_CHECKING:
     from clustersim.platform.model import Platform
 
-__all__ = ["PlatformBuilder", "Tables", "MAX_DEVICES", "MAX_NODES", "MAX_LINKS"]
+__all__ = ["LinkColumns", "PlatformBuilder", "Tables", "MAX_DEVICES", "MAX_NODES", "MAX_LINKS"]
 
 
-@dataclass
 class Tables:
     """A directed graph as networkx stores one: ``nodes[n]`` the attributes of node ``n``,
-    ``adj[u][v]`` those of edge u->v (insertion order kept), ``meta`` the graph's own."""
+    ``adj[u][v]`` those of edge u->v (insertion order kept), ``meta`` the graph's own.
 
-    nodes: dict[str, dict[str, Any]]
-    adj: dict[str, dict[str, dict[str, Any]]]
-    meta: dict[str, Any]
+    ``adj`` may be given as a function (picklable: platforms go to worker processes) that
+    makes it on first use: a builder keeps its links
+    as columns and a prediction never reads the dict-of-dicts (a 100,000-GPU platform would
+    spend ~0.5 s and ~100 MiB on 314,000 edge dicts nobody asks for)."""
+
+    __slots__ = ("nodes", "meta", "_adj", "_make")
+
+    def __init__(self, nodes: dict[str, dict[str, Any]],
+                 adj: dict[str, dict[str, dict[str, Any]]] | Callable[[], dict],
+                 meta: dict[str, Any]) -> None:
+        self.nodes = nodes
+        self.meta = meta
+        self._adj = None if callable(adj) else adj
+        self._make = adj if callable(adj) else None
+
+    @property
+    def adj(self) -> dict[str, dict[str, dict[str, Any]]]:
+        if self._adj is None:
+            self._adj = self._make()  # type: ignore[misc]
+            self._make = None
+        return self._adj
 
 
 @dataclass
@@ -54,21 +72,37 @@ MAX_NODES = 200_000
 MAX_LINKS = 500_000
 
 
+class LinkColumns(NamedTuple):
+    """The link resources of a platform as columns, one entry per resource id (what a
+    builder hands :class:`~clustersim.platform.model.Platform`; a list of :class:`_LinkRes`
+    is accepted too)."""
+
+    names: list[str]
+    bandwidth: list[float]
+    latency: list[float]
+    kind: list[str]
+    transport: list[str | None]
+
+
 class PlatformBuilder:
     """Accumulates nodes and links; :meth:`build` validates and freezes a :class:`Platform`.
 
     ``nodes[name]`` holds each node's attributes as it is added (builders may annotate
-    them); links go into plain adjacency dicts - the platform builds a networkx graph from
-    both only if someone asks for it (:attr:`Platform.graph`).
+    them).  Links are kept as columns - each resource's name, bandwidth, latency, class and
+    transport, and every directed edge as ``(tail, head, resource, cost)`` - not as the
+    adjacency dicts networkx keeps: why, in :class:`Tables`.  The platform makes those dicts
+    (and a networkx graph from them) only if someone asks (:attr:`Platform.graph`).
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.nodes: dict[str, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
-        self._adj: dict[str, dict[str, dict[str, Any]]] = {}
         self._devices: list[str] = []
-        self._res: list[_LinkRes] = []
+        self._links = LinkColumns([], [], [], [], [])
+        # cables so far between each pair of nodes (ids, smaller first): a second one is a
+        # parallel link, a resource of its own with a ``#k`` tag in its name
+        self._cables: dict[tuple[int, int], int] = {}
         # every directed edge as (tail, head, link, cost), nodes by insertion number, flat:
         # the platform's router takes them as arrays instead of walking the adjacency dicts
         self._ids: dict[str, int] = {}
@@ -93,7 +127,6 @@ class PlatformBuilder:
         if name in self.nodes:
             raise InputError(f"duplicate node {name!r}")
         self.nodes[name] = attrs
-        self._adj[name] = {}
         self._ids[name] = len(self._ids)
 
     def add_link(
@@ -125,37 +158,37 @@ class PlatformBuilder:
             raise InputError(f"link {a}-{b} needs a non-negative latency, got {lat!r}")
         if cost.__class__ is not int or cost < 1:
             raise InputError(f"link {a}-{b} needs a positive integer routing cost, got {cost!r}")
-        adj = self._adj
-        if a not in adj or b not in adj:
-            missing = a if a not in adj else b
+        ids = self._ids
+        ia = ids.get(a)
+        ib = ids.get(b)
+        if ia is None or ib is None:
+            missing = a if ia is None else b
             raise InputError(f"link {a}-{b} names unknown node {missing!r}")
         if a == b:
             raise InputError(f"link {a}-{b} connects a node to itself")
-        rid = len(self._res)
+        cols = self._links
+        rid = len(cols.names)
         if rid >= MAX_LINKS:
             raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
                              f"it smaller (fewer hosts, switches or devices per machine)")
-        # a second cable between the same two nodes is a parallel link: a resource of its own,
-        # kept in the first cable's ``parallel`` list (the tables stay networkx's DiGraph shape)
-        cable = len(adj[a][b].get("parallel", ())) + 1 if b in adj[a] else 0
+        pair = (ia, ib) if ia < ib else (ib, ia)
+        cable = self._cables.get(pair, 0)
+        self._cables[pair] = cable + 1
         tag = f"#{cable}" if cable else ""
-        self._res.append(_LinkRes(f"{a}->{b}{tag}", bw, lat, kd, tr))
-        self._put(a, b, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost})
-        ia, ib = self._ids[a], self._ids[b]
-        self._edges += (ia, ib, rid, cost, ib, ia, rid + 1 if dup else rid, cost)
-        if dup:
-            rid += 1
-            self._res.append(_LinkRes(f"{b}->{a}{tag}", bw, lat, kd, tr))
-        else:
-            self._res[rid].name = f"{a}<->{b}{tag}"
-        self._put(b, a, {"bandwidth": bw, "latency": lat, "link": rid, "kind": kd, "cost": cost})
-
-    def _put(self, a: str, b: str, data: dict[str, Any]) -> None:
-        first = self._adj[a].get(b)
-        if first is None:
-            self._adj[a][b] = data
-        else:
-            first.setdefault("parallel", []).append(data)
+        if dup:  # one resource per direction
+            cols.names.extend((f"{a}->{b}{tag}", f"{b}->{a}{tag}"))
+            cols.bandwidth.extend((bw, bw))
+            cols.latency.extend((lat, lat))
+            cols.kind.extend((kd, kd))
+            cols.transport.extend((tr, tr))
+            self._edges += (ia, ib, rid, cost, ib, ia, rid + 1, cost)
+        else:  # both directions share one
+            cols.names.append(f"{a}<->{b}{tag}")
+            cols.bandwidth.append(bw)
+            cols.latency.append(lat)
+            cols.kind.append(kd)
+            cols.transport.append(tr)
+            self._edges += (ia, ib, rid, cost, ib, ia, rid, cost)
 
     def build(self, devices: Sequence[str] | None = None) -> Platform:
         """Freeze.  ``devices`` orders the ranks (default: insertion order)."""
@@ -164,9 +197,11 @@ class PlatformBuilder:
             raise InputError(f"platform {self.name!r} has no devices")
         from clustersim.platform.model import Platform
 
-        tables = Tables(self.nodes, self._adj, dict(self.meta))
         edges = np.array(self._edges, dtype=np.int64).reshape(-1, 4)
-        platform = Platform(self.name, tables, order, self._res, edges)
+        links = LinkColumns(*(list(c) for c in self._links))  # links added later stay out
+        names = list(self._ids)  # by insertion number
+        tables = Tables(self.nodes, partial(adjacency, names, links, edges), dict(self.meta))
+        platform = Platform(self.name, tables, order, links, edges)
         lost = platform.unreachable(order[0])
         if lost:
             raise InputError(
@@ -174,3 +209,23 @@ class PlatformBuilder:
                 f"{order[0]!r} ({len(lost)} device(s) unreachable)"
             )
         return platform
+
+
+def adjacency(names: list[str], links: LinkColumns, edges: np.ndarray
+              ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Links as networkx's adjacency dicts: ``adj[u][v]`` the attributes of the first cable
+    u->v, later cables in its ``parallel`` list; ``edges`` rows ``(tail, head, resource,
+    cost)`` with nodes numbered as in ``names``, in the order they were added."""
+    adj: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
+    bw, lat, kind = links.bandwidth, links.latency, links.kind
+    for t, h, rid, cost in edges.tolist():
+        u = names[t]
+        v = names[h]
+        data = {"bandwidth": bw[rid], "latency": lat[rid], "link": rid, "kind": kind[rid],
+                "cost": cost}
+        first = adj[u].get(v)
+        if first is None:
+            adj[u][v] = data
+        else:
+            first.setdefault("parallel", []).append(data)
+    return adj

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ from clustersim.platform.builder import (  # noqa: F401 - re-exported, the old h
     MAX_DEVICES,
     MAX_LINKS,
     MAX_NODES,
+    LinkColumns,
     PlatformBuilder,
     Tables,
     _LinkRes,
@@ -68,7 +70,7 @@ class Platform:
     library: str | None = None
 
     def __init__(self, name: str, graph: nx.DiGraph | Tables, devices: Sequence[str],
-                 resources: Sequence[_LinkRes], edges: np.ndarray | None = None) -> None:
+                 resources: Sequence[_LinkRes] | LinkColumns, edges: np.ndarray | None = None) -> None:
         """``graph``: a networkx DiGraph (kept as :attr:`graph`) or the :class:`Tables` of
         one (a builder's; the graph is then made on first use).  ``edges``: the builder's
         directed edges as rows ``(tail, head, link, cost)`` with nodes numbered in the order
@@ -81,17 +83,15 @@ class Platform:
             self._graph = graph
             self._tables = Tables(graph._node, graph._adj, graph.graph)
         self.devices: tuple[str, ...] = tuple(devices)
-        # columns by C-level maps: a 100,000-GPU platform has 314,000 link resources
-        nres = len(resources)
-        self.link_names: tuple[str, ...] = tuple(map(attrgetter("name"), resources))
-        self.link_kind: tuple[str, ...] = tuple(map(attrgetter("kind"), resources))
+        if not isinstance(resources, LinkColumns):  # a list of resources: as columns
+            resources = LinkColumns(*(list(map(attrgetter(f), resources)) for f in
+                                      ("name", "bandwidth", "latency", "kind", "transport")))
+        self.link_names: tuple[str, ...] = tuple(resources.names)
+        self.link_kind: tuple[str, ...] = tuple(resources.kind)
         #: catalog transport of each link resource (None: datasheet line rate, no overhead)
-        self.link_transport: tuple[str | None, ...] = tuple(
-            getattr(r, "transport", None) for r in resources)
-        self.capacity = np.fromiter(map(attrgetter("bandwidth"), resources), dtype=float,
-                                    count=nres)
-        self.latency = np.fromiter(map(attrgetter("latency"), resources), dtype=float,
-                                   count=nres)
+        self.link_transport: tuple[str | None, ...] = tuple(resources.transport)
+        self.capacity = np.array(resources.bandwidth, dtype=float)
+        self.latency = np.array(resources.latency, dtype=float)
         self.capacity.setflags(write=False)
         self.latency.setflags(write=False)
         nodes = self._tables.nodes
@@ -344,11 +344,9 @@ class Platform:
         return self._router.num_core
 
     def describe(self) -> str:
-        kinds: dict[str, int] = {}
-        for data in self._tables.nodes.values():
-            kinds[data["kind"]] = kinds.get(data["kind"], 0) + 1
+        kinds = Counter(map(itemgetter("kind"), self._tables.nodes.values()))
         parts = ", ".join(f"{v} {_plural(k, v)}" for k, v in sorted(kinds.items()))
-        edges = sum(1 for _ in self.cables())
+        edges = len(self._edge_cols[0])  # every directed cable, as cables() yields them
         return f"{self.name}: {parts}, {edges // 2} links"
 
 
