@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
+from clustersim.platform import stamp
 from clustersim.platform.builder import MAX_DEVICES, PlatformBuilder
 from clustersim.platform.node import Machine, NodeSpec, add_machine
 
@@ -73,11 +74,26 @@ def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: Node
     if count * node.devices > MAX_DEVICES:
         raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
                          f"it smaller (fewer hosts or devices per machine)")
-    out = []
-    for i in range(count):
-        m = add_machine(b, i, node, device)
-        sw = switch_of(i)
-        for port in m.ports:
-            b.add_link(port, sw, link, cost=cost)
-        out.append(m)
+    start = stamp.mark(b)
+    first = add_machine(b, 0, node, device)
+    sw0 = switch_of(0)
+    for port in first.ports:
+        b.add_link(port, sw0, link, cost=cost)
+    out = [first]
+    # machines 1.. are machine 0 again (clustersim.platform.stamp: same nodes, links, ids)
+    tpl = stamp.template(b, start, "h0") if count > 1 else None
+    if tpl is None or tpl.outside != (sw0,):
+        for i in range(1, count):
+            m = add_machine(b, i, node, device)
+            for port in m.ports:
+                b.add_link(port, switch_of(i), link, cost=cost)
+            out.append(m)
+        return out
+    rest = range(1, count)
+    prefixes = [f"h{i}" for i in rest]
+    stamp.stamp(b, tpl, prefixes, rest, [(switch_of(i),) for i in rest])
+    devs = tuple(d[2:] for d in first.devices)  # after "h0"
+    ports = tuple(p[2:] for p in first.ports)
+    out += [Machine(i, tuple(p + d for d in devs), tuple(p + q for q in ports))
+            for i, p in zip(rest, prefixes)]
     return out
