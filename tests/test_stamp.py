@@ -98,3 +98,15 @@ def test_parallel_cables_in_a_machine_fall_back_to_adding_each_machine():
     b.add_link("h0", "sw", ETH)  # a second, parallel cable: tagged by what came before
     assert stamp_mod.template(b, mark, "h0") is None
     assert b.build().link_names[-2:] == ("h0->sw#1", "sw->h0#1")
+
+
+def test_a_stamp_past_a_bound_is_refused_before_it_adds_anything():
+    """40,000 machines of 6 nodes (one device, 4 NICs, the bus) pass the device bound and
+    the host count but not the node bound: the stamp refuses them as add_node would, at once
+    rather than after building 33,000 machines."""
+    b = PlatformBuilder("big")
+    b.add_node("sw")
+    node = NodeSpec(devices=1, layout="crossbar", nics=4)
+    with pytest.raises(InputError, match="more than 200,000 nodes; make it smaller"):
+        plug_machines(b, 40_000, K80, node, ETH, lambda i: "sw")
+    assert len(b.nodes) == 7  # the switch and machine 0

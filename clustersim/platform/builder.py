@@ -72,6 +72,15 @@ MAX_NODES = 200_000
 MAX_LINKS = 500_000
 
 
+def size_error(what: str) -> InputError:
+    """The error for a platform past one of its bounds (``what``: devices, nodes or links)."""
+    bound, hint = {"devices": (MAX_DEVICES, "fewer hosts or devices per machine"),
+                   "nodes": (MAX_NODES, "fewer hosts, switches or devices per machine"),
+                   "links": (MAX_LINKS, "fewer hosts, switches or devices per machine")}[what]
+    return InputError(f"the platform would have more than {bound:,} {what}; make it smaller "
+                      f"({hint})")
+
+
 class LinkColumns(NamedTuple):
     """The link resources of a platform as columns, one entry per resource id (what a
     builder hands :class:`~clustersim.platform.model.Platform`; a list of :class:`_LinkRes`
@@ -110,8 +119,7 @@ class PlatformBuilder:
 
     def add_device(self, name: str, spec: DeviceSpec, host: int, **attrs: object) -> str:
         if len(self._devices) >= MAX_DEVICES:
-            raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
-                             f"it smaller (fewer hosts or devices per machine)")
+            raise size_error("devices")
         self._new_node(name, {"kind": "device", "spec": spec, "host": host, **attrs})
         self._devices.append(name)
         return name
@@ -122,8 +130,7 @@ class PlatformBuilder:
 
     def _new_node(self, name: str, attrs: dict[str, Any]) -> None:
         if len(self.nodes) >= MAX_NODES:
-            raise InputError(f"the platform would have more than {MAX_NODES:,} nodes "
-                             f"(devices, NICs, switches); make it smaller")
+            raise size_error("nodes")
         if name in self.nodes:
             raise InputError(f"duplicate node {name!r}")
         self.nodes[name] = attrs
@@ -169,8 +176,7 @@ class PlatformBuilder:
         cols = self._links
         rid = len(cols.names)
         if rid >= MAX_LINKS:
-            raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
-                             f"it smaller (fewer hosts, switches or devices per machine)")
+            raise size_error("links")
         pair = (ia, ib) if ia < ib else (ib, ia)
         cable = self._cables.get(pair, 0)
         self._cables[pair] = cable + 1

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from clustersim.catalog import DeviceSpec, LinkSpec
 from clustersim.errors import InputError
 from clustersim.platform import stamp
-from clustersim.platform.builder import MAX_DEVICES, PlatformBuilder
+from clustersim.platform.builder import MAX_DEVICES, PlatformBuilder, size_error
 from clustersim.platform.node import Machine, NodeSpec, add_machine
 
 __all__ = ["check_count", "check_link", "check_node", "plug_machines", "MAX_COUNT"]
@@ -72,8 +72,7 @@ def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: Node
     refuse the device past the bound anyway (:data:`~clustersim.platform.model.MAX_DEVICES`),
     after seconds of building the machines before it."""
     if count * node.devices > MAX_DEVICES:
-        raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
-                         f"it smaller (fewer hosts or devices per machine)")
+        raise size_error("devices")
     start = stamp.mark(b)
     first = add_machine(b, 0, node, device)
     sw0 = switch_of(0)

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from clustersim.errors import InputError
-from clustersim.platform.builder import MAX_DEVICES, MAX_LINKS, MAX_NODES, PlatformBuilder
+from clustersim.platform.builder import (
+    MAX_DEVICES,
+    MAX_LINKS,
+    MAX_NODES,
+    PlatformBuilder,
+    size_error,
+)
 
 __all__ = ["Mark", "Template", "mark", "template", "stamp"]
 
@@ -104,16 +110,13 @@ def stamp(b: PlatformBuilder, tpl: Template, prefixes: Sequence[str], hosts: Seq
     names = [p + s for p in prefixes for s in tpl.suffixes]
     base = len(ids)
     if base + len(names) > MAX_NODES:
-        raise InputError(f"the platform would have more than {MAX_NODES:,} nodes "
-                         f"(devices, NICs, switches); make it smaller")
+        raise size_error("nodes")
     if len(b._devices) + count * len(tpl.devices) > MAX_DEVICES:  # noqa: SLF001
-        raise InputError(f"the platform would have more than {MAX_DEVICES:,} devices; make "
-                         f"it smaller (fewer hosts or devices per machine)")
+        raise size_error("devices")
     cols = b._links  # noqa: SLF001
     rids = sum(2 if c[5] else 1 for c in tpl.cables)  # resources per machine
     if len(cols.names) + count * rids > MAX_LINKS:
-        raise InputError(f"the platform would have more than {MAX_LINKS:,} links; make "
-                         f"it smaller (fewer hosts, switches or devices per machine)")
+        raise size_error("links")
     if not nodes.keys().isdisjoint(names) or len(set(names)) < len(names):
         taken = next(n for k, n in enumerate(names) if n in nodes or n in names[:k])
         raise InputError(f"duplicate node {taken!r}")
