@@ -1,10 +1,12 @@
 """The platform: devices, switches and links as a networkx graph, plus routing.
 
 ``Platform.graph`` is a :class:`networkx.DiGraph`, built on first use from the platform's own
-node and adjacency tables (the same dict-of-dicts shapes networkx keeps inside): building,
-routing, costing and describing a platform read the tables, so a ``clustersim predict`` does
-not import networkx at all (~0.1 s of start-up, a twentieth of the KNL scenario's run), while
-anything that wants the graph - analyses, tests, retuning - gets a real one.
+node table and its links (kept by the builder as columns; the dict-of-dicts adjacency networkx
+keeps inside is itself made on first use, :class:`~clustersim.platform.builder.Tables`):
+building, routing, costing and describing a platform read the columns, so a ``clustersim
+predict`` does not import networkx at all (~0.1 s of start-up, a twentieth of the KNL
+scenario's run), while anything that wants the graph - analyses, tests, retuning - gets a
+real one.
 
 Why a graph and link *resources*: the network model shares bandwidth per link direction, so a
 route is a tuple of integer resource ids and capacities live in one numpy array.  A full-duplex
