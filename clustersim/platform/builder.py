@@ -29,10 +29,10 @@ class Tables:
     """A directed graph as networkx stores one: ``nodes[n]`` the attributes of node ``n``,
     ``adj[u][v]`` those of edge u->v (insertion order kept), ``meta`` the graph's own.
 
-    ``adj`` may be given as a function (picklable: platforms go to worker processes) that
-    makes it on first use: a builder keeps its links
-    as columns and a prediction never reads the dict-of-dicts (a 100,000-GPU platform would
-    spend ~0.5 s and ~100 MiB on 314,000 edge dicts nobody asks for)."""
+    ``adj`` may be given as a function that makes it on first use (picklable: platforms go
+    to worker processes): a builder keeps its links as columns and a prediction never reads
+    the dict-of-dicts (a 100,000-GPU platform would spend ~0.5 s and ~90 MiB on 314,000 edge
+    dicts nobody asks for)."""
 
     __slots__ = ("nodes", "meta", "_adj", "_make")
 

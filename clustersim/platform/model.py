@@ -72,7 +72,8 @@ class Platform:
     library: str | None = None
 
     def __init__(self, name: str, graph: nx.DiGraph | Tables, devices: Sequence[str],
-                 resources: Sequence[_LinkRes] | LinkColumns, edges: np.ndarray | None = None) -> None:
+                 resources: Sequence[_LinkRes] | LinkColumns,
+                 edges: np.ndarray | None = None) -> None:
         """``graph``: a networkx DiGraph (kept as :attr:`graph`) or the :class:`Tables` of
         one (a builder's; the graph is then made on first use).  ``edges``: the builder's
         directed edges as rows ``(tail, head, link, cost)`` with nodes numbered in the order
@@ -87,7 +88,8 @@ class Platform:
         self.devices: tuple[str, ...] = tuple(devices)
         if not isinstance(resources, LinkColumns):  # a list of resources: as columns
             resources = LinkColumns(*(list(map(attrgetter(f), resources)) for f in
-                                      ("name", "bandwidth", "latency", "kind", "transport")))
+                                      ("name", "bandwidth", "latency", "kind")),
+                                    [getattr(r, "transport", None) for r in resources])
         self.link_names: tuple[str, ...] = tuple(resources.names)
         self.link_kind: tuple[str, ...] = tuple(resources.kind)
         #: catalog transport of each link resource (None: datasheet line rate, no overhead)
