@@ -73,26 +73,23 @@ def plug_machines(b: PlatformBuilder, count: int, device: DeviceSpec, node: Node
     after seconds of building the machines before it."""
     if count * node.devices > MAX_DEVICES:
         raise size_error("devices")
+
+    def plug(i: int) -> Machine:  # one machine, call by call
+        m = add_machine(b, i, node, device)
+        for port in m.ports:
+            b.add_link(port, switch_of(i), link, cost=cost)
+        return m
+
     start = stamp.mark(b)
-    first = add_machine(b, 0, node, device)
-    sw0 = switch_of(0)
-    for port in first.ports:
-        b.add_link(port, sw0, link, cost=cost)
-    out = [first]
+    first = plug(0)
     # machines 1.. are machine 0 again (clustersim.platform.stamp: same nodes, links, ids)
     tpl = stamp.template(b, start, "h0") if count > 1 else None
-    if tpl is None or tpl.outside != (sw0,):
-        for i in range(1, count):
-            m = add_machine(b, i, node, device)
-            for port in m.ports:
-                b.add_link(port, switch_of(i), link, cost=cost)
-            out.append(m)
-        return out
+    if tpl is None or tpl.outside != (switch_of(0),):
+        return [first, *(plug(i) for i in range(1, count))]
     rest = range(1, count)
     prefixes = [f"h{i}" for i in rest]
     stamp.stamp(b, tpl, prefixes, rest, [(switch_of(i),) for i in rest])
-    devs = tuple(d[2:] for d in first.devices)  # after "h0"
-    ports = tuple(p[2:] for p in first.ports)
-    out += [Machine(i, tuple(p + d for d in devs), tuple(p + q for q in ports))
-            for i, p in zip(rest, prefixes)]
-    return out
+    devs = tuple(d[len("h0"):] for d in first.devices)
+    ports = tuple(p[len("h0"):] for p in first.ports)
+    return [first, *(Machine(i, tuple(p + d for d in devs), tuple(p + q for q in ports))
+                     for i, p in zip(rest, prefixes))]

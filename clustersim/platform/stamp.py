@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from clustersim.platform.builder import (
     size_error,
 )
 
-__all__ = ["Mark", "Template", "mark", "template", "stamp"]
+__all__ = ["Cable", "Mark", "Template", "mark", "template", "stamp"]
 
 
 @dataclass(frozen=True)
@@ -45,18 +45,31 @@ class Mark:
     edges: int
 
 
+class Cable(NamedTuple):
+    """One cable of a template machine: its ends (a node position in the machine, or
+    ``-1 - j`` for the template's ``j``-th outside node) and what the builder recorded."""
+
+    a: int
+    z: int
+    bandwidth: float
+    latency: float
+    kind: str
+    duplex: bool
+    transport: str | None
+    cost: int
+
+
 @dataclass(frozen=True)
 class Template:
     """One machine as added: node name suffixes (after the machine's prefix) and attributes,
     which of them are devices, the nodes outside it that it plugs into (the switch), and its
-    cables ``(a, b, bandwidth, latency, kind, duplex, transport, cost)`` with ends as node
-    positions in the machine, or ``-1 - j`` for the ``j``-th outside node."""
+    cables."""
 
     suffixes: tuple[str, ...]
     attrs: tuple[dict[str, Any], ...]
     devices: tuple[int, ...]
     outside: tuple[str, ...]
-    cables: tuple[tuple[Any, ...], ...]
+    cables: tuple[Cable, ...]
 
 
 def mark(b: PlatformBuilder) -> Mark:
@@ -91,8 +104,9 @@ def template(b: PlatformBuilder, since: Mark, prefix: str) -> Template | None:
                 if name not in outside:
                     outside.append(name)
                 ends.append(-1 - outside.index(name))
-        cables.append((ends[0], ends[1], links.bandwidth[rid], links.latency[rid],
-                       links.kind[rid], rows[k + 6] != rid, links.transport[rid], rows[k + 3]))
+        cables.append(Cable(ends[0], ends[1], links.bandwidth[rid], links.latency[rid],
+                            links.kind[rid], rows[k + 6] != rid, links.transport[rid],
+                            rows[k + 3]))
     devices = tuple(local[d] for d in b._devices[since.devices:])  # noqa: SLF001
     return Template(tuple(n[len(prefix):] for n in names), tuple(b.nodes[n] for n in names),
                     devices, tuple(outside), tuple(cables))
@@ -114,7 +128,7 @@ def stamp(b: PlatformBuilder, tpl: Template, prefixes: Sequence[str], hosts: Seq
     if len(b._devices) + count * len(tpl.devices) > MAX_DEVICES:  # noqa: SLF001
         raise size_error("devices")
     cols = b._links  # noqa: SLF001
-    rids = sum(2 if c[5] else 1 for c in tpl.cables)  # resources per machine
+    rids = sum(2 if c.duplex else 1 for c in tpl.cables)  # resources per machine
     if len(cols.names) + count * rids > MAX_LINKS:
         raise size_error("links")
     if not nodes.keys().isdisjoint(names) or len(set(names)) < len(names):
@@ -143,9 +157,10 @@ def stamp(b: PlatformBuilder, tpl: Template, prefixes: Sequence[str], hosts: Seq
     rows = []
     off = 0  # resource id of the cable within a machine
     rbase = len(cols.names) + rids * np.arange(count, dtype=np.int64)
-    for a, z, _bw, _lat, _kd, dup, _tr, cost in tpl.cables:
-        (na, ia), (nz, iz) = ends(a), ends(z)
-        costs = np.full(count, cost, dtype=np.int64)
+    for c in tpl.cables:
+        (na, ia), (nz, iz) = ends(c.a), ends(c.z)
+        dup = c.duplex
+        costs = np.full(count, c.cost, dtype=np.int64)
         back = rbase + off + 1 if dup else rbase + off
         if dup:
             per_cable += ([f"{x}->{y}" for x, y in zip(na, nz)],
@@ -159,6 +174,6 @@ def stamp(b: PlatformBuilder, tpl: Template, prefixes: Sequence[str], hosts: Seq
         off += 2 if dup else 1
     cols.names.extend(n for machine in zip(*per_cable) for n in machine)
     b._edges += np.stack(rows, axis=1).ravel().tolist()  # noqa: SLF001 - machine by machine
-    for col, k in ((cols.bandwidth, 2), (cols.latency, 3), (cols.kind, 4), (cols.transport, 6)):
-        one = [x for c in tpl.cables for x in ((c[k], c[k]) if c[5] else (c[k],))]
-        col.extend(one * count)
+    for field in ("bandwidth", "latency", "kind", "transport"):  # the same in every machine
+        one = [getattr(c, field) for c in tpl.cables for _ in range(2 if c.duplex else 1)]
+        getattr(cols, field).extend(one * count)
