@@ -11,7 +11,13 @@ processes inflate wall time, not CPU time).
 ``--check`` also compares the two pages' simulated numbers: the grids must agree exactly
 (the page's layout changed, the numbers must not).
 
+Every run gets an empty point cache of its own (``CLUSTERSIM_CACHE_DIR``), so both
+checkouts simulate every point.  ``--cached`` times this checkout alone instead: per run, the
+page with an empty cache, then the same page again from that cache (every point read back),
+and checks that the two pages are the same bytes.
+
 Run: python bench/bench_whatif.py --before /work/main [--runs 3] [--scenario knl_4253]
+     python bench/bench_whatif.py --cached [--runs 3]
 """
 
 from __future__ import annotations
@@ -31,9 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_once(checkout: Path, scenario: str, out: Path) -> tuple[float, float]:
-    """(wall s, CPU s) of one ``clustersim whatif`` in a child process using ``checkout``."""
-    env = dict(os.environ, PYTHONPATH=str(checkout))
+def run_once(checkout: Path, scenario: str, out: Path, cache: Path | None = None
+             ) -> tuple[float, float]:
+    """(wall s, CPU s) of one ``clustersim whatif`` in a child process using ``checkout``,
+    with the point cache in ``cache`` (None: a new, empty one)."""
+    if cache is None:
+        cache = Path(tempfile.mkdtemp(prefix="whatif-cache-"))
+    env = dict(os.environ, PYTHONPATH=str(checkout), CLUSTERSIM_CACHE_DIR=str(cache))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "clustersim", "whatif", scenario, "-o", str(out), "-q"],
@@ -62,11 +72,17 @@ def page_numbers(html: str) -> list[float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
+    ap.add_argument("--before", type=Path, help="the checkout to compare with")
+    ap.add_argument("--cached", action="store_true",
+                    help="time this checkout with an empty cache, then from that cache")
     ap.add_argument("--scenario", default="scenarios/knl_4253.yaml")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--check", action="store_true", help="compare the pages' numbers")
     args = ap.parse_args()
+    if args.cached:
+        return cached(args.scenario, args.runs)
+    if args.before is None:
+        ap.error("give --before CHECKOUT or --cached")
     figures: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
         outs = {"before": Path(tmp) / "before.html", "after": Path(tmp) / "after.html"}
@@ -89,6 +105,29 @@ def main() -> int:
             print(f"  plotted numbers identical: {same}")
             return 0 if same else 1
     return 0
+
+
+def cached(scenario: str, runs: int) -> int:
+    """Cold (empty cache) and warm (the same cache) pages of this checkout, side by side."""
+    cold: list[tuple[float, float]] = []
+    warm: list[tuple[float, float]] = []
+    same = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(runs):
+            cache = Path(tmp) / f"cache{k}"
+            a, b = Path(tmp) / f"cold{k}.html", Path(tmp) / f"warm{k}.html"
+            cold.append(run_once(ROOT, scenario, a, cache))
+            warm.append(run_once(ROOT, scenario, b, cache))
+            same = same and a.read_bytes() == b.read_bytes()
+    print(f"clustersim whatif {scenario}  ({os.cpu_count()} cores, {runs} runs)")
+    for name, figs in (("empty cache", cold), ("from cache", warm)):
+        walls = [w for w, _ in figs]
+        print(f"  {name:11s}: wall median {statistics.median(walls):6.2f} s "
+              f"(min {min(walls):.2f}, max {max(walls):.2f}), "
+              f"CPU median {statistics.median(c for _, c in figs):6.2f} s")
+    ratio = statistics.median(w for w, _ in cold) / statistics.median(w for w, _ in warm)
+    print(f"  ratio (wall, medians): {ratio:.1f}x; pages identical: {same}")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

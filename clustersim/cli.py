@@ -12,7 +12,6 @@ import contextlib
 import gc
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from clustersim import __version__
 from clustersim.errors import InputError, RunFailed
@@ -197,33 +196,6 @@ def _factors(text: str, what: str) -> list[float]:
     return vals
 
 
-def cmd_whatif(args: argparse.Namespace) -> int:
-    from clustersim.scenario.schema import load_scenario
-
-    bws = _factors(args.bandwidth, "bandwidth")
-    lats = _factors(args.latency, "latency")
-    from clustersim.shipped import scenario_path
-
-    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
-    if args.calibration:
-        from clustersim.calibration.applyprofile import apply_profile
-
-        scn = apply_profile(scn, args.calibration)
-    out = Path(args.output)
-    from clustersim.report.output import atomic_write, check_outputs
-
-    check_outputs({"--output": args.output})
-    from clustersim.report.whatif import grid_points, grid_size, whatif_grid, whatif_html
-
-    cells = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
-    with _progress(grid_size(scn, bws, lats), "what-if grid", not args.quiet) as advance:
-        grid = whatif_grid(scn, bws, lats, advance)
-    atomic_write(out, whatif_html(scn, grid))
-    if not args.quiet:
-        print(f"wrote {out} ({cells} simulated sweeps; open it in a browser, it works offline)")
-    return EXIT_OK
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     from clustersim.scenario.schema import load_scenario
     from clustersim.shipped import scenario_path
@@ -300,22 +272,6 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--uncertainty-plot", metavar="FILE",
                     help="with --uncertainty: write the bands as an offline HTML chart")
     pr.set_defaults(func=cmd_predict)
-
-    wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
-                        description="Simulate the scenario with the network's bandwidth and "
-                                    "latency scaled by factors and write one offline HTML page "
-                                    "with Plotly charts and sliders.")
-    wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
-    wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
-    wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
-                    help="link bandwidth factors (default %(default)s)")
-    wi.add_argument("--latency", default="1,10", metavar="FACTORS",
-                    help="link latency factors (default %(default)s)")
-    wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
-    wi.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a scenario field, as in predict (repeatable)")
-    wi.add_argument("-q", "--quiet", action="store_true", help="no progress, no message")
-    wi.set_defaults(func=cmd_whatif)
 
     va = sub.add_parser("validate", help="check a scenario file without simulating it",
                         description="Read and check a scenario (every field, the platform it "

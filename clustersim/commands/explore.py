@@ -25,17 +25,17 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
     """The :class:`~clustersim.explorer.app.Explorer` for the command's arguments, and a
     title."""
     from clustersim.explorer.app import Explorer
-    from clustersim.explorer.table import compute_cells, count_tasks, read_table, split_columns
+    from clustersim.explorer.table import count_tasks, read_table, split_columns
 
-    scn = None
+    scn = study = None
     path = args.source
     if path.endswith(".parquet"):
         df, inputs = read_table(path)
         if args.scenario:
-            scn = _scenario(args.scenario, args)
+            scn, study = _scenario(args.scenario, args)
         title = path
     else:
-        scn = _scenario(path, args)
+        scn, study = _scenario(path, args)
         if scn.benchmark is not None:
             raise InputError(f"{path}: explore takes a training scenario (a collective "
                              "benchmark has no sweep to explore: use 'clustersim whatif')")
@@ -46,21 +46,36 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
         from clustersim.cli import _progress
 
         with _progress(len(cells) * count_tasks(scn), "simulating", not args.quiet) as adv:
-            df = compute_cells(scn, cells, adv, jobs=args.jobs)
+            df = _cells(scn, study, args, cells, adv)
         inputs, title = None, scn.name
     ins, mets = split_columns(df, inputs)
     ex = Explorer(table=df, inputs=ins, metrics=mets)
     if scn is not None:
-        ex.compute = lambda bw, lat, adv: compute_cells(scn, [(bw, lat)], adv, jobs=args.jobs)
+        ex.compute = lambda bw, lat, adv: _cells(scn, study, args, [(bw, lat)], adv)
         ex.total = lambda: count_tasks(scn)
     return ex, title
 
 
-def _scenario(path: str, args: argparse.Namespace) -> Any:
-    from clustersim.scenario.schema import load_scenario
-    from clustersim.shipped import scenario_path
+def _scenario(path: str, args: argparse.Namespace) -> tuple[Any, Any]:
+    from clustersim.explore import load_study
 
-    return load_scenario(scenario_path(path), list(args.set or []))
+    return load_study(path, list(args.set or []))
+
+
+def _cells(scn: Any, study: Any, args: argparse.Namespace, cells: list[tuple[float, float]],
+           adv: Any) -> Any:
+    """:func:`~clustersim.explorer.table.compute_cells` through the point cache, opened for
+    this call only (the server asks from its own threads; an SQLite connection stays in the
+    thread that made it)."""
+    from clustersim.commands.whatif import open_cache
+    from clustersim.explorer.table import compute_cells
+
+    cache = open_cache(args, study)
+    try:
+        return compute_cells(scn, cells, adv, jobs=args.jobs, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -104,5 +119,8 @@ def add_parser(sub: Any) -> None:
     ex.add_argument("--port", type=int, default=8050, help="port (default %(default)s)")
     ex.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                     help="processes for the simulations (default: CLUSTERSIM_JOBS or all cores)")
+    from clustersim.commands.whatif import add_cache_options
+
+    add_cache_options(ex)
     ex.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ex.set_defaults(func=cmd_explore)

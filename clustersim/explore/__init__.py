@@ -33,6 +33,7 @@ imported by the simulator; dask, pyarrow and mpi4py are imported only when used.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from clustersim.explore.axes import AxesSpec, Axis, expand, parse_axes
@@ -58,10 +59,16 @@ __all__ = ["AxesSpec", "Axis", "Case", "METRICS", "Outcome", "Point", "PointCach
 
 def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
     """A scenario file (a path or a shipped name; ``sets``: ``--set`` overrides) as its parsed
-    scenario and its :class:`Study`."""
+    scenario and its :class:`Study` (whose ``inputs`` digest the other files the parse read:
+    the platform file, a constants file - what the point cache must know besides the
+    scenario's own fields)."""
+    import dataclasses
+    import hashlib
+    import json
+
     from clustersim.scenario.overrides import apply_overrides
     from clustersim.scenario.schema import parse_scenario
-    from clustersim.scenario.yamlio import load_yaml
+    from clustersim.scenario.yamlio import files_read, load_yaml
     from clustersim.shipped import scenario_path
 
     file = str(scenario_path(path))
@@ -75,5 +82,8 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
             raw = apply_overrides(raw, sets)
         except InputError as exc:
             raise exc.located(file=file) from None
-    scn = parse_scenario(raw, file)
-    return scn, make_study(scn, raw)
+    with files_read() as seen:
+        scn = parse_scenario(raw, file)
+    seen.pop(str(Path(file).resolve()), None)  # its fields are the study's own
+    inputs = hashlib.sha256(json.dumps(sorted(seen.values())).encode()).hexdigest()
+    return scn, dataclasses.replace(make_study(scn, raw), inputs=inputs)

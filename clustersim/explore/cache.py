@@ -3,6 +3,7 @@ points it has not run before.
 
 Key of a point = SHA-256 of (the code version, the canonical JSON of the point's fully
 resolved scenario - every field set, sorted keys - the digest of the platform file it names,
+the digests of the other files the study's parse read (a constants file: ``Study.inputs``),
 the algorithm's index, the worker count and the seed).  The code version is the digest of
 every source and data file of the ``clustersim`` package (computed once per process), so a
 changed model never serves an old number.  Two points that resolve to the same scenario
@@ -60,6 +61,7 @@ def point_key(study: Study, point: Point) -> str:
     base = str(Path(study.file).resolve().parent) if study.file else None
     files = _platform_digest(str(name), base) if name is not None else None
     doc = {"code": code_version(), "scenario": raw, "platform_file": files,
+           "inputs": study.inputs,
            "algorithm": study.cases[point.case].alg, "workers": point.workers,
            "seed": point.seed}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)

@@ -59,6 +59,7 @@ class Study:
     cases: tuple[Case, ...]
     spec: AxesSpec
     token: str  # digest of the above: per-process caches of two studies never mix
+    inputs: str = ""  # digest of the other files its parse read (load_study), for the cache
 
 
 @dataclass(frozen=True)

@@ -59,28 +59,13 @@ def sweep_table(cells: dict[tuple[float, float], dict[str, list[dict[str, Any]]]
 
 def compute_cells(scn: Any, factors: Sequence[tuple[float, float]],
                   advance: Callable[[int], None] = lambda n=1: None,
-                  jobs: int | None = None) -> Any:
+                  jobs: int | None = None, cache: Any = None) -> Any:
     """Simulate the scenario at these (bandwidth, latency) factors - every algorithm and
-    workers count, on one process pool - and return their rows (:func:`sweep_table`)."""
-    from clustersim.report.whatif import scaled_scenario
-    from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
+    workers count, on one process pool, through ``cache`` when given - and return their
+    rows (:func:`sweep_table`)."""
+    from clustersim.report.whatif_cells import simulate_cells
 
-    cases: list[Any] = []
-    spans: list[tuple[int, int]] = []
-    tasks: list[tuple[int, int, int, int]] = []
-    for bw, lat in factors:
-        mine = sweep_cases(scaled_scenario(scn, bw, lat))
-        tasks += sweep_tasks(mine, first=len(cases))
-        spans.append((len(cases), len(cases) + len(mine)))
-        cases += mine
-    results: dict[tuple[int, int, int], Any] = {}
-    run_tasks(cases, tasks, results, jobs, advance)
-    cells = {}
-    for (bw, lat), (a, b) in zip(factors, spans):
-        res = assemble_sweep(cases[a:b], results, first=a)
-        cells[(float(bw), float(lat))] = {t: [p.to_dict() for p in pts]
-                                          for t, pts in res.points.items()}
-    return sweep_table(cells)
+    return sweep_table(simulate_cells(scn, factors, advance, jobs, cache))
 
 
 def count_tasks(scn: Any) -> int:

@@ -10,7 +10,9 @@ Speed: the grid's cells are whole sweeps, but their points are independent and e
 by itself, so all the cells' points go to one process pool (heaviest first) instead of one
 pool per cell, which waited for each cell's slowest point in turn; the scaled platforms share
 the scenario's route cache (routes do not change when links get faster).  Each point is the
-same :func:`~clustersim.sim.sweep.simulate_point` call that a sweep of that cell alone makes.
+same :func:`~clustersim.sim.sweep.simulate_point` call that a sweep of that cell alone makes,
+and goes through the per-point cache of :mod:`clustersim.report.whatif_cells`: a page asked
+again, or with more factors, only simulates what it has not simulated before.
 
 plotly is imported here only, and this module is imported only by the ``whatif`` command: the
 simulator core never pulls it in.
@@ -68,12 +70,13 @@ def grid_points(bandwidths: Sequence[float], latencies: Sequence[float]
 
 def whatif_grid(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[float],
                 advance: Callable[[int], None] = lambda n=1: None,
-                jobs: int | None = None) -> dict[str, Any]:
-    """Simulate every point of :func:`grid_points`.
+                jobs: int | None = None, cache: Any = None) -> dict[str, Any]:
+    """Simulate every point of :func:`grid_points` (training scenarios: through
+    ``cache``, a :class:`~clustersim.report.whatif_cells.CellCache`, when given).
 
     Returns ``{"cells": {(bw, lat): {algorithm: [point dicts]}}, ...}`` for training scenarios
     and ``{"cells": {(bw, lat): [benchmark rows]}, ...}`` for collective benchmarks.
-    ``advance`` is called once per simulated point (training) or per cell (benchmarks): see
+    ``advance`` is called once per point (training) or per cell (benchmarks): see
     :func:`grid_size`.
     """
     bandwidths = sorted({1.0, *map(float, bandwidths)})
@@ -87,22 +90,9 @@ def whatif_grid(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[
             cells[(bw, lat)] = [r.to_dict() for r in run_benchmark(scaled_scenario(scn, bw, lat))]
             advance(1)
         return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
-    from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
+    from clustersim.report.whatif_cells import simulate_cells
 
-    cases: list[Any] = []
-    firsts: list[int] = []
-    tasks: list[tuple[int, int, int, int]] = []
-    for bw, lat in combos:
-        mine = sweep_cases(scaled_scenario(scn, bw, lat))
-        firsts.append(len(cases))
-        tasks += sweep_tasks(mine, first=len(cases))
-        cases += mine
-    results: dict[tuple[int, int, int], Any] = {}
-    run_tasks(cases, tasks, results, jobs, advance)
-    for k, cell in enumerate(combos):
-        end = firsts[k + 1] if k + 1 < len(firsts) else len(cases)
-        res = assemble_sweep(cases[firsts[k]:end], results, first=firsts[k])
-        cells[cell] = {t: [p.to_dict() for p in pts] for t, pts in res.points.items()}
+    cells = simulate_cells(scn, combos, advance, jobs, cache)
     return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
 
 

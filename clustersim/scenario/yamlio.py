@@ -17,9 +17,11 @@ fit in 64 bits; keys must be unique; tabs, NUL bytes and empty files get clear e
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,8 @@ import yaml
 from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
 
-__all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of", "MAX_BYTES",
-           "MAX_DEPTH", "MAX_VALUES"]
+__all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of",
+           "files_read", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
 
 #: largest YAML file read (the biggest shipped file is a few kB; a catalog a few tens)
 MAX_BYTES = 1 << 20
@@ -38,6 +40,25 @@ MAX_DEPTH = 48
 #: most values (scalars, mappings, lists) a document may hold once aliases are expanded
 MAX_VALUES = 200_000
 _INT64 = 2**63
+#: the open :func:`files_read` records
+_RECORDS: list[dict[str, str]] = []
+
+
+@contextlib.contextmanager
+def files_read() -> Iterator[dict[str, str]]:
+    """``{resolved path: SHA-256 of the bytes read}`` of every file :func:`load_yaml` reads
+    inside the block.
+
+    Why: a scenario's result depends on the files it names (its platform file, a constants
+    file, a calibration profile), and a cache of results must know their contents, not
+    their names - the digest is of the very bytes parsed, so a file edited afterwards cannot
+    be mistaken for the one read."""
+    seen: dict[str, str] = {}
+    _RECORDS.append(seen)
+    try:
+        yield seen
+    finally:
+        _RECORDS.remove(seen)
 
 
 class LineDict(dict):
@@ -237,6 +258,10 @@ def load_yaml(path: str | Path, *, what: str = "file") -> Any:
     if len(data) > MAX_BYTES:
         raise InputError(f"{what} is larger than {MAX_BYTES // 1024} KiB; a scenario or "
                          f"platform file is a few kB", file=str(path))
+    if _RECORDS:
+        digest = hashlib.sha256(data).hexdigest()
+        for seen in _RECORDS:
+            seen[str(p.resolve())] = digest
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

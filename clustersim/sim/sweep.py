@@ -263,8 +263,11 @@ def sweep_tasks(cases: Sequence[Case], first: int = 0) -> list[tuple[int, int, i
 
 def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
               results: dict[tuple[int, int, int], PointMetrics], jobs: int | None,
-              advance: Callable[..., Any]) -> None:
-    """Simulate ``todo`` (indices into ``cases``) into ``results``, on the pool or here."""
+              advance: Callable[..., Any],
+              store: Callable[[tuple[int, int, int], PointMetrics], Any] | None = None) -> None:
+    """Simulate ``todo`` (indices into ``cases``) into ``results``, on the pool or here;
+    ``store(key, metrics)`` is given each point as soon as it is done, so that a cache
+    keeps what an interrupted run had finished."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     # heaviest first, so the pool's last straggler is a small point
     todo = sorted(todo, key=lambda t: -t[1])
@@ -282,6 +285,8 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
             for fut in as_completed([ex.submit(_pool_task, t) for t in todo]):
                 ci, w, r, m = fut.result()
                 results[(ci, w, r)] = m
+                if store is not None:
+                    store((ci, w, r), m)
                 advance(1)
         except BrokenProcessPool:
             raise RunFailed("a simulation process died before its point was done (killed "
@@ -303,6 +308,8 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
         for ci, w, r, seed in todo:
             m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
             results[(ci, w, r)] = m
+            if store is not None:
+                store((ci, w, r), m)
             advance(1)
 
 

@@ -1,0 +1,173 @@
+"""The simulated cells of a what-if grid (``whatif`` and ``explore SCENARIO``), with a
+per-point cache, so that a page asked again, or with more factors, only simulates the points
+it has not simulated before.
+
+Why a cache here: a what-if grid is tens to hundreds of full simulations (192 for
+``scenarios/knl_4253.yaml``: six cells of 32 points, ~19 s on two cores), most of which a
+user asks for again - the same page after a ``git pull`` of the docs, one more bandwidth
+factor, ``explore`` after ``whatif``.  A point's result depends on its scenario, its seed,
+the two factors and the code, nothing else, so it can be kept under a digest of exactly
+those: the sweep's content-addressed key (:func:`clustersim.explore.cache.point_key`: the
+code version, the fully resolved scenario, the platform file's bytes, the algorithm, the
+workers and the seed, the files the scenario's parse read) extended with the factors and
+the calibration profile's bytes.  A
+point is stored the moment it is done, so an interrupted page keeps what it had simulated.
+
+The cache is a convenience, never a condition: one that cannot be opened, read or written
+(a read-only home, a locked or damaged file) is reported once and the page is simulated
+without it.  What a cached point gives back is the metrics the simulation returned, as JSON
+(floats round-trip exactly), so a page from the cache is the same bytes as one simulated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+__all__ = ["default_cache_path", "CellCache", "simulate_cells"]
+
+Cell = tuple[float, float]
+_KIND = "whatif-metrics-1"  # what a row holds: bump it when PointMetrics' meaning changes
+
+
+def default_cache_path() -> Path:
+    """``$CLUSTERSIM_CACHE_DIR/points.sqlite``, else the XDG cache folder's
+    ``clustersim/points.sqlite`` (``~/.cache`` when ``XDG_CACHE_HOME`` is unset)."""
+    own = os.environ.get("CLUSTERSIM_CACHE_DIR")
+    if own:
+        return Path(own) / "points.sqlite"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "clustersim" / "points.sqlite"
+
+
+class CellCache:
+    """The sweep's point cache, for what-if points: keys made from a study, rows are
+    :class:`~clustersim.sim.metrics.PointMetrics` as JSON.  Any SQLite error turns it off
+    (one warning on stderr) instead of failing the page."""
+
+    def __init__(self, path: str | Path, study: Any, extra: str | None = None) -> None:
+        """``study``: from :func:`clustersim.explore.load_study`, the parse that gave the
+        scenario; ``extra``: what else changed it (a calibration profile's digest)."""
+        from clustersim.explore.cache import PointCache
+
+        self.study = study
+        self.path = Path(path)
+        self.extra = extra
+        self.db: Any = None
+        self._guard("open", lambda: setattr(self, "db", PointCache(self.path)))
+
+    def _guard(self, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        if what != "open" and self.db is None:
+            return default
+        try:
+            return fn()
+        except (sqlite3.Error, OSError) as exc:
+            print(f"clustersim: the point cache {self.path} could not {what} ({exc}); "
+                  "going on without it", file=sys.stderr)
+            if self.db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.close()
+            self.db = None
+            return default
+
+    def key(self, case: int, workers: int, seed: int, cell: Cell) -> str:
+        from clustersim.explore.cache import point_key
+        from clustersim.explore.points import Point
+
+        base = point_key(self.study, Point(0, case, workers, (), seed))
+        text = json.dumps([_KIND, base, float(cell[0]), float(cell[1]), self.extra])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self._guard("be read", lambda: self.db.get_many(keys), {})
+
+    def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        self._guard("be written", lambda: self.db.put_many(items))
+
+    def close(self) -> None:
+        self._guard("be closed", lambda: self.db.close())
+        self.db = None
+
+    def matches(self, cases: Sequence[Any]) -> bool:
+        """Whether the study's cases are these sweep cases, in order (they are, when both
+        come from one parse; anything else and the keys would be wrong: no caching)."""
+        return len(self.study.cases) == len(cases) and all(
+            c.algorithm == alg.title for c, (_t, _s, alg) in zip(self.study.cases, cases))
+
+
+def _metrics(row: dict[str, Any]) -> Any:
+    from clustersim.sim.metrics import PointMetrics
+
+    row = dict(row)
+    row["interval"] = {k: tuple(v) for k, v in row.get("interval", {}).items()}
+    return PointMetrics(**row)
+
+
+def simulate_cells(scn: Any, combos: Sequence[Cell],
+                   advance: Callable[[int], None] = lambda n=1: None,
+                   jobs: int | None = None, cache: CellCache | None = None
+                   ) -> dict[Cell, dict[str, list[dict[str, Any]]]]:
+    """Every point of every cell (the scenario with its links' bandwidth and latency scaled
+    by the cell's factors), on one process pool, heaviest first; ``{cell: {title: [point
+    dicts in workers order]}}``.  ``advance(1)`` once per point, cached or simulated."""
+    from clustersim.report.whatif import scaled_scenario
+    from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
+
+    cases: list[Any] = []
+    spans: list[tuple[int, int]] = []
+    tasks: list[tuple[int, int, int, int]] = []
+    for bw, lat in combos:
+        mine = sweep_cases(scaled_scenario(scn, bw, lat))
+        if cache is not None and not cache.matches(mine):
+            cache = None
+        tasks += sweep_tasks(mine, first=len(cases))
+        spans.append((len(cases), len(cases) + len(mine)))
+        cases += mine
+    results: dict[tuple[int, int, int], Any] = {}
+    keys: dict[tuple[int, int, int], str] = {}
+    todo = tasks
+    if cache is not None:
+        cell_of = [k for k, (a, b) in enumerate(spans) for _ in range(a, b)]
+        for ci, w, r, seed in tasks:
+            keys[(ci, w, r)] = cache.key(ci - spans[cell_of[ci]][0], w, seed,
+                                         combos[cell_of[ci]])
+        hits = cache.get_many(list(keys.values()))
+        todo = []
+        for t in tasks:
+            row = hits.get(keys[t[:3]])
+            if row is None:
+                todo.append(t)
+            else:
+                results[t[:3]] = _metrics(row)
+                advance(1)
+    pending: list[tuple[str, dict[str, Any]]] = []
+    last = [time.monotonic()]
+
+    def store(task: tuple[int, int, int], m: Any) -> None:
+        pending.append((keys[task], asdict(m)))
+        if time.monotonic() - last[0] > 1.0:  # a commit a second at most
+            cache.put_many(pending)  # type: ignore[union-attr]
+            pending.clear()
+            last[0] = time.monotonic()
+
+    try:
+        run_tasks(cases, todo, results, jobs, advance,
+                  store=store if cache is not None and todo else None)
+    finally:
+        if cache is not None and pending:  # what was done before an error or a signal
+            cache.put_many(pending)
+    cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
+    for cell, (a, b) in zip(combos, spans):
+        res = assemble_sweep(cases[a:b], results, first=a)
+        cells[(float(cell[0]), float(cell[1]))] = {t: [p.to_dict() for p in pts]
+                                                   for t, pts in res.points.items()}
+    return cells
