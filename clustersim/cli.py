@@ -162,9 +162,19 @@ def _predict_training(scn, args, console) -> int:
             scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
             args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet))
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
+    swing = None
+    if not args.no_band and (args.json or not args.quiet):  # the headline's range
+        from clustersim.sim.sweep import default_jobs
+        from clustersim.uncertainty.predict import swing_prediction
+
+        swing = swing_prediction(scn, scn.file, args.all_sets, args.calibration,
+                                 args.jobs or default_jobs(),
+                                 lambda n: _progress(n, "headline band", not args.quiet))
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),
-                                       **({"uncertainty": unc} if unc else {})})),
+                                       **({"uncertainty": unc} if unc else {}),
+                                       **({"headline_band": _swing_json(swing)}
+                                          if swing else {})})),
         (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
                                                TRAINING_CSV_COLUMNS))),
         (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name))),
@@ -172,11 +182,21 @@ def _predict_training(scn, args, console) -> int:
         *([(args.uncertainty_plot, lambda: _band_html(scn.name, unc))] if unc else [])])
     if not args.quiet:  # -q renders nothing (a large table takes seconds to lay out)
         print_training(console, scn, result, wide=args.wide)
+        if swing:
+            from clustersim.report.swing import print_swing
+
+            print_swing(console, swing, args.wide)
         if unc:
             from clustersim.report.uncertainty import print_bands
 
             print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide)
     return EXIT_OK
+
+
+def _swing_json(swing) -> dict:
+    from clustersim.report.swing import swing_json
+
+    return swing_json(swing)
 
 
 def _band_html(name: str, unc) -> str:
@@ -271,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "headline metric (docs/uncertainty.md)")
     pr.add_argument("--uncertainty-plot", metavar="FILE",
                     help="with --uncertainty: write the bands as an offline HTML chart")
+    pr.add_argument("--no-band", action="store_true",
+                    help="skip the headline's one-at-a-time range (a scenario with "
+                         "'uncertain:' otherwise moves each input alone over its range and "
+                         "prints the band and top drivers under the tables)")
     pr.set_defaults(func=cmd_predict)
 
     va = sub.add_parser("validate", help="check a scenario file without simulating it",

@@ -11,64 +11,11 @@ and would multiply the cost.
 from __future__ import annotations
 
 import argparse
-import copy
 from typing import Any
 
 from clustersim.errors import InputError
 
 EXIT_OK = 0
-
-_WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
-         "iteration_time": "iteration time (s)", "comm_share": "communication exposed",
-         "time_to_target": "time to target (s)"}
-
-
-def _focus(raw: Any, label: str | None) -> tuple[Any, str]:
-    """The raw scenario reduced to one algorithm and the sweep's two ends."""
-    from clustersim.scenario.yamlio import LineDict
-
-    out = copy.deepcopy(raw)
-    if label is not None:
-        entries = list(out.get("compare") or [])
-        for e in [out.get("algorithm"), *entries]:
-            name = e if isinstance(e, str) else (e or {}).get("name")
-            lab = None if isinstance(e, str) else (e or {}).get("label")
-            if label in (lab, name):
-                out["algorithm"] = e
-                break
-        else:
-            raise InputError(f"--algorithm {label!r} is neither the main algorithm nor a "
-                             f"'label' or 'name' of the compare list", path=("--algorithm",))
-    title = out["algorithm"] if isinstance(out["algorithm"], str) else \
-        (out["algorithm"].get("label") or out["algorithm"].get("name"))
-    out.pop("compare", None)
-    out.pop("variants", None)
-    sweep = out.get("sweep")
-    if isinstance(sweep, dict) and isinstance(sweep.get("workers"), list) \
-            and len(sweep["workers"]) > 2:
-        ends = [sweep["workers"][0], sweep["workers"][-1]]
-        at = sweep.get("at")
-        sweep["workers"] = ends
-        if isinstance(at, dict):
-            for key in [k for k in at if k not in ends]:
-                del at[key]
-    if not isinstance(out, LineDict):  # pragma: no cover - load_yaml gives LineDicts
-        raise InputError("a scenario must be a YAML mapping")
-    return out, str(title)
-
-
-def _metrics(scn: Any) -> dict[str, float | None]:
-    from clustersim.sim.sweep import run_sweep
-
-    pts = next(iter(run_sweep(scn, jobs=1).points.values()))
-    p = pts[-1]
-    out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
-                                    "iteration_time": p.iteration_time,
-                                    "comm_share": p.comm_share}
-    if p.time_to_target is not None or p.tta_note:
-        out["time_to_target"] = p.time_to_target
-    return out
-
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from clustersim.cli import _console, _progress
@@ -76,6 +23,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     from clustersim.scenario.schema import load_scenario
     from clustersim.shipped import scenario_path
     from clustersim.sim.sweep import default_jobs
+    from clustersim.uncertainty.focus import WHAT, focus_raw, headline_metrics
     from clustersim.uncertainty.predict import load_raw
     from clustersim.uncertainty.propagate import collect_inputs, sample_scenario
     from clustersim.uncertainty.sensitivity import run_sensitivity
@@ -95,13 +43,13 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
         profile = load_profile(args.calibration)
     inputs = collect_inputs(scn, profile)
-    raw, title = _focus(load_raw(path, sets), args.algorithm)
+    raw, title = focus_raw(load_raw(path, sets), args.algorithm)
     seed = scn.run.seed
     from clustersim.uncertainty.sensitivity import design
 
     rows = len(design(inputs, args.n, args.method, seed)[1])
     with _progress(rows, "simulations", not args.quiet) as advance:
-        res = run_sensitivity(inputs, args.n, args.method, seed, _metrics, _WHAT,
+        res = run_sensitivity(inputs, args.n, args.method, seed, headline_metrics, WHAT,
                               jobs=args.jobs or default_jobs(), advance=advance,
                               build=lambda s: sample_scenario(raw, path, s, profile))
     workers = scn.sweep.workers[-1] if scn.sweep else scn.platform.num_devices

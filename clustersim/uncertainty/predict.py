@@ -20,7 +20,7 @@ from clustersim.uncertainty.propagate import (
     sample_scenario,
 )
 
-__all__ = ["MAX_SAMPLES", "load_raw", "propagate_prediction"]
+__all__ = ["MAX_SAMPLES", "load_raw", "propagate_prediction", "swing_prediction"]
 
 #: a sample is a whole sweep: 100,000 of them is a typo, not a plan
 MAX_SAMPLES = 4096
@@ -68,3 +68,20 @@ def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path:
     with progress(n) as advance:
         results = evaluate(lambda i: scns[i], n, jobs, advance)
     return band(results), inputs
+
+
+def swing_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
+                     jobs: int, progress: Callable[[int], AbstractContextManager[Any]]) -> Any:
+    """The headline's one-at-a-time band (:mod:`clustersim.uncertainty.swing`) of a scenario
+    with an ``uncertain:`` section, with the prediction's ``--set`` and calibration profile;
+    None without one."""
+    if not scn.uncertain:
+        return None
+    from clustersim.uncertainty.swing import headline_swing
+
+    profile = None
+    if profile_path:
+        from clustersim.calibration.profile import load_profile
+
+        profile = load_profile(profile_path)
+    return headline_swing(load_raw(path, sets), path, scn.uncertain, jobs, progress, profile)

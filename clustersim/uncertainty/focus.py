@@ -1,0 +1,68 @@
+"""The headline of a scenario, reduced to what its uncertainty is measured on: one algorithm
+(the main one, or a compare entry moved into its place so that ``algorithm.*`` inputs apply
+to it) at the sweep's two ends - the largest point, and the smallest that scaling efficiency
+is relative to.  Shared by ``clustersim sensitivity`` (global indices) and the one-at-a-time
+band that ``predict`` prints (:mod:`clustersim.uncertainty.swing`): the other points,
+algorithms and variants do not enter either and would multiply their cost.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from clustersim.errors import InputError
+
+__all__ = ["WHAT", "focus_raw", "headline_metrics"]
+
+#: the metrics measured at the largest point, for people
+WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
+        "iteration_time": "iteration time (s)", "comm_share": "communication exposed",
+        "time_to_target": "time to target (s)"}
+
+
+def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
+    """The raw scenario reduced to one algorithm and the sweep's two ends."""
+    from clustersim.scenario.yamlio import LineDict
+
+    out = copy.deepcopy(raw)
+    if label is not None:
+        entries = list(out.get("compare") or [])
+        for e in [out.get("algorithm"), *entries]:
+            name = e if isinstance(e, str) else (e or {}).get("name")
+            lab = None if isinstance(e, str) else (e or {}).get("label")
+            if label in (lab, name):
+                out["algorithm"] = e
+                break
+        else:
+            raise InputError(f"--algorithm {label!r} is neither the main algorithm nor a "
+                             f"'label' or 'name' of the compare list", path=("--algorithm",))
+    title = out["algorithm"] if isinstance(out["algorithm"], str) else \
+        (out["algorithm"].get("label") or out["algorithm"].get("name"))
+    out.pop("compare", None)
+    out.pop("variants", None)
+    sweep = out.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("workers"), list) \
+            and len(sweep["workers"]) > 2:
+        ends = [sweep["workers"][0], sweep["workers"][-1]]
+        at = sweep.get("at")
+        sweep["workers"] = ends
+        if isinstance(at, dict):
+            for key in [k for k in at if k not in ends]:
+                del at[key]
+    if not isinstance(out, LineDict):  # pragma: no cover - load_yaml gives LineDicts
+        raise InputError("a scenario must be a YAML mapping")
+    return out, str(title)
+
+
+def headline_metrics(scn: Any) -> dict[str, float | None]:
+    from clustersim.sim.sweep import run_sweep
+
+    pts = next(iter(run_sweep(scn, jobs=1).points.values()))
+    p = pts[-1]
+    out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
+                                    "iteration_time": p.iteration_time,
+                                    "comm_share": p.comm_share}
+    if p.time_to_target is not None or p.tta_note:
+        out["time_to_target"] = p.time_to_target
+    return out

@@ -1,0 +1,152 @@
+"""The headline's swing: each uncertain input moved alone over its range, the others kept
+at the scenario's own values - the band and the top drivers that ``predict`` prints under
+the tables of any scenario with an ``uncertain:`` section.
+
+Why one at a time here, when ``predict --uncertainty N`` and ``sensitivity`` do it properly:
+cost.  A headline must not be printed without the range its free parameters span, so this
+runs on every ``predict``, and it must cost a second, not a minute: with k inputs it is at
+most 2k + 1 simulations of one algorithm at the sweep's two ends (8 for knl_4253, ~1 s on
+two cores), where a Sobol design is N (k + 2).  It is the classic tornado: what each input
+alone can do to the headline, which is also how such ranges are quoted in papers ("moves
+between 86.7 % and 98.6 % when batch, tau, jitter or the all-reduce change one at a time").
+It is a screening band, not a probability interval: interactions (two inputs moved together)
+and the inputs' distributions do not enter; the output says so and names the two commands
+that include them.
+
+Values tried: a range's or a uniform's two ends (whole numbers inside for ``kind: int``), a
+choice's every other option, and the 5th and 95th percentiles of an unbounded distribution
+(within its ``clip``); a value equal to the one the scenario sets is not run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustersim.uncertainty.propagate import Sample, evaluate, sample_scenario
+from clustersim.uncertainty.spec import UncertainInput
+
+__all__ = ["Swing", "Moved", "swing_values", "headline_swing"]
+
+_MISSING = object()
+
+
+@dataclass
+class Moved:
+    """One input and the headline's metrics at each value it was moved to."""
+
+    input: UncertainInput
+    values: list[Any]
+    metrics: list[dict[str, float | None]]
+
+    def span(self, metric: str, nominal: float | None) -> tuple[float, float] | None:
+        """The metric's lowest and highest value over this input's values and the nominal
+        (a time to target never reached counts as infinite; None: another metric missing)."""
+        vals = [_finite_or_never(metric, m.get(metric)) for m in self.metrics]
+        vals.append(_finite_or_never(metric, nominal))
+        if any(v is None for v in vals):
+            return None
+        return min(vals), max(vals)  # type: ignore[type-var]
+
+
+def _finite_or_never(metric: str, v: float | None) -> float | None:
+    return float("inf") if v is None and metric == "time_to_target" else v
+
+
+@dataclass
+class Swing:
+    """The nominal headline, every input's :class:`Moved`, and the runs it took."""
+
+    algorithm: str
+    workers: int
+    nominal: dict[str, float | None]
+    moved: list[Moved] = field(default_factory=list)
+    runs: int = 0
+
+    def band(self, metric: str) -> tuple[float, float] | None:
+        """Lowest and highest value of ``metric`` over every run (None: not in every run)."""
+        spans = [m.span(metric, self.nominal.get(metric)) for m in self.moved]
+        if not spans or any(s is None for s in spans):
+            return None
+        return min(s[0] for s in spans), max(s[1] for s in spans)  # type: ignore[index]
+
+    def drivers(self, metric: str) -> list[tuple[Moved, float]]:
+        """Inputs by how far they move ``metric`` (largest first; ties keep file order)."""
+        out = []
+        for m in self.moved:
+            s = m.span(metric, self.nominal.get(metric))
+            if s is not None:
+                out.append((m, s[1] - s[0] if s[1] != s[0] else 0.0))  # never - never: 0
+        return sorted(out, key=lambda t: -t[1])
+
+
+def _raw_get(raw: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def swing_values(inp: UncertainInput, current: Any = _MISSING) -> list[Any]:
+    """The values ``inp`` is moved to (see the module's docstring), ``current`` left out."""
+    import math
+
+    from clustersim.uncertainty.sampling import to_value
+
+    if inp.dist == "choice":
+        vals = list(inp.params)
+    elif inp.dist in ("range", "uniform"):
+        lo, hi = inp.params
+        vals = [math.ceil(lo), math.floor(hi)] if inp.kind == "int" else [lo, hi]
+        if inp.clip is not None:
+            vals = [min(max(v, inp.clip[0]), inp.clip[1]) for v in vals]
+    else:
+        vals = [to_value(inp, 0.05), to_value(inp, 0.95)]
+    out: list[Any] = []
+    for v in vals:
+        if v not in out and not _same(v, current):
+            out.append(v)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def headline_swing(raw: Mapping[str, Any], file: str | None,
+                   inputs: Sequence[UncertainInput], jobs: int,
+                   progress: Callable[[int], AbstractContextManager[Any]] = lambda n: nullcontext(
+                       lambda k=1: None),
+                   profile: Any = None,
+                   run: Callable[[Any], dict[str, float | None]] | None = None) -> Swing:
+    """Move each input alone (``raw``: the scenario file's fields, ``--set`` applied;
+    ``profile``: a calibration profile applied to every run, as to the prediction).
+
+    Every value is parsed before anything runs (a value the scenario refuses is an input
+    error naming its ``uncertain:`` entry, as with ``--uncertainty``)."""
+    from clustersim.sim.sweep import worker_counts
+    from clustersim.uncertainty.focus import focus_raw, headline_metrics
+
+    focus, title = focus_raw(raw, None)
+    plan: list[tuple[int, Sample]] = [(-1, Sample())]  # the nominal first
+    tried: list[list[Any]] = []
+    for k, inp in enumerate(inputs):
+        vals = swing_values(inp, _raw_get(raw, inp.field))
+        tried.append(vals)
+        plan += [(k, Sample({inp.field: v})) for v in vals]
+    scns = [sample_scenario(focus, file, s, profile) for _, s in plan]
+    with progress(len(scns)) as advance:
+        res = evaluate(lambda i: scns[i], len(scns), jobs, advance,
+                       run=run or headline_metrics)
+    out = Swing(title, int(worker_counts(scns[0])[-1]), res[0], runs=len(scns))
+    for k, inp in enumerate(inputs):
+        out.moved.append(Moved(inp, tried[k],
+                               [r for (j, _), r in zip(plan, res) if j == k]))
+    return out

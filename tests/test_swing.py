@@ -1,0 +1,131 @@
+"""The headline's one-at-a-time band that predict prints for scenarios with 'uncertain:':
+the values each input is moved to, the band and drivers against a closed-form model, the
+nominal run equal to the prediction's own point, and the command's output and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.errors import InputError
+from clustersim.uncertainty.spec import parse_uncertain
+from clustersim.uncertainty.swing import headline_swing, swing_values
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--set", "compare=[]", "--set", "sweep.workers=[68, 272]", "-j", "1"]
+
+
+def _one(raw):
+    return parse_uncertain({"workload.x": raw})[0]
+
+
+def test_values_tried():
+    assert swing_values(_one({"range": [4, 32], "kind": "int"})) == [4, 32]
+    assert swing_values(_one({"range": [4.5, 32.5], "kind": "int"})) == [5, 32]
+    assert swing_values(_one({"range": [4, 32], "kind": "int"}), 4) == [32]
+    assert swing_values(_one({"range": [1, 10], "kind": "int"}), 1.0) == [10]  # 1 == 1.0
+    assert swing_values(_one({"uniform": [0, 0.05]}), 0.02) == [0.0, 0.05]
+    assert swing_values(_one({"choice": ["ring", "tree", "rd"]}), "tree") == ["ring", "rd"]
+    lo, hi = swing_values(_one({"normal": [0.42, 0.04]}))
+    assert (lo, hi) == pytest.approx((0.42 - 1.6448536 * 0.04, 0.42 + 1.6448536 * 0.04))
+    # clip truncates: the percentiles of the distribution conditioned on the interval
+    lo, hi = swing_values(_one({"normal": [0, 1], "clip": [0, 10]}))
+    assert (lo, hi) == pytest.approx((0.0627, 1.96), abs=1e-3)
+
+
+def _model(scn):
+    """A closed form of the sampled fields: efficiency falls with the batch's distance from
+    16 and with the jitter; tau does nothing."""
+    b = scn.workload.batch_per_worker
+    j = scn.workload.jitter
+    return {"efficiency": 1.0 - abs(b - 16) / 100 - j, "throughput": 100.0 * b}
+
+
+def test_band_and_drivers_against_a_closed_form():
+    raw_path = ROOT / "scenarios" / "knl_4253.yaml"
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.uncertainty.predict import load_raw
+
+    scn = load_scenario(raw_path)
+    sw = headline_swing(load_raw(str(raw_path), []), str(raw_path), scn.uncertain, 1,
+                        run=_model)
+    assert sw.algorithm == "Sync EASGD" and sw.workers == 4253
+    # nominal batch 8, jitter 0.02; runs: nominal + batch 4, 32 + tau 10 + jitter 0, 0.05
+    # + allreduce ring, rabenseifner
+    assert sw.runs == 8
+    assert sw.nominal["efficiency"] == pytest.approx(1 - 0.08 - 0.02)
+    by = {m.input.field: m for m in sw.moved}
+    assert by["workload.batch_per_worker"].values == [4, 32]
+    assert [r["efficiency"] for r in by["workload.batch_per_worker"].metrics] == \
+        pytest.approx([1 - 0.12 - 0.02, 1 - 0.16 - 0.02])
+    assert sw.band("efficiency") == pytest.approx((1 - 0.16 - 0.02, 1 - 0.08 - 0.0))
+    assert sw.band("throughput") == pytest.approx((400.0, 3200.0))
+    drivers = [(m.input.field, s) for m, s in sw.drivers("efficiency")]
+    assert drivers[0] == ("workload.batch_per_worker", pytest.approx(0.16 - 0.08))
+    assert drivers[1] == ("workload.jitter", pytest.approx(0.05))
+    assert dict(drivers)["algorithm.tau"] == 0.0
+
+
+def test_nominal_run_is_the_predictions_own_point(tmp_path):
+    out = tmp_path / "p.json"
+    assert main(["predict", "knl_4253", *SMALL, "--set", "uncertain={workload.jitter: "
+                 "{uniform: [0, 0.05]}}", "--json", str(out), "-q"]) == 0
+    d = json.loads(out.read_text())
+    point = d["algorithms"]["Sync EASGD"][-1]
+    hb = d["headline_band"]
+    assert hb["algorithm"] == "Sync EASGD" and hb["workers"] == 272 and hb["runs"] == 3
+    assert hb["nominal"]["efficiency"] == point["efficiency"]
+    assert hb["nominal"]["throughput"] == point["throughput"]
+    lo, hi = hb["band"]["efficiency"]
+    effs = [r["efficiency"] for r in hb["inputs"][0]["metrics"]]
+    assert lo == min(effs + [point["efficiency"]]) and hi == max(effs + [point["efficiency"]])
+    # more OS noise never helps a synchronous method
+    assert effs[0] >= point["efficiency"] >= effs[1]
+
+
+def test_predict_prints_the_band_unless_asked_not_to(capsys):
+    assert main(["predict", "knl_4253", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "each uncertain input alone over its range" in out
+    assert "top drivers" in out and "not a probability interval" in out
+    assert main(["predict", "knl_4253", *SMALL, "--no-band"]) == 0
+    assert "each uncertain input alone" not in capsys.readouterr().out
+
+
+def test_a_refused_value_names_its_uncertain_entry(tmp_path):
+    from clustersim.uncertainty.predict import load_raw
+
+    raw_path = ROOT / "scenarios" / "knl_4253.yaml"
+    raw = load_raw(str(raw_path), ["uncertain={workload.batch_per_worker: "
+                                   "{range: [0, 8], kind: int}}"])
+    with pytest.raises(InputError) as err:
+        headline_swing(raw, str(raw_path), parse_uncertain(raw["uncertain"]), 1)
+    assert "uncertain.workload.batch_per_worker" in str(err.value)
+
+
+def test_a_target_never_reached_reads_never_and_null(capsys):
+    from rich.console import Console
+
+    from clustersim.report.swing import print_swing, swing_json
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.uncertainty.predict import load_raw
+
+    def model(scn):
+        b = scn.workload.batch_per_worker
+        return {**_model(scn), "time_to_target": None if b == 32 else 3600.0 * b}
+
+    raw_path = ROOT / "scenarios" / "knl_4253.yaml"
+    scn = load_scenario(raw_path)
+    sw = headline_swing(load_raw(str(raw_path), []), str(raw_path), scn.uncertain, 1,
+                        run=model)
+    assert sw.band("time_to_target") == (4 * 3600.0, float("inf"))
+    assert sw.drivers("time_to_target")[0][0].input.field == "workload.batch_per_worker"
+    doc = swing_json(sw)
+    assert doc["band"]["time_to_target"] == [4 * 3600.0, None]
+    json.dumps(doc, allow_nan=False)  # strict JSON: no Infinity
+    print_swing(Console(width=200, file=None), sw)
+    out = capsys.readouterr().out
+    assert "4.0 h, never" in out or "4 h, never" in out
