@@ -169,7 +169,8 @@ def _predict_training(scn, args, console) -> int:
 
         swing = swing_prediction(scn, scn.file, args.all_sets, args.calibration,
                                  args.jobs or default_jobs(),
-                                 lambda n: _progress(n, "headline band", not args.quiet))
+                                 lambda n: _progress(n, "headline band", not args.quiet),
+                                 result)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),
                                        **({"uncertainty": unc} if unc else {}),

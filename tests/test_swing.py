@@ -70,13 +70,37 @@ def test_band_and_drivers_against_a_closed_form():
 
 
 def test_nominal_run_is_the_predictions_own_point(tmp_path):
+    # why predict reuses its own point as the nominal: the focused run (one algorithm, the
+    # sweep's ends) gives the same numbers, to the last bit
+    sets = ["compare=[]", "sweep.workers=[68, 136, 272]",
+            "uncertain={workload.jitter: {uniform: [0, 0.05]}}"]
     out = tmp_path / "p.json"
-    assert main(["predict", "knl_4253", *SMALL, "--set", "uncertain={workload.jitter: "
-                 "{uniform: [0, 0.05]}}", "--json", str(out), "-q"]) == 0
+    assert main(["predict", "knl_4253", *[a for s in sets for a in ("--set", s)], "-j", "1",
+                 "--json", str(out), "-q"]) == 0
     d = json.loads(out.read_text())
     point = d["algorithms"]["Sync EASGD"][-1]
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.uncertainty.predict import load_raw
+
+    path = str(ROOT / "scenarios" / "knl_4253.yaml")
+    scn = load_scenario(path, sets)
+    alone = headline_swing(load_raw(path, sets), path, scn.uncertain, 1)
+    assert alone.runs == 3 and alone.workers == 272
+    for key in ("efficiency", "throughput", "iteration_time", "comm_share", "time_to_target"):
+        assert alone.nominal[key] == point[key], key
+    # a run that shares the nominal's platform (and the routes and plans the nominal run
+    # cached on it) gives what a run with a platform of its own gives
+    from clustersim.uncertainty.focus import focus_raw, headline_metrics
+    from clustersim.uncertainty.propagate import Sample, sample_scenario
+
+    own = sample_scenario(focus_raw(load_raw(path, sets), None)[0], path,
+                          Sample({"workload.jitter": 0.05}))
+    assert own.platform is not scn.platform
+    assert headline_metrics(own) == alone.moved[0].metrics[1]
     hb = d["headline_band"]
-    assert hb["algorithm"] == "Sync EASGD" and hb["workers"] == 272 and hb["runs"] == 3
+    assert hb["algorithm"] == "Sync EASGD" and hb["workers"] == 272 and hb["runs"] == 2
+    assert hb["nominal"] == alone.nominal
+    assert hb["inputs"][0]["metrics"] == alone.moved[0].metrics
     assert hb["nominal"]["efficiency"] == point["efficiency"]
     assert hb["nominal"]["throughput"] == point["throughput"]
     lo, hi = hb["band"]["efficiency"]

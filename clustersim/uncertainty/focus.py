@@ -13,7 +13,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["WHAT", "focus_raw", "headline_metrics"]
+__all__ = ["WHAT", "focus_raw", "headline_metrics", "point_metrics"]
 
 #: the metrics measured at the largest point, for people
 WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
@@ -56,10 +56,14 @@ def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
 
 
 def headline_metrics(scn: Any) -> dict[str, float | None]:
+    """The headline's metrics of a focused scenario: its sweep (one process), last point."""
     from clustersim.sim.sweep import run_sweep
 
-    pts = next(iter(run_sweep(scn, jobs=1).points.values()))
-    p = pts[-1]
+    return point_metrics(next(iter(run_sweep(scn, jobs=1).points.values()))[-1])
+
+
+def point_metrics(p: Any) -> dict[str, float | None]:
+    """The metrics of :data:`WHAT` of one sweep point (time to target where it has one)."""
     out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
                                     "iteration_time": p.iteration_time,
                                     "comm_share": p.comm_share}

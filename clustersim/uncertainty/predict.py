@@ -71,17 +71,25 @@ def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path:
 
 
 def swing_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
-                     jobs: int, progress: Callable[[int], AbstractContextManager[Any]]) -> Any:
+                     jobs: int, progress: Callable[[int], AbstractContextManager[Any]],
+                     result: Any = None) -> Any:
     """The headline's one-at-a-time band (:mod:`clustersim.uncertainty.swing`) of a scenario
-    with an ``uncertain:`` section, with the prediction's ``--set`` and calibration profile;
+    with an ``uncertain:`` section, with the prediction's ``--set`` and calibration profile
+    (``result``: the prediction's sweep, whose main algorithm's last point is the nominal);
     None without one."""
     if not scn.uncertain:
         return None
+    from clustersim.uncertainty.focus import point_metrics
     from clustersim.uncertainty.swing import headline_swing
+
+    nominal = None
+    if result is not None and result.points:
+        nominal = point_metrics(next(iter(result.points.values()))[-1])
 
     profile = None
     if profile_path:
         from clustersim.calibration.profile import load_profile
 
         profile = load_profile(profile_path)
-    return headline_swing(load_raw(path, sets), path, scn.uncertain, jobs, progress, profile)
+    return headline_swing(load_raw(path, sets), path, scn.uncertain, jobs, progress, profile,
+                          nominal=nominal)

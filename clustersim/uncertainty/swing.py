@@ -125,12 +125,21 @@ def headline_swing(raw: Mapping[str, Any], file: str | None,
                    progress: Callable[[int], AbstractContextManager[Any]] = lambda n: nullcontext(
                        lambda k=1: None),
                    profile: Any = None,
-                   run: Callable[[Any], dict[str, float | None]] | None = None) -> Swing:
+                   run: Callable[[Any], dict[str, float | None]] | None = None,
+                   nominal: dict[str, float | None] | None = None) -> Swing:
     """Move each input alone (``raw``: the scenario file's fields, ``--set`` applied;
-    ``profile``: a calibration profile applied to every run, as to the prediction).
+    ``profile``: a calibration profile applied to every run, as to the prediction;
+    ``nominal``: the headline's metrics already simulated - the prediction's own point,
+    which the nominal run equals - or None to run it).
 
     Every value is parsed before anything runs (a value the scenario refuses is an input
-    error naming its ``uncertain:`` entry, as with ``--uncertainty``)."""
+    error naming its ``uncertain:`` entry, as with ``--uncertainty``).  Runs that move a
+    ``workload.*`` or ``algorithm.*`` field share the nominal scenario's platform object:
+    such a field does not change the platform, and a process that runs several of them
+    then computes the routes and message plans it caches once, not once per run (~0.3 s
+    of ~0.45 s per run at 4,253 workers)."""
+    from dataclasses import replace
+
     from clustersim.sim.sweep import worker_counts
     from clustersim.uncertainty.focus import focus_raw, headline_metrics
 
@@ -142,10 +151,17 @@ def headline_swing(raw: Mapping[str, Any], file: str | None,
         tried.append(vals)
         plan += [(k, Sample({inp.field: v})) for v in vals]
     scns = [sample_scenario(focus, file, s, profile) for _, s in plan]
-    with progress(len(scns)) as advance:
-        res = evaluate(lambda i: scns[i], len(scns), jobs, advance,
+    base = scns[0].platform
+    for i, (k, _) in enumerate(plan):
+        if k >= 0 and inputs[k].field.split(".", 1)[0] in ("workload", "algorithm"):
+            scns[i] = replace(scns[i], platform=base)
+    todo = list(range(1 if nominal is not None else 0, len(scns)))
+    with progress(len(todo)) as advance:
+        res = evaluate(lambda i: scns[todo[i]], len(todo), jobs, advance,
                        run=run or headline_metrics)
-    out = Swing(title, int(worker_counts(scns[0])[-1]), res[0], runs=len(scns))
+    if nominal is not None:
+        res = [nominal, *res]
+    out = Swing(title, int(worker_counts(scns[0])[-1]), res[0], runs=len(todo))
     for k, inp in enumerate(inputs):
         out.moved.append(Moved(inp, tried[k],
                                [r for (j, _), r in zip(plan, res) if j == k]))
