@@ -123,9 +123,17 @@ def test_files_read_records_the_bytes_parsed(files, tmp_path):
         load_study(str(files))
     assert set(seen) == {str(files.resolve()), str((tmp_path / "plat.yaml").resolve())}
     assert all(len(d) == 64 for d in seen.values())
-    with files_read() as outer, files_read() as inner:
-        load_study(str(files))
-    assert inner == outer == seen
+    with files_read() as outer:
+        with files_read() as inner:
+            load_study(str(files))
+        assert inner == outer == seen
+        # the inner record closed, the outer one (equal to it) still records
+        other = tmp_path / "other.yaml"
+        other.write_text(yaml.safe_dump(PLATFORM))
+        from clustersim.scenario.yamlio import load_yaml
+
+        load_yaml(other)
+    assert str(other.resolve()) in outer and str(other.resolve()) not in inner
 
 
 def test_unusable_cache_is_reported_not_fatal(files, tmp_path, capsys, counted):

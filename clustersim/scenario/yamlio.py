@@ -57,8 +57,8 @@ def files_read() -> Iterator[dict[str, str]]:
     _RECORDS.append(seen)
     try:
         yield seen
-    finally:
-        _RECORDS.remove(seen)
+    finally:  # by identity: list.remove would take the first *equal* record (an outer one)
+        del _RECORDS[next(i for i, r in enumerate(_RECORDS) if r is seen)]
 
 
 class LineDict(dict):
