@@ -4,9 +4,10 @@ the tables of any scenario with an ``uncertain:`` section.
 
 Why one at a time here, when ``predict --uncertainty N`` and ``sensitivity`` do it properly:
 cost.  A headline must not be printed without the range its free parameters span, so this
-runs on every ``predict``, and it must cost a second, not a minute: with k inputs it is at
-most 2k + 1 simulations of one algorithm at the sweep's two ends (8 for knl_4253, ~1 s on
-two cores), where a Sobol design is N (k + 2).  It is the classic tornado: what each input
+runs on every ``predict``, and it must cost about a second, not a minute: with k inputs it is
+at most 2k simulations of one algorithm at the sweep's two ends (the nominal is the
+prediction's own point; 7 for knl_4253, ~1.4 s on two cores), where a Sobol design is
+N (k + 2).  It is the classic tornado: what each input
 alone can do to the headline, which is also how such ranges are quoted in papers ("moves
 between 86.7 % and 98.6 % when batch, tau, jitter or the all-reduce change one at a time").
 It is a screening band, not a probability interval: interactions (two inputs moved together)
@@ -20,6 +21,7 @@ choice's every other option, and the 5th and 95th percentiles of an unbounded di
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -93,8 +95,6 @@ def _raw_get(raw: Mapping[str, Any], dotted: str) -> Any:
 
 def swing_values(inp: UncertainInput, current: Any = _MISSING) -> list[Any]:
     """The values ``inp`` is moved to (see the module's docstring), ``current`` left out."""
-    import math
-
     from clustersim.uncertainty.sampling import to_value
 
     if inp.dist == "choice":
