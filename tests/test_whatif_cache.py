@@ -146,6 +146,17 @@ def test_unusable_cache_is_reported_not_fatal(files, tmp_path, capsys, counted):
                                                                           (1.0, 1.0)}
 
 
+def test_cli_says_how_many_points_came_from_the_cache(files, tmp_path, capsys):
+    db = tmp_path / "say.sqlite"
+    args = ["whatif", str(files), "--bandwidth", "0.5", "--latency", "1", "--cache", str(db),
+            "-o", str(tmp_path / "p.html")]
+    assert main(args) == 0
+    assert "from the cache" not in capsys.readouterr().out
+    assert main([*args[:3], "0.5,2", *args[4:]]) == 0
+    out = capsys.readouterr().out
+    assert f"{2 * POINTS_PER_CELL} of {3 * POINTS_PER_CELL} points from the cache" in out
+
+
 def test_cli_page_bytes_cold_warm_and_no_cache(files, tmp_path):
     pages = [tmp_path / f"{k}.html" for k in "abc"]
     db = tmp_path / "cli.sqlite"

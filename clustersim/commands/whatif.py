@@ -68,7 +68,12 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             cache.close()
     atomic_write(out, whatif_html(scn, grid))
     if not args.quiet:
-        print(f"wrote {out} ({cells} simulated sweeps; open it in a browser, it works offline)")
+        print(f"wrote {out} ({cells} grid positions, each a whole sweep; open it in a browser, "
+              "it works offline)")
+        if cache is not None and cache.hits:
+            total = grid_size(scn, bws, lats)
+            print(f"{cache.hits} of {total} points from the cache {cache.path} (the same "
+                  f"scenario, factors, seed and code; --no-cache simulates them again)")
     return EXIT_OK
 
 

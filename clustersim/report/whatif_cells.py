@@ -62,6 +62,7 @@ class CellCache:
         self.study = study
         self.path = Path(path)
         self.extra = extra
+        self.hits = 0  # points read back so far (for the command's closing message)
         self.db: Any = None
         self._guard("open", lambda: setattr(self, "db", PointCache(self.path)))
 
@@ -148,6 +149,7 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
                 todo.append(t)
             else:
                 results[t[:3]] = _metrics(row)
+                cache.hits += 1
                 advance(1)
     pending: list[tuple[str, dict[str, Any]]] = []
     last = [time.monotonic()]
