@@ -60,8 +60,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
     cells = len(grid_points(sorted({1.0, *bws}), sorted({1.0, *lats})))
     cache = None if scn.benchmark is not None else open_cache(args, study, extra)
+    total = grid_size(scn, bws, lats)
     try:
-        with _progress(grid_size(scn, bws, lats), "what-if grid", not args.quiet) as advance:
+        with _progress(total, "what-if grid", not args.quiet) as advance:
             grid = whatif_grid(scn, bws, lats, advance, cache=cache)
     finally:
         if cache is not None:
@@ -71,7 +72,6 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         print(f"wrote {out} ({cells} grid positions, each a whole sweep; open it in a browser, "
               "it works offline)")
         if cache is not None and cache.hits:
-            total = grid_size(scn, bws, lats)
             print(f"{cache.hits} of {total} points from the cache {cache.path} (the same "
                   f"scenario, factors, seed and code; --no-cache simulates them again)")
     return EXIT_OK

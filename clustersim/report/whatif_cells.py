@@ -10,8 +10,8 @@ the two factors and the code, nothing else, so it can be kept under a digest of 
 those: the sweep's content-addressed key (:func:`clustersim.explore.cache.point_key`: the
 code version, the fully resolved scenario, the platform file's bytes, the algorithm, the
 workers and the seed, the files the scenario's parse read) extended with the factors and
-the calibration profile's bytes.  A
-point is stored the moment it is done, so an interrupted page keeps what it had simulated.
+the calibration profile's bytes.  A point is stored the moment it is done, so an
+interrupted page keeps what it had simulated.
 
 The cache is a convenience, never a condition: one that cannot be opened, read or written
 (a read-only home, a locked or damaged file) is reported once and the page is simulated
@@ -36,7 +36,7 @@ from typing import Any
 __all__ = ["default_cache_path", "CellCache", "simulate_cells"]
 
 Cell = tuple[float, float]
-_KIND = "whatif-metrics-1"  # what a row holds: bump it when PointMetrics' meaning changes
+_KIND = "whatif-metrics"  # keeps these rows apart from the sweep's, keyed by point_key alone
 
 
 def default_cache_path() -> Path:
@@ -152,14 +152,15 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
                 cache.hits += 1
                 advance(1)
     pending: list[tuple[str, dict[str, Any]]] = []
-    last = [time.monotonic()]
+    last = time.monotonic()
 
     def store(task: tuple[int, int, int], m: Any) -> None:
+        nonlocal last
         pending.append((keys[task], asdict(m)))
-        if time.monotonic() - last[0] > 1.0:  # a commit a second at most
+        if time.monotonic() - last > 1.0:  # a commit a second at most
             cache.put_many(pending)  # type: ignore[union-attr]
             pending.clear()
-            last[0] = time.monotonic()
+            last = time.monotonic()
 
     try:
         run_tasks(cases, todo, results, jobs, advance,
