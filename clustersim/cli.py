@@ -147,11 +147,14 @@ def _predict_training(scn, args, console) -> int:
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
     from clustersim.report.training import print_training, training_json, training_rows
-    from clustersim.sim.sweep import run_sweep
     from clustersim.trace import to_chrome
+    from clustersim.uncertainty.predict import sweep_with_band
 
-    result = run_sweep(scn, trace=bool(args.trace), progress_factory=lambda n: _progress(
-        n, "simulating", not args.quiet), jobs=args.jobs)
+    # the headline's range (scenarios with 'uncertain:'), its runs in the sweep's own pool
+    result, swing = sweep_with_band(
+        scn, scn.file, args.all_sets, args.calibration,
+        not args.no_band and bool(args.json or not args.quiet), bool(args.trace),
+        lambda n: _progress(n, "simulating", not args.quiet), args.jobs)
     unc = None
     if args.uncertainty is not None:  # the nominal prediction above stays as it is; the bands beside it
         from clustersim.report.uncertainty import bands_json
@@ -162,15 +165,6 @@ def _predict_training(scn, args, console) -> int:
             scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
             args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet))
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
-    swing = None
-    if not args.no_band and (args.json or not args.quiet):  # the headline's range
-        from clustersim.sim.sweep import default_jobs
-        from clustersim.uncertainty.predict import swing_prediction
-
-        swing = swing_prediction(scn, scn.file, args.all_sets, args.calibration,
-                                 args.jobs or default_jobs(),
-                                 lambda n: _progress(n, "headline band", not args.quiet),
-                                 result)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),
                                        **({"uncertainty": unc} if unc else {}),

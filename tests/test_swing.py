@@ -153,3 +153,30 @@ def test_a_target_never_reached_reads_never_and_null(capsys):
     print_swing(Console(width=200, file=None), sw)
     out = capsys.readouterr().out
     assert "4.0 h, never" in out or "4 h, never" in out
+
+
+def test_sweeps_on_one_pool_equal_each_sweep_alone():
+    # predict runs its band beside its sweep on one pool (run_sweeps): each sweep's result
+    # must be what it gives alone, in its own order, whichever process ran which point
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import run_sweep, run_sweeps
+
+    path = ROOT / "scenarios" / "knl_4253.yaml"
+    a = load_scenario(path, ["compare=[{name: async_easgd, tau: 1}]", "sweep.workers=[68, 136]"])
+    b = load_scenario(path, ["compare=[]", "sweep.workers=[34, 68]", "workload.jitter=0.05"])
+    together = run_sweeps([a, b], jobs=2)
+    assert [list(r.points) for r in together] == [["Sync EASGD", "async_easgd"], ["Sync EASGD"]]
+    for scn, res in zip((a, b), together):
+        alone = run_sweep(scn, jobs=1)
+        assert repr(res.points) == repr(alone.points)
+
+
+def test_the_band_is_the_same_on_one_process_and_on_the_pool(tmp_path):
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.json"
+        assert main(["predict", "knl_4253", *SMALL[:-2], "-j", jobs, "--json", str(out),
+                     "-q"]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0])["headline_band"]["runs"] == 7

@@ -30,8 +30,8 @@ from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
 from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
 
-__all__ = ["SweepResult", "run_sweep", "simulate_point", "build_job", "place_actors",
-           "sweep_cases", "sweep_tasks", "run_tasks", "assemble_sweep",
+__all__ = ["SweepResult", "run_sweep", "run_sweeps", "simulate_point", "build_job",
+           "place_actors", "sweep_cases", "sweep_tasks", "run_tasks", "assemble_sweep",
            "prepare_point"]
 
 
@@ -211,14 +211,30 @@ def run_sweep(scn: Scenario, trace: bool = False,
     in sweep order: the output does not depend on which process ran what.  The pool forks,
     so the scenario is shared, not pickled; where fork is unavailable the sweep runs here.
     """
-    cases = sweep_cases(scn)
+    return run_sweeps([scn], trace, progress_factory, jobs)[0]
+
+
+def run_sweeps(scns: Sequence[Scenario], trace: bool = False,
+               progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None,
+               jobs: int | None = None) -> list[SweepResult]:
+    """:func:`run_sweep` of each scenario, all on one pool: one pool start, and one queue
+    that the pool's processes empty heaviest first, instead of one pool per sweep that
+    waits for its own last point (``predict`` runs its headline band beside its sweep so).
+    Each result equals :func:`run_sweep`'s for that scenario alone; ``trace`` traces the
+    first scenario's largest point."""
+    cases: list[Case] = []
+    spans: list[tuple[int, int]] = []
+    for s in scns:
+        mine = sweep_cases(s)
+        spans.append((len(cases), len(cases) + len(mine)))
+        cases += mine
     tasks = sweep_tasks(cases)
     jobs = default_jobs() if jobs is None else max(1, jobs)  # a bad CLUSTERSIM_JOBS: now
     traced = None
     if trace:
         s0 = cases[0][1]
         traced = (0, worker_counts(s0)[-1], 0, s0.run.seed)
-    out = SweepResult()
+    outs = [SweepResult() for _ in scns]
     results: dict[tuple[int, int, int], PointMetrics] = {}
     ctx = progress_factory(len(tasks)) if progress_factory else nullcontext(lambda n=1: None)
     with ctx as advance:
@@ -226,10 +242,11 @@ def run_sweep(scn: Scenario, trace: bool = False,
             ci, w, r, seed = traced
             m, res = simulate_point(cases[ci][1], cases[ci][2], w, seed, True)
             results[(ci, w, r)] = m
-            out.runs[(cases[ci][0], w)] = res
+            outs[0].runs[(cases[ci][0], w)] = res
             advance(1)
         run_tasks(cases, [t for t in tasks if t[:3] not in results], results, jobs, advance)
-    return assemble_sweep(cases, results, out)
+    return [assemble_sweep(cases[a:b], results, out, first=a)
+            for (a, b), out in zip(spans, outs)]
 
 
 Case = tuple[str, Scenario, AlgorithmSpec]

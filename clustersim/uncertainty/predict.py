@@ -1,7 +1,9 @@
-"""``clustersim predict --uncertainty N``: the propagation behind the command's extra table.
+"""What ``clustersim predict`` runs beyond its table: the propagation of ``--uncertainty N``
+and the sweep together with the headline's one-at-a-time band.
 
-Kept out of cli.py (a few lines there call :func:`propagate_prediction`); without
-``--uncertainty`` nothing here runs and ``predict`` prints what it always printed.
+Kept out of cli.py (a few lines there call :func:`propagate_prediction` and
+:func:`sweep_with_band`); without ``--uncertainty`` and without an ``uncertain:`` section
+``predict`` runs its sweep alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from clustersim.uncertainty.propagate import (
     sample_scenario,
 )
 
-__all__ = ["MAX_SAMPLES", "load_raw", "propagate_prediction", "swing_prediction"]
+__all__ = ["MAX_SAMPLES", "load_raw", "propagate_prediction", "sweep_with_band"]
 
 #: a sample is a whole sweep: 100,000 of them is a typo, not a plan
 MAX_SAMPLES = 4096
@@ -70,26 +72,33 @@ def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path:
     return band(results), inputs
 
 
-def swing_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
-                     jobs: int, progress: Callable[[int], AbstractContextManager[Any]],
-                     result: Any = None) -> Any:
-    """The headline's one-at-a-time band (:mod:`clustersim.uncertainty.swing`) of a scenario
-    with an ``uncertain:`` section, with the prediction's ``--set`` and calibration profile
-    (``result``: the prediction's sweep, whose main algorithm's last point is the nominal);
-    None without one."""
-    if not scn.uncertain:
-        return None
-    from clustersim.uncertainty.focus import point_metrics
-    from clustersim.uncertainty.swing import headline_swing
+def sweep_with_band(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
+                    want_band: bool, trace: bool = False,
+                    progress_factory: Callable[[int], AbstractContextManager[Any]] | None = None,
+                    jobs: int | None = None) -> tuple[Any, Any]:
+    """The prediction's sweep and, for a scenario with an ``uncertain:`` section when
+    ``want_band``, its headline's one-at-a-time band (:mod:`clustersim.uncertainty.swing`;
+    None otherwise), with the prediction's ``--set`` and calibration profile.
 
-    nominal = None
-    if result is not None and result.points:
-        nominal = point_metrics(next(iter(result.points.values()))[-1])
+    The band's runs are planned first (a value the scenario refuses fails before anything
+    runs) and then go into the sweep's own pool, beside its points: one pool, one progress
+    bar, and the band's runs share the prediction's platform, whose routes and message plans
+    the pool's processes cache anyway.  The nominal is the sweep's main algorithm at its
+    largest point, which the focused nominal run equals to the last bit (tests/test_swing.py).
+    """
+    from clustersim.sim.sweep import run_sweep, run_sweeps
+
+    if not (want_band and scn.uncertain):
+        return run_sweep(scn, trace, progress_factory, jobs), None
+    from clustersim.uncertainty.focus import point_metrics
+    from clustersim.uncertainty.swing import swing_plan, swing_result
 
     profile = None
     if profile_path:
         from clustersim.calibration.profile import load_profile
 
         profile = load_profile(profile_path)
-    return headline_swing(load_raw(path, sets), path, scn.uncertain, jobs, progress, profile,
-                          nominal=nominal)
+    plan = swing_plan(load_raw(path, sets), path, scn.uncertain, profile, platform=scn.platform)
+    result, *runs = run_sweeps([scn, *plan.scenarios[1:]], trace, progress_factory, jobs)
+    metrics = [point_metrics(next(iter(r.points.values()))[-1]) for r in (result, *runs)]
+    return result, swing_result(plan, metrics, len(runs))

@@ -30,7 +30,8 @@ from typing import Any
 from clustersim.uncertainty.propagate import Sample, evaluate, sample_scenario
 from clustersim.uncertainty.spec import UncertainInput
 
-__all__ = ["Swing", "Moved", "swing_values", "headline_swing"]
+__all__ = ["Swing", "Moved", "SwingPlan", "swing_values", "swing_plan", "swing_result",
+           "headline_swing"]
 
 _MISSING = object()
 
@@ -120,6 +121,60 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+@dataclass
+class SwingPlan:
+    """What a swing runs, parsed and built before anything runs: the focused scenario of
+    each run (``scenarios[0]`` the nominal) and the input each moves (-1: none)."""
+
+    title: str
+    inputs: Sequence[UncertainInput]
+    tried: list[list[Any]]
+    moved: list[int]
+    scenarios: list[Any]
+
+
+def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[UncertainInput],
+               profile: Any = None, platform: Any = None) -> SwingPlan:
+    """The runs of :func:`headline_swing`.  Runs that move a ``workload.*`` or
+    ``algorithm.*`` field share one platform object - ``platform`` (the prediction's own,
+    whose routes and message plans its sweep has cached in the pool's processes) or else the
+    nominal run's: such a field does not change the platform, and a process then computes
+    what it caches on it once, not once per run (~0.3 s of ~0.45 s per run at 4,253
+    workers)."""
+    from dataclasses import replace
+
+    from clustersim.uncertainty.focus import focus_raw
+
+    focus, title = focus_raw(raw, None)
+    moved = [-1]  # the nominal first
+    samples = [Sample()]
+    tried: list[list[Any]] = []
+    for k, inp in enumerate(inputs):
+        vals = swing_values(inp, _raw_get(raw, inp.field))
+        tried.append(vals)
+        moved += [k] * len(vals)
+        samples += [Sample({inp.field: v}) for v in vals]
+    scns = [sample_scenario(focus, file, s, profile) for s in samples]
+    base = scns[0].platform if platform is None else platform
+    for i, k in enumerate(moved):
+        if k >= 0 and inputs[k].field.split(".", 1)[0] in ("workload", "algorithm"):
+            scns[i] = replace(scns[i], platform=base)
+    return SwingPlan(str(title), inputs, tried, moved, scns)
+
+
+def swing_result(plan: SwingPlan, metrics: Sequence[dict[str, float | None]],
+                 runs: int) -> Swing:
+    """The :class:`Swing` of a plan from each run's headline metrics, in plan order (the
+    nominal's first); ``runs``: how many were simulated for it."""
+    from clustersim.sim.sweep import worker_counts
+
+    out = Swing(plan.title, int(worker_counts(plan.scenarios[0])[-1]), metrics[0], runs=runs)
+    for k, inp in enumerate(plan.inputs):
+        out.moved.append(Moved(inp, plan.tried[k],
+                               [r for j, r in zip(plan.moved, metrics) if j == k]))
+    return out
+
+
 def headline_swing(raw: Mapping[str, Any], file: str | None,
                    inputs: Sequence[UncertainInput], jobs: int,
                    progress: Callable[[int], AbstractContextManager[Any]] = lambda n: nullcontext(
@@ -130,39 +185,20 @@ def headline_swing(raw: Mapping[str, Any], file: str | None,
     """Move each input alone (``raw``: the scenario file's fields, ``--set`` applied;
     ``profile``: a calibration profile applied to every run, as to the prediction;
     ``nominal``: the headline's metrics already simulated - the prediction's own point,
-    which the nominal run equals - or None to run it).
+    which the nominal run equals - or None to run it; ``run``: a scenario's headline
+    metrics, by default its focused sweep's).
 
     Every value is parsed before anything runs (a value the scenario refuses is an input
-    error naming its ``uncertain:`` entry, as with ``--uncertainty``).  Runs that move a
-    ``workload.*`` or ``algorithm.*`` field share the nominal scenario's platform object:
-    such a field does not change the platform, and a process that runs several of them
-    then computes the routes and message plans it caches once, not once per run (~0.3 s
-    of ~0.45 s per run at 4,253 workers)."""
-    from dataclasses import replace
+    error naming its ``uncertain:`` entry, as with ``--uncertainty``); see
+    :func:`swing_plan` for the platform the runs share."""
+    from clustersim.uncertainty.focus import headline_metrics
 
-    from clustersim.sim.sweep import worker_counts
-    from clustersim.uncertainty.focus import focus_raw, headline_metrics
-
-    focus, title = focus_raw(raw, None)
-    plan: list[tuple[int, Sample]] = [(-1, Sample())]  # the nominal first
-    tried: list[list[Any]] = []
-    for k, inp in enumerate(inputs):
-        vals = swing_values(inp, _raw_get(raw, inp.field))
-        tried.append(vals)
-        plan += [(k, Sample({inp.field: v})) for v in vals]
-    scns = [sample_scenario(focus, file, s, profile) for _, s in plan]
-    base = scns[0].platform
-    for i, (k, _) in enumerate(plan):
-        if k >= 0 and inputs[k].field.split(".", 1)[0] in ("workload", "algorithm"):
-            scns[i] = replace(scns[i], platform=base)
+    plan = swing_plan(raw, file, inputs, profile)
+    scns = plan.scenarios
     todo = list(range(1 if nominal is not None else 0, len(scns)))
     with progress(len(todo)) as advance:
         res = evaluate(lambda i: scns[todo[i]], len(todo), jobs, advance,
                        run=run or headline_metrics)
     if nominal is not None:
         res = [nominal, *res]
-    out = Swing(title, int(worker_counts(scns[0])[-1]), res[0], runs=len(todo))
-    for k, inp in enumerate(inputs):
-        out.moved.append(Moved(inp, tried[k],
-                               [r for (j, _), r in zip(plan, res) if j == k]))
-    return out
+    return swing_result(plan, res, len(todo))
