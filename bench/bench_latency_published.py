@@ -25,8 +25,8 @@ import simpy  # noqa: E402
 from clustersim.network.flow import FlowNetwork  # noqa: E402
 from clustersim.scenario.schema import parse_scenario  # noqa: E402
 
-#: (label, path as (node kind/device, link class) chain, [(bytes, published us)], anchor bytes,
-#: source)
+#: (label, path as (node kind/device, link class) chain, [(bytes, published us)], anchor bytes
+#: (None: every size is a prediction, the source says why), source)
 PATHS = [
     ("EDR back to back (ib_send_lat, RC)",
      ("xeon6248", ["pcie3x16", "ib_edr", "pcie3x16"], "xeon6248"),
@@ -37,6 +37,18 @@ PATHS = [
      ("a100", ["nvlink3", "nvlink3"], "a100"),
      [(4, 3.30)], 4,
      "github.com/LLMServe/DistServe issue #3 (2024-06-11): P2P=Enabled Latency GPU0->GPU1"),
+    ("V100 GPU0->GPU1, directly linked (p2pBandwidthLatencyTest, P2P writes)",
+     ("v100", ["nvlink2"], "v100"),
+     [(4, 1.87)], 4,
+     "github.com/aistabci/abci2.0benchmark pt2pt/intra_vnode/intra_vnode.out (2021, CUDA "
+     "11.2.2 samples, 4x V100-SXM2-16GB): P2P=Enabled Latency (P2P Writes) GPU0->GPU1"),
+    ("EDR 2 MiB (ib_write_lat, RC, 4 KiB MTU; path not stated, drawn back to back)",
+     ("xeon6248", ["pcie3x16", "ib_edr", "pcie3x16"], "xeon6248"),
+     [(2097152, 176.0)], None,
+     "forums.developer.nvidia.com/t/273376: 'The latency of sending 2097152B in "
+     "ib_write_lat test is ~176us', EDR 4x, mlx5 HCA; no anchor: the ib_verbs efficiency "
+     "is the same poster's ib_write_bw ceiling (96.6 Gb/s), so this row checks that the "
+     "bandwidth and latency figures agree"),
 ]
 
 

@@ -4,8 +4,9 @@ A link class's ``latency`` is a hop's hardware delay; a transport's ``overhead``
 end-to-end measurement less the hops of the measured path.  So each measured path, rebuilt as
 an explicit platform, must give back its anchor measurement (2 %: the published figures'
 own spread), and the other published sizes of that path must stay within a factor of 1.5
-(0.71-0.88x today: an RDMA payload above the inline size pays one PCIe read, predicted from
-pcie-bench, but not the read's growth with its size; docs/fabrics.md).
+(0.71-0.88x today for the mid sizes: an RDMA payload above the inline size pays one PCIe read,
+predicted from pcie-bench, but not the read's growth with its size; docs/fabrics.md).  A path
+with no anchor (a 2 MiB ib_write_lat, 0.99x) checks a bandwidth figure against a latency one.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ def test_other_published_sizes_within_a_factor_of_1_5(label, n, published, simul
     assert 1 / 1.5 <= simulated / published <= 1.5
 
 
-def test_every_path_has_one_anchor():
+def test_every_path_has_one_anchor_or_says_why_not():
     for label, _path, sizes, anchor, source in PATHS:
-        assert [n for n, _ in sizes].count(anchor) == 1 and source, label
+        if anchor is None:
+            assert "no anchor" in source, label
+        else:
+            assert [n for n, _ in sizes].count(anchor) == 1 and source, label
 
 
 def test_hops_with_a_transport_are_hardware_figures():
