@@ -49,6 +49,15 @@ PATHS = [
      "ib_write_lat test is ~176us', EDR 4x, mlx5 HCA; no anchor: the ib_verbs efficiency "
      "is the same poster's ib_write_bw ceiling (96.6 Gb/s), so this row checks that the "
      "bandwidth and latency figures agree"),
+    ("RoCE 100GbE back to back (ib_send_lat, RC, 8 B)",
+     ("xeon6248", ["pcie3x16", {"like": "eth100g", "transport": "roce"}, "pcie3x16"],
+      "xeon6248"),
+     [(8, 0.92)], 8,
+     "github.com/morrismeyer/warpforge holmes-lab/mark1/mellanox-perf/CONNECTX5.md (commit "
+     "848da079, test date 2026-01-22): two ConnectX-5 EN MCX515A-CCAT (MT27800, fw "
+     "16.29.2002) on a direct QSFP28 cable, PCIe 3.0 x8, perftest 39.0: ib_send_lat "
+     "--size=8 t_typical 0.92 us (ib_write_lat 0.99 us); Ryzen 7000 hosts, drawn as xeon6248 "
+     "(the host device does not enter a message's latency)"),
 ]
 
 

@@ -113,6 +113,8 @@ def _predict(args: argparse.Namespace) -> int:
 def _predict_benchmark(scn, args, console) -> int:
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.tables import BENCH_CSV_COLUMNS, print_benchmark, with_units
+    from clustersim.report.training import print_assumed
+    from clustersim.scenario.assumed import assumed_figures
     from clustersim.sim.collective_bench import benchmark_chrome, benchmark_points, run_benchmark
 
     trace = benchmark_chrome(scn) if args.trace else ""  # refuses a too-large trace up front
@@ -121,6 +123,8 @@ def _predict_benchmark(scn, args, console) -> int:
         rows = run_benchmark(scn, progress=advance)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({"scenario": scn.name, "kind": "collective_benchmark",
+                                       "assumed_figures": [f.to_dict() for f in
+                                                           assumed_figures(scn)],
                                        "rows": [r.to_dict() for r in rows]})),
         (args.csv, lambda: csv_text(with_units([r.to_dict() for r in rows], BENCH_CSV_COLUMNS))),
         (args.trace, trace)])
@@ -131,6 +135,7 @@ def _predict_benchmark(scn, args, console) -> int:
                       else escape(scn.name))
         console.print(f"platform: {escape(scn.platform.describe())}; "
                       f"fidelity: {scn.run.fidelity}")
+        print_assumed(console, scn)
         print_benchmark(console, rows, scn.benchmark.op, wide=args.wide)
     return EXIT_OK
 
@@ -212,6 +217,7 @@ def _factors(text: str, what: str) -> list[float]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from clustersim.report.training import print_assumed
     from clustersim.scenario.schema import load_scenario
     from clustersim.shipped import scenario_path
 
@@ -220,6 +226,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     console.print(f"ok: {escape(scn.name)} — {escape(scn.platform.describe())}")
+    print_assumed(console, scn)
     return EXIT_OK
 
 

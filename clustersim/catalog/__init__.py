@@ -79,6 +79,8 @@ class LinkSpec:
     source: str = ""
     transport: str | None = None
     cpu_transport: str | None = None
+    #: the numeric fields no published measurement backs (``assumed: [latency]``)
+    assumed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,13 +103,20 @@ class TransportSpec:
     source: str = ""
     inline: float = 0.0
     dma_read: float = 0.0
+    #: the numeric fields no published measurement backs (``assumed: [overhead]``): a
+    #: prediction that uses one says so (:mod:`clustersim.scenario.assumed`)
+    assumed: tuple[str, ...] = ()
 
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "peak_tf32", "peak_bf16",
                   "efficiency", "mem_efficiency", "overhead", "source", "reduce_rate",
                   "pack_rate", "measured"}
-_LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport"}
-_TRANSPORT_FIELDS = {"efficiency", "overhead", "source", "inline", "dma_read"}
+_LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport",
+                "assumed"}
+_TRANSPORT_FIELDS = {"efficiency", "overhead", "source", "inline", "dma_read", "assumed"}
+#: the fields an entry's ``assumed:`` may name: its figures
+ASSUMABLE = {"link": ("bandwidth", "latency"),
+             "transport": ("efficiency", "overhead", "inline", "dma_read")}
 
 
 def _fraction(value: Any, field: str) -> float:
@@ -122,6 +131,18 @@ def _duplex(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise UnitError(f"duplex must be true or false, not {value!r}")
     return value
+
+
+def _assumed(kind: str) -> Callable[[Any, str], tuple[str, ...]]:
+    def parse(value: Any, field: str) -> tuple[str, ...]:
+        allowed = ASSUMABLE[kind]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(v in allowed for v in value):
+            raise UnitError(f"assumed must be a list of this {kind}'s figures "
+                            f"({', '.join(allowed)}), not {value!r}")
+        return tuple(dict.fromkeys(value))
+    return parse
 
 
 def _transport_name(value: Any, field: str) -> str | None:
@@ -147,9 +168,11 @@ _PARSERS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
         "latency": lambda v, f: parse_time(v),
         "duplex": _duplex,
         **dict.fromkeys(("transport", "cpu_transport"), _transport_name),
+        "assumed": _assumed("link"),
     },
     "transport": {"efficiency": _fraction, "overhead": lambda v, f: parse_time(v),
-                  "inline": lambda v, f: parse_size(v), "dma_read": lambda v, f: parse_time(v)},
+                  "inline": lambda v, f: parse_size(v), "dma_read": lambda v, f: parse_time(v),
+                  "assumed": _assumed("transport")},
 }
 
 
@@ -171,6 +194,9 @@ def _spec_from_dict(kind: str, cls: type, allowed: Sequence[str], required: set[
         except UnitError as exc:
             raise InputError(str(exc), path=where) from None
     if base is not None:
+        if "assumed" not in kwargs and getattr(base, "assumed", ()):
+            # a figure given here is the user's, not the base entry's assumption
+            kwargs["assumed"] = tuple(f for f in base.assumed if f not in kwargs)
         return replace(base, name=name, **kwargs)
     missing = required - set(kwargs)
     if missing:

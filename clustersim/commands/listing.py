@@ -31,7 +31,7 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         t.add_column("source")
         for name, d in sorted(builtin_catalog().devices.items()):
             t.add_row(name, f"{d.peak / 1e12:.2f}", format_bandwidth(d.mem_bw), d.source)
-    elif what == "links":
+    elif what == "links":  # "assumed": figures no published measurement backs
         from clustersim.catalog import builtin_catalog
         from clustersim.units import format_bandwidth, format_time
 
@@ -40,13 +40,14 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         t.add_column("bandwidth", justify="right")
         t.add_column("latency", justify="right")
         t.add_column("transport")
+        t.add_column("assumed")
         t.add_column("source")
         for name, lk in sorted(builtin_catalog().links.items()):
             tr = lk.transport or "-"
             if lk.cpu_transport:
                 tr += f" ({lk.cpu_transport} at a CPU port)"
             t.add_row(name, format_bandwidth(lk.bandwidth), format_time(lk.latency), tr,
-                      lk.source)
+                      ", ".join(lk.assumed) or "-", lk.source)
     elif what == "transports":
         from clustersim.catalog import builtin_catalog
         from clustersim.units import format_size, format_time
@@ -56,11 +57,13 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         t.add_column("efficiency", justify="right")
         t.add_column("overhead", justify="right")
         t.add_column("above inline size", justify="right")
+        t.add_column("assumed")
         t.add_column("source")
         for name, tr in sorted(builtin_catalog().transports.items()):
             extra = (f"+{format_time(tr.dma_read)} > {format_size(tr.inline)}"
                      if tr.dma_read > 0 else "-")
-            t.add_row(name, f"{tr.efficiency:g}", format_time(tr.overhead), extra, tr.source)
+            t.add_row(name, f"{tr.efficiency:g}", format_time(tr.overhead), extra,
+                      ", ".join(tr.assumed) or "-", tr.source)
     elif what == "collectives":
         from clustersim.collectives import describe_algorithm, list_algorithms
 

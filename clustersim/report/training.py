@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from clustersim import __version__
 from clustersim.report.layout import Col, print_hidden, print_table
+from clustersim.scenario.assumed import assumed_figures, assumed_line
 
 __all__ = ["print_training", "training_json", "training_rows"]
 
@@ -76,6 +77,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     console.print(f"[bold]{escape(scn.name)}[/bold]"
                   + (f" — {escape(scn.about)}" if scn.about else ""))
     console.print(f"platform: {escape(scn.platform.describe())}")
+    print_assumed(console, scn)
     scaling = scn.sweep.scaling if scn.sweep else "single point"
     console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
                   f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
@@ -182,6 +184,13 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def print_assumed(console: Console, scn: Any) -> None:
+    """The assumed catalog figures the scenario uses, in one line (nothing if none)."""
+    line = assumed_line(assumed_figures(scn))
+    if line:
+        console.print(f"[dim]{escape(line)}[/dim]")
+
+
 def training_json(scn: Any, result: Any) -> dict[str, Any]:
     wl = scn.workload
     return {
@@ -196,6 +205,7 @@ def training_json(scn: Any, result: Any) -> dict[str, Any]:
                 "seed": scn.run.seed, "fidelity": scn.run.fidelity,
                 "repeats": scn.run.repeats},
         "assumptions": list(scn.assumptions),
+        "assumed_figures": [f.to_dict() for f in assumed_figures(scn)],
         "algorithms": {title: [p.to_dict() for p in pts]
                        for title, pts in result.points.items()},
         **_convergence_json(scn, result),
