@@ -6,8 +6,8 @@ Why one at a time here, when ``predict --uncertainty N`` and ``sensitivity`` do 
 cost.  A headline must not be printed without the range its free parameters span, so this
 runs on every ``predict``, and it must cost about a second, not a minute: with k inputs it is
 at most 2k simulations of one algorithm at the sweep's two ends (the nominal is the
-prediction's own point; 7 for knl_4253, ~1.4 s on two cores), where a Sobol design is
-N (k + 2).  It is the classic tornado: what each input
+prediction's own point; 7 for knl_4253, ~0.6 s more on two cores, run on the sweep's own
+pool by ``predict``), where a Sobol design is N (k + 2).  It is the classic tornado: what each input
 alone can do to the headline, which is also how such ranges are quoted in papers ("moves
 between 86.7 % and 98.6 % when batch, tau, jitter or the all-reduce change one at a time").
 It is a screening band, not a probability interval: interactions (two inputs moved together)
