@@ -4,6 +4,7 @@ executor, input errors, the master's saturation point."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -179,3 +180,26 @@ def test_master_saturation_point(tmp_path: Path, capsys) -> None:
         assert float(r["throughput"]) <= batch / (grad / 1.25e9) * (1 + 1e-9), w
     # far from linear past W*: 15 workers give less than half of 15x one worker
     assert float(rows[15]["throughput"]) < 0.5 * 15 * float(one["throughput"])
+
+
+def test_predict_prints_the_sweeps_saturation_point(tmp_path: Path, capsys) -> None:
+    """``predict`` names the same W* as ``sweep`` under a master-based method's table (its
+    smallest point), and its JSON carries the service time; a method without a master
+    prints none."""
+    f = _write(tmp_path, PS.replace("sweep: {axes: {workers: [1, 2, 4, 8, 15]}}",
+                                    "sweep: {workers: [1, 15]}\ncompare: [{name: bsp}]"))
+    assert main(["sweep", f, "--out", str(tmp_path / "o"), "-j", "1", "--no-cache"]) == 0
+    rows = [r for r in csv.DictReader((tmp_path / "o/sweep.csv").open())
+            if r["algorithm"] == "async_sgd" and int(r["workers"]) == 1]
+    capsys.readouterr()
+    out = tmp_path / "p.json"
+    assert main(["predict", f, "-j", "1", "--json", str(out), "--wide"]) == 0
+    text = capsys.readouterr().out
+    w_star = float(rows[0]["saturation_workers"])
+    assert f"master saturates at ~{w_star:,.0f} workers" in text
+    assert text.count("master saturates") == 1  # not under bsp's table
+    doc = json.loads(out.read_text())
+    one = doc["algorithms"]["async_sgd"][0]
+    assert one["service_time"] == pytest.approx(float(rows[0]["service_time"]), rel=1e-12)
+    assert one["saturation_workers"] == pytest.approx(w_star, rel=1e-12)
+    assert doc["algorithms"]["bsp"][0]["service_time"] is None

@@ -36,15 +36,11 @@ def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
     """``servers``, ``service_time`` (seconds one server is occupied per exchange: its
     compute plus the time its sends are on the wire, per update it applied; the busiest
     server) and ``saturation_workers`` (``W*`` above, with the worker's iteration time as the
-    step); None where the method has no master or the master applied no update."""
-    servers = run.servers()
-    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in servers
-           if a.records.get("update")]
-    if not per or max(per) <= 0:
-        return {"servers": len(servers), "service_time": None, "saturation_workers": None}
-    s = max(per)
-    return {"servers": len(servers), "service_time": s,
-            "saturation_workers": metrics.iteration_time / s}
+    step); None where the method has no master or the master applied no update.  The two
+    figures are the point's own (:func:`clustersim.sim.metrics.master_service_time`), so
+    that ``predict`` and ``sweep`` print the same."""
+    return {"servers": len(run.servers()), "service_time": metrics.service_time,
+            "saturation_workers": metrics.saturation_workers}
 
 
 def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
@@ -104,6 +105,9 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                 row += _tta_cells(p)
             rows.append(row)
         hidden += print_table(console, f"{title}", cols, rows, wide=wide, note=False)
+        line = saturation_line(pts)
+        if line:
+            console.print(f"[dim]{escape(line)}[/dim]")
     if len(result.points) > 1:
         hidden += _print_comparison(console, result, wide)
     if getattr(result, "emulation", None):
@@ -182,6 +186,21 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
             d.pop("convergence_terms", None)
             rows.append(d)
     return rows
+
+
+def saturation_line(pts: Any) -> str | None:
+    """Where a master-based method's master is busy all the time (W* = step / service time,
+    clustersim.explore.saturation), taken at the smallest point as ``clustersim sweep``
+    does: the reason its samples/s stop growing.  None for methods without a master."""
+    p = pts[0]
+    w_star = p.saturation_workers
+    if w_star is None or not math.isfinite(w_star):
+        return None
+    from clustersim.units import format_time
+
+    return (f"master saturates at ~{w_star:,.0f} workers: service {format_time(p.service_time)} "
+            f"per exchange x workers > a step of {format_time(p.iteration_time)} (measured "
+            f"at {p.workers} workers); throughput stops growing beyond")
 
 
 def print_assumed(console: Console, scn: Any) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from clustersim.sim.engine import RunResult
 
-__all__ = ["PointMetrics", "point_metrics", "summarize"]
+__all__ = ["PointMetrics", "point_metrics", "summarize", "master_service_time"]
 
 
 @dataclass
@@ -68,6 +68,11 @@ class PointMetrics:
     #: what the steps came from (the "why"): effective batch of one step, the asynchrony
     #: terms added to McCandlish's K, the elastic centre's lag in steps (JSON only)
     convergence_terms: dict[str, float] = field(default_factory=dict)
+    #: master-based methods: seconds the busiest server is occupied per update it applies
+    #: (its compute plus the time its sends are on the wire), and the worker count where it
+    #: is busy all the time, W* = iteration time / service time (clustersim.explore.saturation)
+    service_time: float | None = None
+    saturation_workers: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -87,12 +92,13 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     comp, comm, wait, tot, sent, its = np.ascontiguousarray(((now - marks) / n).T)
     it = float(np.mean(its))
     thr = float(sum(b / t for b, t in zip(batch, its.tolist()) if t > 0))
-    srv_util = upd = None
+    srv_util = upd = service = None
     if ss:
         wall = run.makespan or 1.0
         srv_util = float(np.mean([a.compute / wall for a in ss]))
         nupd = sum(len(a.records.get("update", [])) for a in ss)
         upd = nupd / wall if nupd else None
+        service = master_service_time(run)
     return PointMetrics(
         algorithm=algorithm,
         workers=workers,
@@ -115,7 +121,20 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         sim_events=run.sim_events,
         flows=run.flows,
         makespan=run.makespan,
+        service_time=service,
+        saturation_workers=it / service if service is not None else None,
     )
+
+
+def master_service_time(run: RunResult) -> float | None:
+    """Seconds the busiest server is occupied per update it applies - its compute plus the
+    time its sends are on the wire (a master's link is as much a server as its processor);
+    None without a server that applied an update."""
+    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in run.servers()
+           if a.records.get("update")]
+    if not per or max(per) <= 0:
+        return None
+    return max(per)
 
 
 _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total", "comm_share",
@@ -137,7 +156,7 @@ def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
         setattr(base, key, float(vals.mean()))
         lo, hi = np.percentile(vals, [5, 95])
         base.interval[key] = (float(lo), float(hi))
-    for key in _TTA:
+    for key in (*_TTA, "service_time", "saturation_workers"):
         vals = [getattr(s, key) for s in samples]
         if all(v is not None for v in vals):
             setattr(base, key, float(np.mean(vals)))
