@@ -134,3 +134,19 @@ def test_a_calibrated_protocol_table_replaces_the_transports_figures():
     for cls, left in (("l_known", 3), ("l_guess", 1), ("*", 1)):
         cal = replace(scn, network=replace(scn.network, protocols=((cls, table),)))
         assert len(assumed_figures(cal)) == left, cls
+
+
+def test_the_whatif_page_lists_them_with_the_assumptions(tmp_path):
+    import yaml
+
+    raw = _raw()
+    raw.pop("benchmark")
+    raw.update({"workload": {"model": "resnet50", "batch_per_worker": 32},
+                "algorithm": {"name": "bsp"}, "sweep": {"workers": [2]},
+                "run": {"iterations": 2, "warmup": 1}})
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    page = tmp_path / "w.html"
+    assert main(["whatif", str(path), "-o", str(page), "--no-cache",
+                 "--bandwidth", "1,2", "--latency", "1"]) == 0
+    assert "t_guess overhead 3 us" in page.read_text()

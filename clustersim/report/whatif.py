@@ -287,7 +287,11 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
              "figures": [{"id": i, "owners": own} for i, own in zip(ids, owners)]}
     panel_script = f"var CLUSTERSIM_WHATIF = {script_json(state)};\n{PANEL_JS}"
     about = f"<p>{_esc(scn.about)}</p>" if scn.about else ""
-    assumptions = "".join(f"<li>{_esc(a)}</li>" for a in scn.assumptions)
+    from clustersim.scenario.assumed import assumed_figures, assumed_line
+
+    line = assumed_line(assumed_figures(scn))
+    assumptions = "".join(f"<li>{_esc(a)}</li>" for a in (*scn.assumptions,
+                                                           *([line] if line else [])))
     before = (
         f"<h1>What if: {_esc(scn.name)}</h1>{about}"
         f"<p>Platform: {_esc(scn.platform.describe())}. Every position of the panel is a "
