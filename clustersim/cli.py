@@ -150,6 +150,7 @@ def _predict_training(scn, args, console) -> int:
     import json
 
     from clustersim.report.output import csv_text, json_text, write_outputs
+    from clustersim.report.swing import swing_json
     from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
     from clustersim.report.training import print_training, training_json, training_rows
     from clustersim.trace import to_chrome
@@ -173,7 +174,7 @@ def _predict_training(scn, args, console) -> int:
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),
                                        **({"uncertainty": unc} if unc else {}),
-                                       **({"headline_band": _swing_json(swing)}
+                                       **({"headline_band": swing_json(swing)}
                                           if swing else {})})),
         (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
                                                TRAINING_CSV_COLUMNS))),
@@ -191,12 +192,6 @@ def _predict_training(scn, args, console) -> int:
 
             print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide)
     return EXIT_OK
-
-
-def _swing_json(swing) -> dict:
-    from clustersim.report.swing import swing_json
-
-    return swing_json(swing)
 
 
 def _band_html(name: str, unc) -> str:

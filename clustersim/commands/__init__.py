@@ -3,7 +3,8 @@ calibration fitter): each module has ``add_parser(subparsers)``; ``cli.build_par
 them in the order of :data:`MODULES`.  Importing a command module must stay cheap: heavy
 imports go inside the command function."""
 
-MODULES = ("clustersim.commands.whatif", "clustersim.commands.run_real", "clustersim.commands.calibrate",
+MODULES = ("clustersim.commands.whatif", "clustersim.commands.run_real",
+           "clustersim.commands.calibrate",
            "clustersim.commands.explore",
            "clustersim.commands.sensitivity",
            "clustersim.commands.sweep",

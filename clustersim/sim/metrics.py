@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         srv_util = float(np.mean([a.compute / wall for a in ss]))
         nupd = sum(len(a.records.get("update", [])) for a in ss)
         upd = nupd / wall if nupd else None
-        service = master_service_time(run)
+        service = master_service_time(ss)
     return PointMetrics(
         algorithm=algorithm,
         workers=workers,
@@ -126,11 +127,11 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     )
 
 
-def master_service_time(run: RunResult) -> float | None:
-    """Seconds the busiest server is occupied per update it applies - its compute plus the
-    time its sends are on the wire (a master's link is as much a server as its processor);
-    None without a server that applied an update."""
-    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in run.servers()
+def master_service_time(servers: Sequence[Any]) -> float | None:
+    """Seconds the busiest of a run's ``servers`` (``RunResult.servers()``) is occupied per
+    update it applies - its compute plus the time its sends are on the wire (a master's link
+    is as much a server as its processor); None without a server that applied an update."""
+    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in servers
            if a.records.get("update")]
     if not per or max(per) <= 0:
         return None

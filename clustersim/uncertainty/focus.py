@@ -13,7 +13,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["WHAT", "focus_raw", "headline_metrics", "point_metrics"]
+__all__ = ["WHAT", "focus_raw", "headline_metrics", "sweep_headline"]
 
 #: the metrics measured at the largest point, for people
 WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
@@ -59,11 +59,13 @@ def headline_metrics(scn: Any) -> dict[str, float | None]:
     """The headline's metrics of a focused scenario: its sweep (one process), last point."""
     from clustersim.sim.sweep import run_sweep
 
-    return point_metrics(next(iter(run_sweep(scn, jobs=1).points.values()))[-1])
+    return sweep_headline(run_sweep(scn, jobs=1))
 
 
-def point_metrics(p: Any) -> dict[str, float | None]:
-    """The metrics of :data:`WHAT` of one sweep point (time to target where it has one)."""
+def sweep_headline(result: Any) -> dict[str, float | None]:
+    """The metrics of :data:`WHAT` of a sweep's headline: its first (main) algorithm at its
+    largest point (time to target where it has one)."""
+    p = next(iter(result.points.values()))[-1]
     out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
                                     "iteration_time": p.iteration_time,
                                     "comm_share": p.comm_share}

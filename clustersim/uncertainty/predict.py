@@ -90,7 +90,7 @@ def sweep_with_band(scn: Any, path: str, sets: Sequence[str], profile_path: str 
 
     if not (want_band and scn.uncertain):
         return run_sweep(scn, trace, progress_factory, jobs), None
-    from clustersim.uncertainty.focus import point_metrics
+    from clustersim.uncertainty.focus import sweep_headline
     from clustersim.uncertainty.swing import swing_plan, swing_result
 
     profile = None
@@ -100,5 +100,5 @@ def sweep_with_band(scn: Any, path: str, sets: Sequence[str], profile_path: str 
         profile = load_profile(profile_path)
     plan = swing_plan(load_raw(path, sets), path, scn.uncertain, profile, platform=scn.platform)
     result, *runs = run_sweeps([scn, *plan.scenarios[1:]], trace, progress_factory, jobs)
-    metrics = [point_metrics(next(iter(r.points.values()))[-1]) for r in (result, *runs)]
+    metrics = [sweep_headline(r) for r in (result, *runs)]
     return result, swing_result(plan, metrics, len(runs))
