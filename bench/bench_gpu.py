@@ -10,6 +10,9 @@ probe       the GPU, CuPy, the MPI library and whether it is CUDA-aware (``probe
 precision   one rank: GEMMs by shape in fp32, tf32, bf16 and fp16 (cuBLAS, ``realrun.precision``),
             STREAM copy/triad and ``a += b`` from 1 MiB to 1 GiB, the noise bench
             (``precision/results.json`` and traces)
+staging     device<->host copies of 1-64 MiB into a fresh pageable array, a reused pageable one
+            and a reused pinned one (``staging.json``): what each way of staging a message
+            through the host costs, the evidence for realrun's pinned staging buffers
 nccl        two ranks on the one GPU try an NCCL all-reduce through ``cupy.cuda.nccl``
             (``nccl.json``: the time, or NCCL's refusal, which is what NCCL answers when two
             ranks of one communicator share a device)
@@ -33,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("probe", "precision", "nccl", "calibrate", "torch")
+STEPS = ("probe", "precision", "staging", "nccl", "calibrate", "torch")
 #: square and layer-like GEMMs, as (m, n, k)
 SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
           (2048, 2048, 8192), (8192, 2048, 2048), (256, 4096, 4096))
@@ -131,13 +134,53 @@ def _nccl(out: Path) -> dict:
     return {"exit": res.returncode, "ranks": json.loads(lines[-1]) if lines else None}
 
 
+def _staging(out: Path) -> dict:
+    import cupy as cp
+    import cupyx
+    import numpy as np
+
+    def timed(fn, reps: int = 7) -> float:
+        fn()
+        cp.cuda.Device().synchronize()
+        got = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            cp.cuda.Device().synchronize()
+            got.append(time.perf_counter() - t)
+        return sorted(got)[len(got) // 2]
+
+    rows = []
+    for mib in (1, 4, 16, 48, 64):
+        n = mib << 20
+        dev = cp.ones(n, dtype=cp.uint8)
+        page = np.ones(n, dtype=np.uint8)
+        pin = cupyx.empty_pinned((n,), dtype=np.uint8)
+        pin[...] = 1
+        ways = {"d2h fresh pageable": lambda d=dev: cp.asnumpy(d),
+                "d2h reused pageable": lambda d=dev, h=page: d.get(out=h),
+                "d2h reused pinned": lambda d=dev, h=pin: d.get(out=h),
+                "h2d reused pageable": lambda d=dev, h=page: d.set(h),
+                "h2d reused pinned": lambda d=dev, h=pin: d.set(h)}
+        for way, fn in ways.items():
+            t = timed(fn)
+            rows.append({"bytes": n, "way": way, "seconds": t, "GB/s": round(n / t / 1e9, 2)})
+    (out / "staging.json").write_text(json.dumps(rows, indent=1))
+    return {"GB/s at 48 MiB": {r["way"]: r["GB/s"] for r in rows if r["bytes"] == 48 << 20}}
+
+
+SCENARIOS = ("scenarios/real_gpu_bsp_mlp.yaml", "scenarios/real_gpu_async_ps.yaml",
+             "scenarios/real_gpu_bsp_wide_batch.yaml")
+
+
 def _calibrate(out: Path) -> dict:
     cmd = [sys.executable, "-m", "clustersim", "calibrate", "--real", "--plan", "gpu",
            "--np", "2", "--platform", "topologies/h200_shared.yaml",
-           "--scenarios", "scenarios/real_gpu_bsp_mlp.yaml", "scenarios/real_gpu_async_ps.yaml",
-           "--repeats", "3", "--timeout", "240", *(["--quick"] if QUICK else []), "--work-dir", str(out / "calibrate"),
+           "--scenarios", *SCENARIOS,
+           "--repeats", "3", "--timeout", "300", *(["--quick"] if QUICK else []),
+           "--work-dir", str(out / "calibrate"),
            "--out", str(out / "h200_profile.yaml"), "--json", str(out / "calibrate.json")]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=480, cwd=ROOT)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=540, cwd=ROOT)
     (out / "calibrate.log").write_text(res.stdout + res.stderr)
     return {"exit": res.returncode, "tail": (res.stdout + res.stderr)[-1500:]}
 
@@ -167,7 +210,8 @@ def _torch(out: Path) -> dict:
 
 
 def _step(name: str, out: Path) -> dict:
-    fn = {"probe": _probe, "precision": _precision, "nccl": _nccl, "calibrate": _calibrate,
+    fn = {"probe": _probe, "precision": _precision, "staging": _staging, "nccl": _nccl,
+          "calibrate": _calibrate,
           "torch": _torch}[name]
     t = time.perf_counter()
     try:

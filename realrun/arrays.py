@@ -158,6 +158,22 @@ class Backend:
             self._sync()
 
     # --- host/device ------------------------------------------------------------------------
+    def host_empty(self, n: int, dtype: Any = "float32") -> np.ndarray:
+        """A host buffer for staging messages: page-locked (pinned) on a GPU, plain on NumPy.
+
+        Why pinned: a device<->host copy into pageable memory goes through the driver's own
+        pinned bounce buffer in chunks (a second copy, synchronous), while a pinned buffer is
+        a DMA target - the copy a GPU parameter server or a non-CUDA-aware MPI job pays is
+        the pinned one when it is written with care, so that is the one the calibration
+        should measure.  Allocated once at set-up: pinning costs far more than a copy.
+        """
+        dt = as_dtype(dtype)
+        if self.is_gpu:
+            import cupyx  # lazy: only a GPU rank gets here
+
+            return cupyx.empty_pinned((int(n),), dtype=dt)
+        return np.empty(int(n), dtype=dt)
+
     def stage_out(self, dev: Any, host: np.ndarray) -> None:
         """Copy device buffer ``dev`` into host buffer ``host`` (same size) before a send."""
         if self.is_gpu:

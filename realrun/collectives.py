@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from clustersim.errors import InputError
 from realrun.arrays import Backend, as_dtype
 
@@ -142,10 +144,17 @@ def library_call(comm: Any, bufs: CollectiveBuffers, *, root: int = 0,
     return lambda: comm.Alltoall(send, recv)
 
 
+def _host_mirror(backend: Backend, dev: Any) -> np.ndarray:
+    """A pinned host buffer of ``dev``'s size and dtype holding a copy of it (set-up only)."""
+    host = backend.host_empty(len(dev), dev.dtype)
+    backend.stage_out(dev, host)
+    return host
+
+
 def _staged(comm: Any, bufs: CollectiveBuffers, root: int, backend: Backend
             ) -> Callable[[], None]:
-    host = CollectiveBuffers(bufs.op, bufs.count, backend.to_host(bufs.send),
-                             None if bufs.recv is None else backend.to_host(bufs.recv))
+    host = CollectiveBuffers(bufs.op, bufs.count, _host_mirror(backend, bufs.send),
+                             None if bufs.recv is None else _host_mirror(backend, bufs.recv))
     inner = library_call(comm, host, root=root)
 
     def run() -> None:
@@ -279,9 +288,9 @@ class ScheduledCollective:
             self.work = backend.empty(n, dt)
         else:
             self.work = bufs.recv
-        if self.staged:  # host mirrors of the device buffers
-            self.work = wb.empty(n, dt)
-            self.send_h = wb.empty(len(bufs.send), dt)
+        if self.staged:  # host mirrors of the device buffers (pinned on a GPU)
+            self.work = backend.host_empty(n, dt)
+            self.send_h = backend.host_empty(len(bufs.send), dt)
         self.messages = self.executor.messages
 
     def run(self) -> Any:
@@ -290,7 +299,7 @@ class ScheduledCollective:
         send = bufs.send
         if self.staged:
             self.backend.synchronize()
-            self.send_h[...] = self.backend.to_host(send)
+            self.backend.stage_out(send, self.send_h)  # no fresh host array per call
             send = self.send_h
         if op == "alltoall":
             self.executor.run(send, work)

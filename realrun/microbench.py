@@ -186,7 +186,9 @@ def pingpong(ctx: Any, sizes: Sequence[int], cfg: BenchConfig = BenchConfig(),
         k = buffer_sets(size, cfg.off_cache)
         bufs, devs = [], []
         for _ in range(k):
-            buf = mem.zeros(max(int(size), 1), "int8")
+            # staged: the host side is pinned, as the training's staging buffers are
+            buf = (mem.zeros(max(int(size), 1), "int8") if be.direct_mpi
+                   else be.host_empty(max(int(size), 1), "int8"))
             buf.fill(1)  # touched: untouched zero pages would all map to one cached page
             bufs.append(buf[: int(size)])
             if not be.direct_mpi and me in pair:  # only GPU ranks can lack direct MPI

@@ -31,7 +31,8 @@ from clustersim.errors import InputError
 from clustersim.trace import TraceEvent, write_chrome
 from realrun.launch import LaunchResult, launch
 
-__all__ = ["RealRunResult", "TrainSetup", "prepare", "run_scenario", "RANK_MODULE"]
+__all__ = ["RealRunResult", "TrainSetup", "prepare", "run_scenario", "load_run",
+           "RANK_MODULE"]
 
 RANK_MODULE = "realrun.trainmain"
 
@@ -153,14 +154,15 @@ class RealRunResult:
     headers: list[dict[str, Any]]
     events: list[TraceEvent]
     metrics: Any  # clustersim.sim.metrics.PointMetrics
-    launch: LaunchResult
+    launch: LaunchResult | None  # None: loaded from a recorded run (:func:`load_run`)
     math: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
                 "np": self.np, "out_dir": str(self.out_dir),
                 "traces": [str(p) for p in self.traces], "metrics": self.metrics.to_dict(),
-                "elapsed": self.launch.elapsed, "math": self.math}
+                "elapsed": self.launch.elapsed if self.launch is not None else None,
+                "math": self.math}
 
 
 def run_scenario(
@@ -192,8 +194,6 @@ def run_scenario(
     Raises :class:`~clustersim.errors.InputError` for bad input (before anything starts) and
     :class:`~realrun.launch.RealRunError` when a rank fails or the run exceeds ``timeout``.
     """
-    from clustersim.trace_metrics import measured_metrics
-    from realrun.api import load_traces
     from realrun.opcollectives import COLLECTIVE_MODES
 
     path = getattr(scenario, "file", scenario)
@@ -220,6 +220,21 @@ def run_scenario(
         argv.append("--math")
     res = launch(RANK_MODULE, argv, setup.np, timeout=timeout, log_dir=out / "logs",
                  mpiexec=mpiexec, hostfile=hostfile, env=env)
+    result = _measured(setup, out, res)
+    (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
+    write_chrome(out / "trace.chrome.json", result.events, f"{setup.scenario.name} (measured)")
+    if math:  # BSP's per-step gradient norms -> the log `calibrate --convergence` reads
+        from realrun.gradnorms import write_norm_log
+
+        write_norm_log(out, result.headers, result.events)
+    return result
+
+
+def _measured(setup: TrainSetup, out: Path, res: LaunchResult | None) -> RealRunResult:
+    """The run in ``out`` as :class:`RealRunResult`: its traces reduced to metrics."""
+    from clustersim.trace_metrics import measured_metrics
+    from realrun.api import load_traces
+
     headers, events = load_traces(out)
     scn = setup.scenario
     metrics = measured_metrics(events, algorithm=setup.algorithm.title,
@@ -229,12 +244,20 @@ def run_scenario(
              sorted(out.glob("math.rank*.json"), key=lambda p: int(p.stem[len("math.rank"):]))]
     traces = sorted(out.glob("trace.rank*.jsonl"),
                     key=lambda p: int(p.name[len("trace.rank"):-len(".jsonl")]))
-    result = RealRunResult(scn.name, setup.algorithm.title, setup.workers, setup.np, out,
-                           traces, headers, events, metrics, res, maths)
-    (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
-    write_chrome(out / "trace.chrome.json", events, f"{scn.name} (measured)")
-    if math:  # BSP's per-step gradient norms -> the log `calibrate --convergence` reads
-        from realrun.gradnorms import write_norm_log
+    return RealRunResult(scn.name, setup.algorithm.title, setup.workers, setup.np, out,
+                         traces, headers, events, metrics, res, maths)
 
-        write_norm_log(out, headers, events)
-    return result
+
+def load_run(scenario: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+             workers: int | None = None, algorithm: str | None = None,
+             sets: Sequence[str] = ()) -> RealRunResult:
+    """A run recorded earlier in ``out_dir`` (its ``trace.rank*.jsonl``), measured again
+    from its traces - how a profile fitted elsewhere is validated against runs made on the
+    cluster (``clustersim calibrate TRACES --runs DIR``) without running them again.  The
+    scenario and point must be the ones the run was made of."""
+    out = Path(out_dir)
+    if not sorted(out.glob("trace.rank*.jsonl")):
+        raise InputError(f"no trace.rank*.jsonl in {str(out)!r}: not a recorded run",
+                         path=("runs",))
+    setup = prepare(scenario, algorithm=algorithm, workers=workers, sets=sets)
+    return _measured(setup, out, None)

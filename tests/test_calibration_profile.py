@@ -190,7 +190,7 @@ def test_traces_of_two_runs_pool_their_batches(tmp_path):
     points: every row counts the batches of both, none overwrites the other's."""
     from test_calibration_roundtrip import traces
 
-    from clustersim.commands.calibrate import _load_traces
+    from clustersim.commands.calibrate_inputs import load_traces
     from clustersim.trace import TraceWriter
 
     _, events = traces()
@@ -201,8 +201,8 @@ def test_traces_of_two_runs_pool_their_batches(tmp_path):
                 for ev in events:
                     if ev.actor == rank:
                         w.write(ev)
-    one, _ = _load_traces([str(tmp_path / "round0")], "mean")
-    both, _ = _load_traces([str(tmp_path / "round0"), str(tmp_path / "round1")], "mean")
+    one, _ = load_traces([str(tmp_path / "round0")], "mean")
+    both, _ = load_traces([str(tmp_path / "round0"), str(tmp_path / "round1")], "mean")
     assert len(both) == len(one)
     assert [r["repeats"] for r in both] == [2 * r["repeats"] for r in one]
 

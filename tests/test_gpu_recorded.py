@@ -89,14 +89,19 @@ def test_nccl_refused_two_ranks_on_one_gpu():
 @pytest.mark.parametrize("scenario", ["real_gpu_bsp_mlp", "real_gpu_async_ps"])
 def test_recorded_profile_predicts_here_what_it_predicted_on_the_gpu_machine(scenario, tmp_path):
     """Same scenario and profile, same prediction on a machine without a GPU (the report's
-    predicted iteration time came from the H200 machine's own run of the simulator)."""
+    predicted iteration time came from the H200 machine's own run of the simulator).  That
+    simulator did not yet know the ranks share the GPU, so the platform is taken as it was
+    then: ``time_shared: false``."""
     report = json.loads((DATA / "calibrate.json").read_text())["validation"]
     case = next(c for c in report["cases"] if c["scenario"] == scenario)
     out = tmp_path / "p.json"
-    subprocess.run([sys.executable, "-m", "clustersim", "predict",
-                    f"scenarios/{scenario}.yaml", "--calibration",
-                    str(DATA / "h200_profile.yaml"), "-q", "--json", str(out)],
-                   cwd=ROOT, check=True, capture_output=True)
+    plat = (ROOT / "topologies" / "h200_shared.yaml").read_text()
+    (tmp_path / "plat.yaml").write_text(plat.replace("time_shared: true", "time_shared: false"))
+    scn = (ROOT / "scenarios" / f"{scenario}.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(scn.replace("topologies/h200_shared.yaml", "plat.yaml"))
+    subprocess.run([sys.executable, "-m", "clustersim", "predict", str(tmp_path / "s.yaml"),
+                    "--calibration", str(DATA / "h200_profile.yaml"), "-q", "--json",
+                    str(out)], cwd=ROOT, check=True, capture_output=True)
     pts = next(iter(json.loads(out.read_text())["algorithms"].values()))
     assert pts[0]["iteration_time"] == pytest.approx(case["iteration_time"]["predicted"],
                                                      rel=1e-5)
@@ -107,9 +112,11 @@ def test_recorded_profile_predicts_here_what_it_predicted_on_the_gpu_machine(sce
 
 def test_recorded_benchmark_traces_refit_offline(tmp_path):
     """`calibrate TRACES` fits the GPU machine's benchmark traces here: the host-staged link
-    comes out at the ping-pong's large-message bandwidth (2.9 GB/s one way) and the fp32
-    GEMM and memory efficiencies inside the recorded profile's 95% intervals (the offline
-    fit has no plan to label GEMM classes, so it lands near, not on, the recorded values)."""
+    comes out at the ping-pong's large-message bandwidth (2.9 GB/s one way).  The GPU is
+    time-shared by the two ranks, so the roofline is fitted on the kernels timed on one rank
+    alone (clustersim/calibration/sharefit.py): its fp32 rate and copy bandwidth then agree
+    with the one-rank precision benchmark of the same session (15%), the residual drops
+    from the 32.9% of the fit over both contexts, and the ranks got 0.85-1 of the GPU."""
     prof = tmp_path / "p.yaml"
     js = tmp_path / "p.json"
     subprocess.run([sys.executable, "-m", "clustersim", "calibrate", str(DATA / "bench"),
@@ -117,9 +124,14 @@ def test_recorded_benchmark_traces_refit_offline(tmp_path):
                     "--json", str(js), "-q"], cwd=ROOT, check=True, capture_output=True)
     fit = {f["parameter"]: f for f in json.loads(js.read_text())["fit"]}
     rec = {f["parameter"]: f for f in json.loads((DATA / "calibrate.json").read_text())["fit"]}
-    for name in ("compute.efficiency.fc", "device.h200_rank.mem_efficiency"):
-        lo, hi = rec[name]["ci95"]
-        assert lo <= fit[name]["value"] <= hi, (name, fit[name], rec[name])
+    assert 0.85 <= fit["device.h200_rank.share_efficiency"]["value"] <= 1.0
+    assert fit["compute.efficiency.fc"]["rms_rel"] < 0.5 * rec["compute.efficiency.fc"]["rms_rel"]
+    fp32 = precision_table(_precision_rows(), H200)["float32"]["rate"]
+    assert fit["compute.efficiency.fc"]["value"] * H200.peak == pytest.approx(fp32, rel=0.15)
+    copy = max((r for r in _precision_rows() if r["bench"] == "memory"
+                and r["kernel"] == "copy"), key=lambda r: r["size"])
+    assert fit["device.h200_rank.mem_efficiency"]["value"] * H200.mem_bw == pytest.approx(
+        copy["bandwidth"], rel=0.15)
     beta = fit["pingpong.gpu_hoststaged.3.beta"]["value"]  # s/B of the largest segment
     rows = json.loads((DATA / "bench" / "calibration_rows.json").read_text())
     big = max((r for r in rows if r["bench"] == "pingpong"), key=lambda r: r["size"])

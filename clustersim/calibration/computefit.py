@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from clustersim.calibration.fit import FitResult, robust_fit
+from clustersim.calibration.sharefit import ShareFit, fit_share, split_contexts
 from clustersim.catalog import DeviceSpec
 
 __all__ = ["GEMM_CLASSES", "gemm_class", "is_wgrad_shape", "row_class", "gemm_bytes",
@@ -131,6 +132,8 @@ class ComputeFit:
     fit: FitResult | None = None
     reduce_fit: FitResult | None = None
     notes: list[str] = field(default_factory=list)
+    #: a time-shared device's share efficiency (:mod:`.sharefit`); None: not fitted
+    share: ShareFit | None = None
 
 
 #: copies with smaller arrays measure a cache, not memory (see the module docs)
@@ -168,13 +171,30 @@ def memory_plateau(copies: Sequence[Mapping[str, Any]],
 def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str, Any]],
                 reduce: Sequence[Mapping[str, Any]], device: DeviceSpec, *,
                 loss: str = "soft_l1", f_scale: float = 0.05,
-                stream_min: float = STREAM_MIN) -> ComputeFit:
-    """Fit the roofline of ``device`` to benchmark rows (``realrun.microbench`` format)."""
+                stream_min: float = STREAM_MIN, sharing: int = 1) -> ComputeFit:
+    """Fit the roofline of ``device`` to benchmark rows (``realrun.microbench`` format).
+
+    ``sharing``: how many of the benchmark's ranks computed on one ``time_shared`` device
+    (:mod:`.sharefit`: the roofline is then the whole device's, fitted on the rows timed on
+    one rank alone, and ``share`` says what the ranks got together)."""
+    share_fit = None
+    share_note = ""
+    if device.time_shared and sharing > 1:
+        g_tog, g_alone = split_contexts(gemm)
+        m_tog, m_alone = split_contexts(memory)
+        share_fit = fit_share([*g_tog, *m_tog], [*g_alone, *m_alone], sharing)
+        if share_fit is not None:
+            gemm, memory = g_alone, m_alone
+            share_note = share_fit.note
+        else:
+            share_note = (f"time-shared device, but no kernel was timed on one rank alone: "
+                          f"the rates are each of the {sharing} ranks' slice, and predictions "
+                          f"of several workers on it count the sharing twice")
     all_copies = [r for r in memory if r.get("kernel", "copy") == "copy"]
     if any(r.get("context") is None for r in all_copies):
         all_copies = [r for r in all_copies if r.get("context") is None]
     copies = [r for r in all_copies if float(r["size"]) >= stream_min]
-    notes: list[str] = []
+    notes: list[str] = [share_note] if share_note else []
     if all_copies and not copies:
         copies = all_copies
         notes.append(f"no copy has arrays of {stream_min / 2**20:g} MiB or more: memory "
@@ -239,7 +259,7 @@ def fit_compute(gemm: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str,
         red_rate = red_fit["rate"]
     return ComputeFit(peak, mem_bw, eff, sustained / mem_bw if has_mem else
                       device.mem_efficiency, fit["overhead"], red_rate, rates, sustained,
-                      inherited, pack_rate, fit, red_fit, notes)
+                      inherited, pack_rate, fit, red_fit, notes, share_fit)
 
 
 def _solve(gemm: Sequence[Mapping[str, Any]], copies: Sequence[Mapping[str, Any]],

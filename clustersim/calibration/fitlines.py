@@ -108,6 +108,10 @@ def compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
         lo, hi = f.interval("overhead")
         lines.append(FitLine(f"{pre}.overhead", cf.overhead, max(lo, 0.0), hi, "s", f.points,
                              f.rms_rel, "gemm+memory"))
+    if cf.share is not None:  # the range of the per-kernel values stands in for an interval
+        sh = cf.share
+        lines.append(FitLine(f"{pre}.share_efficiency", sh.value, sh.low, sh.high, "1",
+                             sh.points, math.nan, "gemm+memory"))
     if cf.reduce_fit is not None and cf.reduce_rate is not None:
         lo, hi = cf.reduce_fit.interval("rate")
         lines.append(FitLine(f"{pre}.reduce_bw", cf.reduce_rate, lo, hi, "B/s",

@@ -63,6 +63,12 @@ _DEFS = [
              "gemm (shapes whose operands are large next to their FLOPs)",
              "bytes/s of a GEMM's input operands (A and B) added to its roofline time; "
              "what makes small-batch GEMMs slow per FLOP"),
+    ParamDef("device.{device}.share_efficiency", "1", "1 (DeviceSpec)",
+             "ranks time-slicing one GPU get this fraction of it together",
+             "gemm + memory timed with every rank computing against one rank alone "
+             "(time_shared devices only)",
+             "with k workers computing at once on a time_shared device each takes "
+             "k / share_efficiency times as long (clustersim/sim/sharing.py)"),
     ParamDef("workload.jitter", "1", "0 (scenario)", "per-pass compute noise, lognormal",
              "noise (one GEMM timed call by call on every rank)",
              "coefficient of variation of a forward or backward pass's time; a profile's "
@@ -184,6 +190,8 @@ def scenario_values(scn: Any) -> dict[str, float]:
         out[f"{pre}.reduce_bw"] = spec.reduce_bw
         if spec.pack_rate is not None:
             out[f"{pre}.pack_rate"] = spec.pack_rate
+        if spec.time_shared:
+            out[f"{pre}.share_efficiency"] = spec.share_efficiency
     edges_per_resource: dict[int, int] = {}
     for _, _, data in plat.cables():
         edges_per_resource[data["link"]] = edges_per_resource.get(data["link"], 0) + 1

@@ -42,6 +42,7 @@ from clustersim.calibration.fitlines import (
 )
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
+from clustersim.calibration.sharefit import ranks_sharing
 from clustersim.errors import InputError
 from clustersim.network.params import NetworkParams, bottleneck_class
 from clustersim.platform.model import Platform
@@ -152,7 +153,8 @@ def _plan_labelled(gemm: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str,
     GFLOP/s.  Shapes the plan does not know keep the shape rule."""
     from clustersim.calibration.measure import bench_plan
 
-    labels = {**bench_plan(quick=True).gemm_classes, **bench_plan().gemm_classes}
+    labels = {k: v for quick in (True, False) for device in ("cpu", "gpu")
+              for k, v in bench_plan(quick, device).gemm_classes.items()}
     out: list[Mapping[str, Any]] = []
     n = 0
     for r in gemm:
@@ -219,7 +221,8 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
     if gemm or mem or red:
         spec = plat.spec(target.placement[0])
         if gemm or [r for r in mem if r.get("kernel", "copy") == "copy"]:
-            cf = fit_compute(gemm, mem, red, spec, loss=loss, f_scale=f_scale)
+            cf = fit_compute(gemm, mem, red, spec, loss=loss, f_scale=f_scale,
+                             sharing=ranks_sharing(plat, target.placement))
             dev: dict[str, Any] = {"peak": cf.peak, "mem_bw": cf.mem_bw,
                                    "mem_efficiency": min(cf.mem_efficiency, 1.0),
                                    "overhead": cf.overhead}
@@ -230,6 +233,8 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 dev["reduce_rate"] = cf.reduce_rate
             if cf.pack_rate is not None:
                 dev["pack_rate"] = cf.pack_rate
+            if cf.share is not None:
+                dev["share_efficiency"] = cf.share.value
             prof.devices[target.device] = dev
             lines += compute_lines(cf, target.device)
             notes += cf.notes

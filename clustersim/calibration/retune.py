@@ -20,7 +20,7 @@ from clustersim.platform.model import Platform
 __all__ = ["retune_platform", "DEVICE_FIELDS", "LINK_FIELDS"]
 
 DEVICE_FIELDS = ("peak", "efficiency", "mem_bw", "mem_efficiency", "overhead", "reduce_rate",
-                 "pack_rate")
+                 "pack_rate", "share_efficiency")
 LINK_FIELDS = ("bandwidth", "latency", "duplex")
 
 

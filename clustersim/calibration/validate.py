@@ -24,9 +24,11 @@ from typing import Any
 
 from clustersim.calibration.applyprofile import apply_profile_data
 from clustersim.calibration.profile import Profile
+from clustersim.errors import InputError
 
 __all__ = ["Case", "Measured", "ValidationReport", "predict_scenario", "scenario_point",
-           "run_cases", "build_report", "validate_scenarios", "default_scenarios"]
+           "run_cases", "recorded_cases", "build_report", "validate_scenarios",
+           "default_scenarios"]
 
 
 @dataclass
@@ -180,6 +182,29 @@ def run_cases(scenarios: Sequence[str | Path], *, out_dir: str | Path, timeout: 
                          sets=tuple(sets), workers=workers, collectives=collectives)
             runs[i].append(Measured(res, load))
     return runs
+
+
+def recorded_cases(scenarios: Sequence[str | Path], runs_dir: str | Path,
+                   sets: Sequence[str] = ()) -> list[list[Measured]]:
+    """The validation runs recorded earlier under ``runs_dir/<scenario>/run*/`` (what
+    :func:`run_cases` writes), measured again from their traces instead of run again.  The
+    load average when they ran is not recorded (NaN)."""
+    from realrun.train import load_run
+
+    out: list[list[Measured]] = []
+    for path in scenarios:
+        name = Path(path).stem
+        dirs = sorted((Path(runs_dir) / name).glob("run*"),
+                      key=lambda d: int(d.name[3:]) if d.name[3:].isdigit() else -1)
+        dirs = [d for d in dirs if d.name[3:].isdigit() and d.is_dir()]
+        if not dirs:
+            raise InputError(f"no recorded runs of {name!r} in {str(runs_dir)!r} (expected "
+                             f"{name}/run0/, run1/ ... as `calibrate --real` writes them)",
+                             path=("runs",))
+        _title, workers = scenario_point(path, sets)
+        out.append([Measured(load_run(path, d, workers=workers, sets=sets), math.nan)
+                    for d in dirs])
+    return out
 
 
 def build_report(profile: Profile, scenarios: Sequence[str | Path],

@@ -41,6 +41,12 @@ class DeviceSpec:
     pack_rate: float | None = None
     #: what was measured on a real device of this kind, when, and where it is documented
     measured: str = ""
+    #: the devices of this kind in one machine are *one* physical device time-sliced by the
+    #: ranks placed on them (several MPI ranks on one GPU); ``share_efficiency``: the
+    #: fraction of its throughput they get together when two or more compute at once
+    #: (context switches cost the rest).  See :mod:`clustersim.sim.sharing`.
+    time_shared: bool = False
+    share_efficiency: float = 1.0
 
     @property
     def reduce_bw(self) -> float:
@@ -110,7 +116,7 @@ class TransportSpec:
 
 _DEVICE_FIELDS = {"peak", "mem_bw", "memory", "peak_fp16", "peak_tf32", "peak_bf16",
                   "efficiency", "mem_efficiency", "overhead", "source", "reduce_rate",
-                  "pack_rate", "measured"}
+                  "pack_rate", "measured", "time_shared", "share_efficiency"}
 _LINK_FIELDS = {"bandwidth", "latency", "duplex", "source", "transport", "cpu_transport",
                 "assumed"}
 _TRANSPORT_FIELDS = {"efficiency", "overhead", "source", "inline", "dma_read", "assumed"}
@@ -127,9 +133,9 @@ def _fraction(value: Any, field: str) -> float:
     return float(value)
 
 
-def _duplex(value: Any, field: str) -> bool:
+def _flag(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
-        raise UnitError(f"duplex must be true or false, not {value!r}")
+        raise UnitError(f"{field} must be true or false, not {value!r}")
     return value
 
 
@@ -160,13 +166,14 @@ _PARSERS: dict[str, dict[str, Callable[[Any, str], Any]]] = {
                         lambda v, f: parse_flops(v)),
         **dict.fromkeys(("mem_bw", "reduce_rate", "pack_rate"), lambda v, f: parse_bandwidth(v)),
         "memory": lambda v, f: parse_size(v, allow_zero=False),
-        **dict.fromkeys(("efficiency", "mem_efficiency"), _fraction),
+        **dict.fromkeys(("efficiency", "mem_efficiency", "share_efficiency"), _fraction),
         "overhead": lambda v, f: parse_time(v),
+        "time_shared": _flag,
     },
     "link": {
         "bandwidth": lambda v, f: parse_bandwidth(v),
         "latency": lambda v, f: parse_time(v),
-        "duplex": _duplex,
+        "duplex": _flag,
         **dict.fromkeys(("transport", "cpu_transport"), _transport_name),
         "assumed": _assumed("link"),
     },

@@ -31,6 +31,7 @@ from typing import Any
 
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
+from clustersim.commands.calibrate_inputs import load_traces, validation_scenarios
 from clustersim.commands.calibrate_report import (
     console_for,
     print_fit,
@@ -117,6 +118,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="skip the end-to-end validation runs")
     p.add_argument("--scenarios", nargs="+", metavar="FILE",
                    help="validation scenarios (default scenarios/real_*.yaml)")
+    p.add_argument("--runs", metavar="DIR",
+                   help="with TRACES: validate on runs recorded earlier under "
+                        "DIR/<scenario>/run*/ (as --real's work dir holds them in "
+                        "validation/) instead of running them here")
     p.add_argument("--repeats", type=int, metavar="N",
                    help="real runs per validation scenario, median kept (default 3; 1 with "
                         "--quick)")
@@ -172,6 +177,16 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError(f"--repeats must be >= 1, not {args.repeats}")
     if args.rounds < 1:
         raise InputError(f"--rounds must be >= 1, not {args.rounds}")
+    if args.runs is not None:
+        if args.real:
+            raise InputError("--runs validates on recorded runs: give it with TRACES, not "
+                             "--real (which records its own)", path=("runs",))
+        if not Path(args.runs).is_dir():
+            raise InputError(f"--runs: directory {args.runs!r} not found", path=("runs",))
+        if args.validate is False:
+            raise InputError("--runs is a validation: it cannot go with --no-validate",
+                             path=("runs",))
+        args.validate = True
     if args.rounds > 1 and not args.real:
         raise InputError("--rounds needs --real (recorded traces are fitted as they are)")
     if args.real and args.plan == "gpu":
@@ -185,52 +200,6 @@ def _check(args: argparse.Namespace) -> None:
 
     # before minutes of measuring: an output that cannot be written is an input error now
     check_outputs({"--out": args.out, "--json": args.json})
-
-
-def _trace_files(items: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            found = sorted(p.rglob("trace.rank*.jsonl"))
-            if not found:
-                raise InputError(f"no trace.rank*.jsonl in directory {item!r}")
-            files += found
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise InputError(f"trace {item!r} not found")
-    return files
-
-
-def _load_traces(items: list[str], statistic: str
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(rows, headers) from recorded traces; headers in rank order."""
-    from clustersim.calibration.rows import rows_from_events
-    from clustersim.trace import read_jsonl
-
-    headers: dict[int, dict[str, Any]] = {}
-    events = []
-    runs: dict[Path, int] = {}  # one run per directory: its ranks share batch numbers
-    for f in _trace_files(items):
-        try:
-            head, evs = read_jsonl(f)
-        except (OSError, UnicodeDecodeError, TypeError, ValueError) as exc:
-            raise InputError(f"cannot read trace: {exc}", file=str(f)) from None
-        rank = head.get("rank", len(headers))
-        headers.setdefault(int(rank), head)
-        run = runs.setdefault(Path(f).resolve().parent, len(runs))
-        if run:  # batches of different runs are different repeats of the same points
-            for ev in evs:
-                if ev.meta and "repeat" in ev.meta:
-                    ev.meta = {**ev.meta, "repeat": run * 100000 + int(ev.meta["repeat"])}
-        events += evs
-    rows = rows_from_events(events, statistic)
-    if not rows:
-        raise InputError("the traces hold no microbenchmark events (bench: pingpong, "
-                         "collective, gemm, memory, reduce) - record them with "
-                         "`python -m realrun microbench` under mpiexec")
-    return rows, [headers[r] for r in sorted(headers)]
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -255,7 +224,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             plat_path = root / args.platform
     platform = load_platform(plat_path)
     validate = args.validate if args.validate is not None else bool(args.real)
-    scenarios = _scenarios(args) if validate else []
+    scenarios = validation_scenarios(args) if validate else []
     console = console_for(args.quiet)
     work = Path(args.work_dir)
     source: dict[str, Any] = {"platform": str(args.platform), "statistic": args.statistic}
@@ -307,7 +276,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         source.update(kind="real", traces=str(work / "bench"), plan=plan.describe(),
                       rounds=args.rounds, load_average=[round(x, 2) for x in loads])
     else:
-        rows, headers = _load_traces(list(args.traces), args.statistic)
+        rows, headers = load_traces(list(args.traces), args.statistic)
         source.update(kind="traces", traces=[str(t) for t in args.traces])
     ranks = len(headers) or args.np
     hosts = [str(h.get("host", "")) for h in headers] if headers else None
@@ -331,7 +300,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from clustersim.calibration.validate import build_report, run_cases
         from realrun.launch import RealRunError
 
-        if not args.real:  # fitted from traces: run the validation now
+        if args.runs is not None:  # recorded runs, measured again from their traces
+            from clustersim.calibration.validate import recorded_cases
+
+            runs = recorded_cases(scenarios, args.runs)
+        elif not args.real:  # fitted from traces: run the validation now
             try:
                 with status(console, "validation runs") as update:
                     runs = run_cases(scenarios, out_dir=work / "validation",
@@ -359,23 +332,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                "notes": cal.notes,
                                "validation": report.as_dict() if report else None})
     return 0
-
-
-def _scenarios(args: argparse.Namespace) -> list[Path]:
-    from clustersim.calibration.validate import default_scenarios
-
-    if args.scenarios:
-        out = []
-        for s in args.scenarios:
-            if not Path(s).is_file():
-                raise InputError(f"validation scenario {s!r} not found")
-            out.append(Path(s))
-        return out
-    found = default_scenarios()
-    if not found:
-        raise InputError("no validation scenarios (scenarios/real_*.yaml); give --scenarios "
-                         "or --no-validate")
-    return found
 
 
 def _loadavg() -> float:

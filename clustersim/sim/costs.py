@@ -64,6 +64,8 @@ class CostModel:
         self._rngs: dict[int, np.random.Generator] = {}
         self._streams: RankStreams | bool | None = None
         self._kinds: dict[int, str] = {}
+        #: device -> compute-time factor of a time-shared device (:mod:`.sharing`)
+        self._shares: dict[int, float] = {}
         self._jbuf: dict[int, list[float]] = {}
         self._jdrawn: dict[int, int] = {}
         self._tables: dict[str, dict[int, tuple[Compute, float, bool]]] = {}
@@ -215,14 +217,30 @@ class CostModel:
             t = nbytes * passes / (spec.mem_bw * spec.mem_efficiency) + spec.overhead
         else:  # custom
             t = op.flops / (spec.peak * spec.efficiency)
+        if op.seconds is None:  # a given duration is not the device's work
+            t *= self._shares.get(device, 1.0)
         self._cache[key] = t
         return t
 
     def _kind(self, device: int) -> str:
+        """The cache key of ``device``'s costs: its kind's name, with the time-sharing
+        factor when it has one (devices of one kind shared differently cost differently)."""
         name = self._kinds.get(device)
         if name is None:
-            name = self._kinds[device] = self.platform.spec(device).name
+            name = self.platform.spec(device).name
+            share = self._shares.get(device)
+            if share is not None:
+                name = f"{name}*{share!r}"
+            self._kinds[device] = name
         return name
+
+    def share_devices(self, placement: list[int] | tuple[int, ...], roles: list[str]) -> None:
+        """Charge the actors of time-shared devices their share (:mod:`.sharing`); called
+        once the actors are placed.  A no-op on platforms without a time-shared kind."""
+        from clustersim.sim.sharing import device_factors
+
+        self._shares = device_factors(self.platform, placement, roles)
+        self._kinds.clear()  # keys are made again, with the factors
 
     def op_table(self, device: int) -> dict[int, tuple[Compute, float, bool]]:
         """The operation cache of ``device``'s kind: ``id(op) -> (op, base time, jittered)``.

@@ -144,6 +144,7 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     servers = [a for a in actors if a.role != "worker"]
     placement = place_actors(workers, len(servers), scn.platform.num_devices,
                              [a.colocate for a in servers])
+    costs.share_devices(placement, [a.role for a in actors])
     return scn, job, actors, placement, costs
 
 
