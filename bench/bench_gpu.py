@@ -22,7 +22,10 @@ torch       the same GEMM shapes through PyTorch, when installed: an independent
             the CuPy/cuBLAS numbers (``torch.json``); not used by any fit
 
 Prints one line per step and writes ``summary.json``.  Needs CuPy and an NVIDIA GPU; on a
-machine without one, ``probe`` says so and the other steps are skipped.
+machine without one, ``probe`` says so and the other steps are skipped.  The probe also
+starts two MPI ranks and stops everything when they do not see a world of two: mpi4py then
+loads another MPI than ``mpiexec``'s (a system Open MPI beside the pip MPICH) - set
+``MPI4PY_LIBMPI`` to the MPICH wheel's ``libmpi.so.12`` (docs/realrun.md).
 """
 
 from __future__ import annotations
@@ -69,6 +72,17 @@ def _probe(out: Path) -> dict:
                           "'cuda_aware': bool(q()) if q else None}))"],
                          capture_output=True, text=True, timeout=60)
     info["mpi"] = json.loads(res.stdout) if res.returncode == 0 else res.stderr[-500:]
+    from realrun.launch import find_mpiexec
+
+    world = subprocess.run([find_mpiexec(), "-n", "2", sys.executable, "-c",
+                            "from mpi4py import MPI; print(MPI.COMM_WORLD.Get_size())"],
+                           capture_output=True, text=True, timeout=120)
+    sizes = sorted(world.stdout.split())
+    info["world_of_two"] = sizes
+    if sizes != ["2", "2"]:
+        raise RuntimeError(f"mpiexec -n 2 started ranks that see worlds of {sizes}: mpi4py "
+                           f"loads another MPI ({info['mpi']}) than {find_mpiexec()}; set "
+                           f"MPI4PY_LIBMPI to that mpiexec's libmpi")
     return info
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from clustersim._signals import as_interrupt, deferred
 from clustersim.errors import InputError
 from realrun.proctree import MARKER, find_marked, kill_marked
-from realrun.rankstate import LOG_DIR_VAR, blame_hang, read_states
+from realrun.rankstate import LOG_DIR_VAR, WORLD_VAR, blame_hang, read_states
 from realrun.runtime import trim_traces
 
 __all__ = ["LaunchResult", "RealRunError", "check_rank_count", "launch", "find_mpiexec",
@@ -351,8 +351,9 @@ def launch(
         # per core and the GEMM figures measure oversubscription
         per_rank = str(max(1, (os.cpu_count() or 1) // np))
         full_env.update({v: per_rank for v in THREAD_VARS})
-    full_env.update({MARKER: run_id, LOG_DIR_VAR: str(logs), "PYTHONUNBUFFERED": "1"})
-    forward = sorted({MARKER, LOG_DIR_VAR, "PYTHONUNBUFFERED", *(env or {})})
+    full_env.update({MARKER: run_id, LOG_DIR_VAR: str(logs), WORLD_VAR: str(np),
+                     "PYTHONUNBUFFERED": "1"})
+    forward = sorted({MARKER, LOG_DIR_VAR, WORLD_VAR, "PYTHONUNBUFFERED", *(env or {})})
     cmd = _command(module_or_script, args, np, exe, hf, python or sys.executable,
                    mpiexec_args, forward)
 

@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 
-__all__ = ["LOG_DIR_VAR", "RECORD_SIZE", "RankState", "StateFile", "blame_hang", "read_states",
+__all__ = ["LOG_DIR_VAR", "WORLD_VAR", "check_world", "RECORD_SIZE", "RankState", "StateFile", "blame_hang", "read_states",
            "state_path"]
 
 RECORD_SIZE = 256
 LOG_DIR_VAR = "REALRUN_LOG_DIR"  # set by the launcher: where logs and state records go
+#: set by the launcher: how many ranks it started (a rank in a smaller world has the wrong MPI)
+WORLD_VAR = "REALRUN_WORLD"
 WAITING = "comm"
 
 
@@ -132,3 +134,22 @@ def blame_hang(states: dict[int, RankState | None]) -> tuple[int | None, str]:
     s = min(live, key=lambda s: (s.n, s.rank))
     return s.rank, (f"all ranks were waiting in communication (deadlock?); rank {s.rank} is "
                     f"the least advanced ({s.n} operations done, waiting in {s.op or '?'})")
+
+
+def check_world(size: int, library: str) -> None:
+    """Fail at once when this rank's world is not the one the launcher started.
+
+    Why: when mpi4py loads another MPI library than the ``mpiexec`` that started the ranks
+    (a machine with a system Open MPI besides the pip MPICH, say), every rank comes up as
+    rank 0 of a world of one; the ranks then wait for peers that do not exist until the
+    run's time limit.  Seen on a GPU machine whose image carried Debian's Open MPI.
+    """
+    want = os.environ.get(WORLD_VAR)
+    if want is None or not want.isdigit() or int(want) == size:
+        return
+    lib = library.strip().splitlines()[0] if library.strip() else "unknown"
+    raise RuntimeError(
+        f"this rank is in an MPI world of {size} but the launcher started {want} ranks: "
+        f"mpi4py loaded another MPI library ({lib}) than the mpiexec that started it. "
+        f"Point mpi4py at the library of that mpiexec with MPI4PY_LIBMPI=<its libmpi.so>, "
+        f"or give --mpiexec the launcher of {lib} (docs/realrun.md, second H200 session)")

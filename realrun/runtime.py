@@ -28,7 +28,7 @@ from typing import Any
 
 from clustersim.trace import SCHEMA_VERSION, TraceEvent
 from realrun.arrays import Backend, get_backend
-from realrun.rankstate import LOG_DIR_VAR, StateFile, state_path
+from realrun.rankstate import LOG_DIR_VAR, StateFile, check_world, state_path
 
 __all__ = ["RankContext", "TraceFile", "event_line", "trace_path", "trim_padding",
            "trim_traces", "write_json"]
@@ -210,6 +210,8 @@ class RankContext:
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.rank: int = self.comm.Get_rank()
         self.size: int = self.comm.Get_size()
+        if comm is None:
+            check_world(self.size, MPI.Get_library_version())
         self.role = role
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)

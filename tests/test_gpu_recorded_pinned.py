@@ -41,15 +41,16 @@ def test_as_run_validation_is_recorded_with_its_three_cases():
 
 @pytest.fixture(scope="module")
 def refit(tmp_path_factory) -> dict:
-    """``calibrate`` on the recorded traces, validated on the recorded runs (``--runs``)."""
+    """``calibrate`` on the recorded traces, validated on the recorded runs (``--runs``; the
+    scenarios are the shipped ones that have runs there)."""
     out = tmp_path_factory.mktemp("refit")
     cmd = [sys.executable, "-m", "clustersim", "calibrate", str(DATA / "bench"),
            "--platform", str(ROOT / "topologies" / "h200_shared.yaml"),
-           "--runs", str(DATA / "validation"), "--scenarios", *map(str, SCENARIOS),
+           "--runs", str(DATA / "validation"),
            "--out", str(out / "profile.yaml"), "--json", str(out / "fit.json"), "-q"]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=out, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads((out / "fit.json").read_text())
+    return {**json.loads((out / "fit.json").read_text()), "dir": str(out)}
 
 
 def _param(fit: dict, name: str) -> dict:
@@ -87,3 +88,52 @@ def test_training_all_reduce_beats_the_rotated_benchmark(refit):
     but the same all-reduce inside training took 20-35% less time."""
     c = {c["scenario"]: c for c in refit["validation"]["cases"]}["real_gpu_bsp_mlp"]["comm"]
     assert 0.65 < c["measured"] / c["predicted"] < 0.8
+
+
+def test_refit_found_the_recorded_scenarios(refit):
+    assert sorted(c["scenario"] for c in refit["validation"]["cases"]) == sorted(
+        p.stem for p in SCENARIOS)
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--real"], "give it with TRACES, not --real"),
+    (["DATA"], "directory"),
+    (["DATA", "--no-validate"], "cannot go with --no-validate"),
+])
+def test_runs_misuse_is_an_input_error(tmp_path, extra, words):
+    runs = str(DATA / "validation") if words != "directory" else str(tmp_path / "none")
+    extra = [str(DATA / "bench") if e == "DATA" else e for e in extra]
+    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", *extra, "--runs",
+                          runs, "--out", str(tmp_path / "p.yaml")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert words in res.stderr and "runs" in res.stderr
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_default_validation_scenarios_follow_the_plan_device():
+    """A CPU calibration does not validate on the GPU scenarios (17 GFLOP layers on CPU
+    cores), a GPU one validates on them alone."""
+    from clustersim.calibration.validate import default_scenarios
+
+    gpu = default_scenarios(ROOT / "scenarios", device="gpu")
+    cpu = default_scenarios(ROOT / "scenarios", device="cpu")
+    assert [p.stem for p in gpu] == sorted(p.stem for p in SCENARIOS)
+    assert cpu and not set(cpu) & set(gpu)
+    assert sorted(cpu + gpu) == default_scenarios(ROOT / "scenarios")
+
+
+def test_refit_profile_reads_back_and_predicts_what_the_validation_printed(refit):
+    """The profile a `--runs` validation wrote (unknown load averages: null) applies with
+    `predict --calibration`, and predicts the iteration time the validation printed."""
+    out = Path(refit["dir"]) / "p.json"
+    res = subprocess.run([sys.executable, "-m", "clustersim", "predict",
+                          str(SCENARIOS[0]), "--calibration",
+                          str(Path(refit["dir"]) / "profile.yaml"), "-q", "--json", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    pts = next(iter(json.loads(out.read_text())["algorithms"].values()))
+    case = {c["scenario"]: c for c in refit["validation"]["cases"]}[SCENARIOS[0].stem]
+    assert pts[0]["iteration_time"] == pytest.approx(case["iteration_time"]["predicted"],
+                                                     rel=1e-5)
+    assert case["load_average"] == [None, None, None]

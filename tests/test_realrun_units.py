@@ -310,3 +310,19 @@ def test_gemm_precisions_on_numpy_fp32_fp16_run_tf32_bf16_are_refused():
             be.gemm(8, 8, 8, precision=prec)
     with pytest.raises(InputError, match="allowed: fp32, tf32, bf16, fp16"):
         meta_dtype("int4")
+
+
+def test_a_rank_in_a_smaller_world_than_launched_fails_at_once(monkeypatch):
+    """mpi4py on another MPI than mpiexec's: each rank is alone in its world.  The rank says
+    so and names the fix instead of waiting for peers until the time limit."""
+    from realrun.rankstate import WORLD_VAR, check_world
+
+    monkeypatch.setenv(WORLD_VAR, "2")
+    with pytest.raises(RuntimeError) as exc:
+        check_world(1, "Open MPI v4.1.6, package: Debian OpenMPI\nmore")
+    msg = str(exc.value)
+    assert "world of 1" in msg and "started 2" in msg and "Open MPI v4.1.6" in msg
+    assert "MPI4PY_LIBMPI" in msg
+    check_world(2, "MPICH Version: 5.0.2")  # the world it was launched as: fine
+    monkeypatch.delenv(WORLD_VAR)
+    check_world(1, "")  # not started by realrun's launcher: nothing to check

@@ -66,7 +66,8 @@ class Case:
                 "comm": {"predicted": _g(p.comm), "measured": _g(m.comm)},
                 "wait": {"predicted": _g(p.wait), "measured": _g(m.wait)},
                 "measured_repeats": [_g(x) for x in self.repeats],
-                "load_average": [_g(x) for x in self.loads]}
+                # a recorded run's load is unknown: null, as profiles and JSON have no NaN
+                "load_average": [_g(x) if math.isfinite(x) else None for x in self.loads]}
 
 
 def _g(x: float) -> float:
@@ -88,12 +89,18 @@ class ValidationReport:
                 "cases": [c.as_dict() for c in self.cases]}
 
 
-def default_scenarios(root: str | Path | None = None) -> list[Path]:
-    """The shipped real-run scenarios (``scenarios/real_*.yaml``), sorted."""
+def default_scenarios(root: str | Path | None = None, device: str | None = None) -> list[Path]:
+    """The shipped real-run scenarios, sorted: ``scenarios/real_gpu_*.yaml`` for
+    ``device="gpu"`` (a one-GPU machine), the other ``real_*.yaml`` for ``"cpu"`` (CPU
+    cores: the GPU cases' 17 GFLOP layers would take minutes a step there), all of them
+    for ``None``."""
     from clustersim.shipped import shipped_dir
 
     base = Path(root) if root is not None else shipped_dir("scenarios")
-    return sorted(base.glob("real_*.yaml")) if base is not None else []
+    found = sorted(base.glob("real_*.yaml")) if base is not None else []
+    if device is None:
+        return found
+    return [f for f in found if f.name.startswith("real_gpu_") == (device == "gpu")]
 
 
 def _main_point(scn: Any, algorithm: str | None, workers: int | None) -> tuple[Any, int]:

@@ -63,7 +63,8 @@ def load_traces(items: list[str], statistic: str
 
 def validation_scenarios(args: argparse.Namespace) -> list[Path]:
     """``--scenarios``; else, with ``--runs DIR``, the shipped real-run scenarios that have
-    runs recorded in DIR; else every shipped ``scenarios/real_*.yaml``."""
+    runs recorded in DIR; else the shipped ``scenarios/real_*.yaml`` of the plan's device
+    (``real_gpu_*`` with ``--plan gpu``, the others with ``cpu``)."""
     from clustersim.calibration.validate import default_scenarios
 
     if args.scenarios:
@@ -73,13 +74,19 @@ def validation_scenarios(args: argparse.Namespace) -> list[Path]:
                 raise InputError(f"validation scenario {s!r} not found")
             out.append(Path(s))
         return out
-    found = default_scenarios()
     if getattr(args, "runs", None):
-        found = [f for f in found if (Path(args.runs) / f.stem).is_dir()]
+        found = [f for f in default_scenarios() if (Path(args.runs) / f.stem).is_dir()]
         if not found:
             raise InputError(f"no runs of a shipped real-run scenario in {args.runs!r} "
                              f"(expected <scenario>/run0/ ...); give --scenarios",
                              path=("runs",))
+    else:
+        device = getattr(args, "plan", "auto")
+        if device == "auto":
+            from realrun.arrays import gpu_present  # a /dev scan: no CUDA import
+
+            device = "gpu" if gpu_present() else "cpu"
+        found = default_scenarios(device=device)
     if not found:
         raise InputError("no validation scenarios (scenarios/real_*.yaml); give --scenarios "
                          "or --no-validate")

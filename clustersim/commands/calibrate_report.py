@@ -95,7 +95,7 @@ def print_validation(console: Any, report: Any, pick: str = "median") -> None:
         t.add_row(c.scenario, c.algorithm, str(c.workers), f"{p.iteration_time * 1e3:.2f} ms",
                   f"{m.iteration_time * 1e3:.2f} ms", f"{c.error:+.1%}", rng,
                   f"{p.comm_share:.1%}", f"{m.comm_share:.1%}",
-                  ", ".join(f"{x:.1f}" for x in c.loads))
+                  ", ".join(f"{x:.1f}" if x == x else "-" for x in c.loads))  # NaN: unknown
     t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
                  f"(measured: the {'fastest' if pick == 'min' else 'median'} of the repeats)")
     console.print(t)
