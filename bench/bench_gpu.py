@@ -13,6 +13,11 @@ precision   one rank: GEMMs by shape in fp32, tf32, bf16 and fp16 (cuBLAS, ``rea
 staging     device<->host copies of 1-64 MiB into a fresh pageable array, a reused pageable one
             and a reused pinned one (``staging.json``): what each way of staging a message
             through the host costs, the evidence for realrun's pinned staging buffers
+idle        a 2048x2048x2048 GEMM, the MLP's layer, and a 48 MiB copy timed back to back and
+            after the GPU idled 2-50 ms (``idle.json``): whether kernels that follow an idle
+            spell - training's update after its all-reduce, a worker's forward after waiting
+            for weights - run slower than the back-to-back benchmarks (docs/realrun.md,
+            second H200 session)
 nccl        two ranks on the one GPU try an NCCL all-reduce through ``cupy.cuda.nccl``
             (``nccl.json``: the time, or NCCL's refusal, which is what NCCL answers when two
             ranks of one communicator share a device)
@@ -39,7 +44,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("probe", "precision", "staging", "nccl", "calibrate", "torch")
+STEPS = ("probe", "precision", "staging", "idle", "nccl", "calibrate", "torch")
 #: square and layer-like GEMMs, as (m, n, k)
 SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
           (2048, 2048, 8192), (8192, 2048, 2048), (256, 4096, 4096))
@@ -183,6 +188,39 @@ def _staging(out: Path) -> dict:
     return {"GB/s at 48 MiB": {r["way"]: r["GB/s"] for r in rows if r["bytes"] == 48 << 20}}
 
 
+def _idle(out: Path) -> dict:
+    import cupy as cp
+
+    n = 2048
+    a = cp.random.random((n, n), dtype=cp.float32)
+    b = cp.random.random((n, n), dtype=cp.float32)
+    c = cp.empty((n, n), dtype=cp.float32)
+    src = cp.ones(12 << 20, dtype=cp.float32)  # 48 MiB
+    dst = cp.empty_like(src)
+    kernels = {"gemm 2048^3": lambda: cp.matmul(a, b, out=c),
+               "copy 48 MiB": lambda: cp.copyto(dst, src)}
+    rows = []
+    for name, fn in kernels.items():
+        for _ in range(20):  # warm: clocks up, kernels loaded
+            fn()
+        cp.cuda.Device().synchronize()
+        for idle_ms in (0, 2, 5, 20, 50):
+            got = []
+            for _ in range(9):
+                if idle_ms:
+                    time.sleep(idle_ms / 1e3)
+                t = time.perf_counter()
+                fn()
+                cp.cuda.Device().synchronize()
+                got.append(time.perf_counter() - t)
+            rows.append({"kernel": name, "idle_ms": idle_ms,
+                         "median_s": sorted(got)[len(got) // 2], "min_s": min(got)})
+    (out / "idle.json").write_text(json.dumps(rows, indent=1))
+    base = {r["kernel"]: r["median_s"] for r in rows if r["idle_ms"] == 0}
+    return {"slowdown after 20 ms idle": {r["kernel"]: round(r["median_s"] / base[r["kernel"]], 2)
+                                         for r in rows if r["idle_ms"] == 20}}
+
+
 SCENARIOS = ("scenarios/real_gpu_bsp_mlp.yaml", "scenarios/real_gpu_async_ps.yaml",
              "scenarios/real_gpu_bsp_wide_batch.yaml")
 
@@ -224,9 +262,8 @@ def _torch(out: Path) -> dict:
 
 
 def _step(name: str, out: Path) -> dict:
-    fn = {"probe": _probe, "precision": _precision, "staging": _staging, "nccl": _nccl,
-          "calibrate": _calibrate,
-          "torch": _torch}[name]
+    fn = {"probe": _probe, "precision": _precision, "staging": _staging, "idle": _idle,
+          "nccl": _nccl, "calibrate": _calibrate, "torch": _torch}[name]
     t = time.perf_counter()
     try:
         got = {"ok": True, **fn(out)}

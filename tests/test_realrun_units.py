@@ -267,9 +267,15 @@ def test_staged_library_call_copies_device_to_host_in_place_and_back():
     from realrun.arrays import Backend
     from realrun.collectives import CollectiveBuffers, library_call
 
+    pinned = []
+
     class Staged(Backend):  # as CuPy's: reaching host memory makes a host copy
         def to_host(self, a):
             return np.array(a, copy=True)
+
+        def host_empty(self, n, dtype="float32"):  # CuPy's pins these (cupyx.empty_pinned)
+            pinned.append(super().host_empty(n, dtype))
+            return pinned[-1]
 
     be = Staged(np, name="staged", is_gpu=False)
     be.direct_mpi = False
@@ -290,6 +296,8 @@ def test_staged_library_call_copies_device_to_host_in_place_and_back():
     # the same two host buffers both times, and never the device (caller's) arrays
     assert calls[0] == calls[1]
     assert send.ctypes.data not in calls[0] and recv.ctypes.data not in calls[0]
+    # and they are the backend's staging buffers (page-locked on a GPU), made once
+    assert calls[0] == tuple(b.ctypes.data for b in pinned)
 
 
 def test_gemm_precisions_on_numpy_fp32_fp16_run_tf32_bf16_are_refused():

@@ -126,3 +126,17 @@ def test_without_rows_timed_alone_the_share_is_not_fitted_and_the_note_says_so()
     assert fit_share(together, [], 2) is None
     assert fit_share(together, together, 1) is None  # one rank: nothing shared
     assert not math.isnan(cf.rates["fc"])
+
+
+def test_time_shared_workers_are_not_grouped_by_kind():
+    """The grouped BSP run (sim/grouped.py) classes workers by device kind; on a
+    time-shared device the cost also depends on how many share it, so it is not used."""
+    from clustersim.sim.grouped import worker_classes
+    from clustersim.sim.sweep import prepare_point
+
+    scn = load_scenario(ROOT / "scenarios" / "real_gpu_bsp_mlp.yaml",
+                        ["run.fidelity=analytic", "sweep.workers=[3]"])
+    alg = scn.algorithms[0]
+    scn3, _job, actors, placement, _costs = prepare_point(scn, alg, 3, 0)
+    assert scn3.workload.jitter == 0
+    assert worker_classes("bsp", scn3, actors, placement, False) is None

@@ -62,6 +62,9 @@ def worker_classes(algorithm: str, scn: Any, actors: Sequence[ActorSpec],
         # (below) would simulate them once more per class
         return None
     specs = scn.platform.rank_specs
+    if any(specs[d].time_shared for d in placement):
+        # ranks sharing a GPU cost by how many share it (sim/sharing.py), not by kind alone
+        return None
     classes: dict[str, list[int]] = {}
     for i, d in enumerate(placement):
         classes.setdefault(specs[d].name, []).append(i)
