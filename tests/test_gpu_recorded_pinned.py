@@ -137,3 +137,24 @@ def test_refit_profile_reads_back_and_predicts_what_the_validation_printed(refit
     assert pts[0]["iteration_time"] == pytest.approx(case["iteration_time"]["predicted"],
                                                      rel=1e-5)
     assert case["load_average"] == [None, None, None]
+
+
+def test_per_operation_report_names_every_traced_operation(refit):
+    """The validation compares operations, not only iterations: every operation the real
+    runs traced is there, with the simulator's figure beside it.  Where the model's parts
+    are right (the wide-batch BSP case's passes, the async worker's backward) they agree
+    within 15%; the memory-bound update is the known miss (docs/realrun.md)."""
+    cases = {c["scenario"]: c for c in refit["validation"]["cases"]}
+    ops = {name: {(o["role"], o["kind"], o["label"]): o for o in c["operations"]}
+           for name, c in cases.items()}
+    assert {("worker", "allreduce", "allreduce"), ("worker", "compute", "forward"),
+            ("worker", "compute", "backward"), ("worker", "compute", "update")} <= set(
+        ops["real_gpu_bsp_mlp"])
+    assert {("worker", "send", "push"), ("worker", "recv", "pull"),
+            ("server", "compute", "server accumulate")} <= set(ops["real_gpu_async_ps"])
+    wide = ops["real_gpu_bsp_wide_batch"]
+    for label in ("forward", "backward"):
+        o = wide[("worker", "compute", label)]
+        assert abs(o["error"]) < 0.15, o
+    assert abs(ops["real_gpu_async_ps"][("worker", "compute", "backward")]["error"]) < 0.15
+    assert wide[("worker", "compute", "update")]["error"] < -0.5

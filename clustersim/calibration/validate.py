@@ -45,6 +45,8 @@ class Case:
     repeats: list[float] = field(default_factory=list)
     #: 1-minute load average when each repeat started
     loads: list[float] = field(default_factory=list)
+    #: per operation, median predicted against median measured (:mod:`.perop`)
+    ops: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def error(self) -> float:
@@ -67,7 +69,9 @@ class Case:
                 "wait": {"predicted": _g(p.wait), "measured": _g(m.wait)},
                 "measured_repeats": [_g(x) for x in self.repeats],
                 # a recorded run's load is unknown: null, as profiles and JSON have no NaN
-                "load_average": [_g(x) if math.isfinite(x) else None for x in self.loads]}
+                "load_average": [_g(x) if math.isfinite(x) else None for x in self.loads],
+                "operations": [{k: (_g(v) if isinstance(v, float) else v)
+                                for k, v in row.items()} for row in self.ops]}
 
 
 def _g(x: float) -> float:
@@ -132,6 +136,24 @@ def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: st
     alg, workers = _main_point(scn, algorithm, workers)
     metrics, _ = simulate_point(scn, alg, workers, scn.run.seed)
     return metrics, alg.title, workers
+
+
+def predicted_ops(path: str | Path, profile: Profile | None, measured: Any, *,
+                  algorithm: str | None = None, workers: int | None = None,
+                  sets: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Per-operation medians of the simulator's trace of the point against ``measured``
+    (a real run's events), as :func:`clustersim.calibration.perop.compare_ops` gives them.
+    The point is simulated once more with its trace on (a trace does not change a run)."""
+    from clustersim.calibration.perop import compare_ops
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    scn = load_scenario(path, list(sets))
+    if profile is not None:
+        scn, _, _ = apply_profile_data(scn, profile)
+    alg, workers = _main_point(scn, algorithm, workers)
+    _, res = simulate_point(scn, alg, workers, scn.run.seed, True)
+    return compare_ops(res.events, measured, scn.run.warmup, workers)
 
 
 def scenario_point(path: str | Path, sets: Sequence[str] = ()) -> tuple[str, int]:
@@ -230,8 +252,10 @@ def build_report(profile: Profile, scenarios: Sequence[str | Path],
         order = sorted(range(len(results)), key=lambda j: times[j])
         at = 0 if pick == "min" else (len(order) - 1) // 2
         mid = results[order[at]].result
+        ops = predicted_ops(path, profile, mid.events, algorithm=title, workers=workers,
+                            sets=sets)
         report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
-                                 str(mid.out_dir), times, [r.load for r in results]))
+                                 str(mid.out_dir), times, [r.load for r in results], ops))
     return report
 
 

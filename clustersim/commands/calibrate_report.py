@@ -99,6 +99,20 @@ def print_validation(console: Any, report: Any, pick: str = "median") -> None:
     t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
                  f"(measured: the {'fastest' if pick == 'min' else 'median'} of the repeats)")
     console.print(t)
+    ops = Table(title="per operation: median time of one operation, predicted vs measured "
+                      "(warm-up left out)", title_justify="left")
+    for col in ("scenario", "role", "operation", "predicted", "measured", "error"):
+        ops.add_column(col, justify="left" if col in ("scenario", "role", "operation")
+                       else "right")
+    for c in report.cases:
+        for row in c.ops:
+            p, m, e = row["predicted"], row["measured"], row["error"]
+            ops.add_row(c.scenario, row["role"], f"{row['kind']}: {row['label']}",
+                        f"{p * 1e3:.3f} ms" if p is not None else "-",
+                        f"{m * 1e3:.3f} ms" if m is not None else "-",
+                        f"{e:+.1%}" if e is not None else "-")
+    if ops.row_count:
+        console.print(ops)
 
 
 def print_moved(console: Any, cal: Any, platform: Any) -> None:
