@@ -252,8 +252,9 @@ def build_report(profile: Profile, scenarios: Sequence[str | Path],
         order = sorted(range(len(results)), key=lambda j: times[j])
         at = 0 if pick == "min" else (len(order) - 1) // 2
         mid = results[order[at]].result
-        ops = predicted_ops(path, profile, mid.events, algorithm=title, workers=workers,
-                            sets=sets)
+        events = getattr(mid, "events", None)  # a run without its trace: no per-op rows
+        ops = (predicted_ops(path, profile, events, algorithm=title, workers=workers,
+                             sets=sets) if events else [])
         report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
                                  str(mid.out_dir), times, [r.load for r in results], ops))
     return report
