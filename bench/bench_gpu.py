@@ -153,21 +153,31 @@ def _nccl(out: Path) -> dict:
     return {"exit": res.returncode, "ranks": json.loads(lines[-1]) if lines else None}
 
 
+def _timed(fn, reps: int, idle: float = 0.0) -> list[float]:
+    """Seconds of ``reps`` calls of ``fn``, each waited for on the GPU; ``idle``: seconds the
+    GPU sits idle before each call (the caller warms it up first)."""
+    import cupy as cp
+
+    sync = cp.cuda.Device().synchronize
+    got = []
+    for _ in range(reps):
+        if idle:
+            time.sleep(idle)
+        t = time.perf_counter()
+        fn()
+        sync()
+        got.append(time.perf_counter() - t)
+    return got
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
 def _staging(out: Path) -> dict:
     import cupy as cp
     import cupyx
     import numpy as np
-
-    def timed(fn, reps: int = 7) -> float:
-        fn()
-        cp.cuda.Device().synchronize()
-        got = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            fn()
-            cp.cuda.Device().synchronize()
-            got.append(time.perf_counter() - t)
-        return sorted(got)[len(got) // 2]
 
     rows = []
     for mib in (1, 4, 16, 48, 64):
@@ -182,7 +192,7 @@ def _staging(out: Path) -> dict:
                 "h2d reused pageable": lambda d=dev, h=page: d.set(h),
                 "h2d reused pinned": lambda d=dev, h=pin: d.set(h)}
         for way, fn in ways.items():
-            t = timed(fn)
+            t = _median(_timed(fn, 8)[1:])  # the first call warms up
             rows.append({"bytes": n, "way": way, "seconds": t, "GB/s": round(n / t / 1e9, 2)})
     (out / "staging.json").write_text(json.dumps(rows, indent=1))
     return {"GB/s at 48 MiB": {r["way"]: r["GB/s"] for r in rows if r["bytes"] == 48 << 20}}
@@ -201,20 +211,11 @@ def _idle(out: Path) -> dict:
                "copy 48 MiB": lambda: cp.copyto(dst, src)}
     rows = []
     for name, fn in kernels.items():
-        for _ in range(20):  # warm: clocks up, kernels loaded
-            fn()
-        cp.cuda.Device().synchronize()
+        _timed(fn, 20)  # warm: clocks up, kernels loaded
         for idle_ms in (0, 2, 5, 20, 50):
-            got = []
-            for _ in range(9):
-                if idle_ms:
-                    time.sleep(idle_ms / 1e3)
-                t = time.perf_counter()
-                fn()
-                cp.cuda.Device().synchronize()
-                got.append(time.perf_counter() - t)
-            rows.append({"kernel": name, "idle_ms": idle_ms,
-                         "median_s": sorted(got)[len(got) // 2], "min_s": min(got)})
+            got = _timed(fn, 9, idle_ms / 1e3)
+            rows.append({"kernel": name, "idle_ms": idle_ms, "median_s": _median(got),
+                         "min_s": min(got)})
     (out / "idle.json").write_text(json.dumps(rows, indent=1))
     base = {r["kernel"]: r["median_s"] for r in rows if r["idle_ms"] == 0}
     return {"slowdown after 20 ms idle": {r["kernel"]: round(r["median_s"] / base[r["kernel"]], 2)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from clustersim.sim.sharing import share_group
+
 __all__ = ["ShareFit", "ALONE", "SHARE_MIN_TIME", "fit_share", "split_contexts",
            "ranks_sharing"]
 
@@ -91,11 +93,9 @@ def fit_share(together: Sequence[Row], alone: Sequence[Row], ranks: int) -> Shar
 
 
 def ranks_sharing(platform: Any, placement: Sequence[int]) -> int:
-    """How many of the benchmark's ranks sit on rank 0's physical device: the ranks on
-    devices of its kind in its machine when the kind is ``time_shared``, else 1."""
-    spec = platform.spec(placement[0])
-    if not spec.time_shared:
+    """How many of the benchmark's ranks sit on rank 0's physical device: those in its
+    :func:`~clustersim.sim.sharing.share_group` when its kind is ``time_shared``, else 1."""
+    group = share_group(platform, placement[0])
+    if group is None:
         return 1
-    host = platform.host(placement[0])
-    return sum(1 for d in placement
-               if platform.host(d) == host and platform.spec(d).name == spec.name)
+    return sum(1 for d in placement if share_group(platform, d) == group)

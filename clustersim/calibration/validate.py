@@ -127,6 +127,15 @@ def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: st
                      workers: int | None = None, sets: Sequence[str] = ()) -> tuple[Any, str, int]:
     """(PointMetrics, algorithm title, workers) the simulator predicts for one scenario point,
     with ``profile`` applied (``None``: the scenario as written)."""
+    metrics, title, workers, _ = _predict(path, profile, algorithm, workers, sets, False)
+    return metrics, title, workers
+
+
+def _predict(path: str | Path, profile: Profile | None, algorithm: str | None,
+             workers: int | None, sets: Sequence[str], trace: bool
+             ) -> tuple[Any, str, int, Any]:
+    """:func:`predict_scenario`, and with ``trace`` the run's events and warm-up too (a
+    trace does not change a run's metrics)."""
     from clustersim.scenario.schema import load_scenario
     from clustersim.sim.sweep import simulate_point
 
@@ -134,26 +143,8 @@ def predict_scenario(path: str | Path, profile: Profile | None, *, algorithm: st
     if profile is not None:
         scn, _, _ = apply_profile_data(scn, profile)
     alg, workers = _main_point(scn, algorithm, workers)
-    metrics, _ = simulate_point(scn, alg, workers, scn.run.seed)
-    return metrics, alg.title, workers
-
-
-def predicted_ops(path: str | Path, profile: Profile | None, measured: Any, *,
-                  algorithm: str | None = None, workers: int | None = None,
-                  sets: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Per-operation medians of the simulator's trace of the point against ``measured``
-    (a real run's events), as :func:`clustersim.calibration.perop.compare_ops` gives them.
-    The point is simulated once more with its trace on (a trace does not change a run)."""
-    from clustersim.calibration.perop import compare_ops
-    from clustersim.scenario.schema import load_scenario
-    from clustersim.sim.sweep import simulate_point
-
-    scn = load_scenario(path, list(sets))
-    if profile is not None:
-        scn, _, _ = apply_profile_data(scn, profile)
-    alg, workers = _main_point(scn, algorithm, workers)
-    _, res = simulate_point(scn, alg, workers, scn.run.seed, True)
-    return compare_ops(res.events, measured, scn.run.warmup, workers)
+    metrics, res = simulate_point(scn, alg, workers, scn.run.seed, trace)
+    return metrics, alg.title, workers, (res.events, scn.run.warmup) if trace else None
 
 
 def scenario_point(path: str | Path, sets: Sequence[str] = ()) -> tuple[str, int]:
@@ -223,9 +214,8 @@ def recorded_cases(scenarios: Sequence[str | Path], runs_dir: str | Path,
     out: list[list[Measured]] = []
     for path in scenarios:
         name = Path(path).stem
-        dirs = sorted((Path(runs_dir) / name).glob("run*"),
-                      key=lambda d: int(d.name[3:]) if d.name[3:].isdigit() else -1)
-        dirs = [d for d in dirs if d.name[3:].isdigit() and d.is_dir()]
+        dirs = sorted((d for d in (Path(runs_dir) / name).glob("run*")
+                       if d.name[3:].isdigit() and d.is_dir()), key=lambda d: int(d.name[3:]))
         if not dirs:
             raise InputError(f"no recorded runs of {name!r} in {str(runs_dir)!r} (expected "
                              f"{name}/run0/, run1/ ... as `calibrate --real` writes them)",
@@ -246,15 +236,17 @@ def build_report(profile: Profile, scenarios: Sequence[str | Path],
     if pick not in ("median", "min"):
         raise ValueError(f"pick must be 'median' or 'min', not {pick!r}")
     report = ValidationReport()
+    from clustersim.calibration.perop import compare_ops
+
     for path, results in zip(scenarios, runs):
-        pred, title, workers = predict_scenario(path, profile, sets=sets)
         times = [r.result.metrics.iteration_time for r in results]
         order = sorted(range(len(results)), key=lambda j: times[j])
         at = 0 if pick == "min" else (len(order) - 1) // 2
         mid = results[order[at]].result
-        events = getattr(mid, "events", None)  # a run without its trace: no per-op rows
-        ops = (predicted_ops(path, profile, events, algorithm=title, workers=workers,
-                             sets=sets) if events else [])
+        measured = getattr(mid, "events", None)  # a run without its trace: no per-op rows
+        pred, title, workers, traced = _predict(path, profile, None, None, sets,
+                                                bool(measured))
+        ops = compare_ops(traced[0], measured, traced[1], workers) if measured else []
         report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
                                  str(mid.out_dir), times, [r.load for r in results], ops))
     return report

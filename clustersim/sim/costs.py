@@ -19,6 +19,7 @@ import numpy as np
 
 from clustersim.algorithms.base import ActorSpec
 from clustersim.algorithms.ops import Collective, Compute
+from clustersim.sim.sharing import device_factors
 from clustersim.sim.streams import RankStreams
 from clustersim.workload.compute import ComputeProfile
 
@@ -237,8 +238,6 @@ class CostModel:
     def share_devices(self, placement: list[int] | tuple[int, ...], roles: list[str]) -> None:
         """Charge the actors of time-shared devices their share (:mod:`.sharing`); called
         once the actors are placed.  A no-op on platforms without a time-shared kind."""
-        from clustersim.sim.sharing import device_factors
-
         self._shares = device_factors(self.platform, placement, roles)
         self._kinds.clear()  # keys are made again, with the factors
 

@@ -27,7 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["device_factors"]
+__all__ = ["device_factors", "share_group"]
+
+
+def share_group(platform: Any, device: int) -> tuple[int, str] | None:
+    """The physical device ``device`` is part of - ``(machine, kind)`` - or ``None`` when
+    its kind is not time-shared (it is a device of its own)."""
+    spec = platform.spec(device)
+    return (platform.host(device), spec.name) if spec.time_shared else None
 
 
 def device_factors(platform: Any, placement: Sequence[int], roles: Sequence[str]
@@ -37,9 +44,9 @@ def device_factors(platform: Any, placement: Sequence[int], roles: Sequence[str]
     ``placement[i]`` its device."""
     groups: dict[tuple[int, str], list[int]] = {}
     for i, dev in enumerate(placement):
-        spec = platform.spec(dev)
-        if spec.time_shared:
-            groups.setdefault((platform.host(dev), spec.name), []).append(i)
+        group = share_group(platform, dev)
+        if group is not None:
+            groups.setdefault(group, []).append(i)
     out: dict[int, float] = {}
     for members in groups.values():
         k = sum(1 for i in members if roles[i] == "worker")
