@@ -61,6 +61,23 @@ def test_unwritable_output_is_refused_before_simulating(tmp_path, capsys, no_sim
         assert not ok.exists()
 
 
+@pytest.mark.parametrize("argv", [
+    ["predict", BENCH, "--json", ""],
+    ["predict", "knl_4253", "--uncertainty", "2", "--uncertainty-plot", ""],
+    ["whatif", BENCH, "-o", ""],
+    ["sensitivity", "knl_4253", "--plot", " "],
+    ["sweep", "theano_mpi_alexnet", "--csv", ""],
+    ["sweep", "theano_mpi_alexnet", "--out", ""],
+])
+def test_an_empty_output_name_is_refused(tmp_path, capsys, monkeypatch, no_simulation, argv):
+    # it was ignored (exit 0, nothing written) or, for whatif, a traceback
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot write --" in err and "an empty" in err
+    assert "Traceback" not in err and _listing(tmp_path) == []
+
+
 def test_same_file_twice_is_refused(tmp_path, capsys, no_simulation):
     f = tmp_path / "x"
     assert main(["predict", BENCH, "--json", str(f), "--csv", str(f)]) == 2

@@ -59,9 +59,20 @@ def test_whatif_page(tmp_path, capsys):
     assert "> 0.5x</label>" in html and "> 10x</label>" in html
 
 
-def test_whatif_bad_factors(tmp_path, capsys):
-    assert main(["whatif", "x.yaml", "--bandwidth", "fast"]) == 2
-    assert "--bandwidth" in capsys.readouterr().err
+@pytest.mark.parametrize("text", ["fast", "inf", "nan", "1e-300", "0", "-1", "0.25,,4", ""])
+def test_whatif_bad_factors(tmp_path, capsys, text):
+    # inf and 1e-300 were accepted: a page cell that could not be shown, absurd throughputs
+    out = tmp_path / "page.html"
+    assert main(["whatif", "allreduce_crossbar16", "-o", str(out), "--bandwidth", text]) == 2
+    err = capsys.readouterr().err
+    assert "--bandwidth" in err and "0.001 to 1000" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_factors_take_the_pages_own_spelling():
+    from clustersim.cli import _factors
+
+    assert _factors("0.25, 2x,4X", "latency") == [0.25, 2.0, 4.0]
 
 
 @pytest.mark.parametrize("module", ["clustersim.cli", "clustersim.sim.sweep",

@@ -102,9 +102,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if scn.workload is None:
         raise InputError("a sweep needs a training scenario ('workload' and 'algorithm')",
                          file=scn.file)
-    out = Path(args.out) if args.out else Path(f"{scn.name}.sweep")
-    files = {"--parquet": args.parquet or out / "sweep.parquet",
-             "--csv": args.csv or out / "sweep.csv", "--json": args.json or out / "sweep.json"}
+    if args.out is not None and not args.out.strip():
+        raise InputError("cannot write --out '': an empty folder name; give a folder name")
+    out = Path(args.out) if args.out is not None else Path(f"{scn.name}.sweep")
+    # an empty name given for a file is refused by check_outputs, not replaced by the default
+    files = {flag: out / f"sweep.{flag[2:]}" if given is None else given
+             for flag, given in (("--parquet", args.parquet), ("--csv", args.csv),
+                                 ("--json", args.json))}
     import importlib.util
 
     if importlib.util.find_spec("pyarrow") is None:  # Parquet is optional (the explore extra)

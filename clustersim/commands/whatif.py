@@ -85,9 +85,9 @@ def add_parser(sub: Any) -> None:
     wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
     wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
-                    help="link bandwidth factors (default %(default)s)")
+                    help="link bandwidth factors, each 0.001 to 1000 (default %(default)s)")
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
-                    help="link latency factors (default %(default)s)")
+                    help="link latency factors, each 0.001 to 1000 (default %(default)s)")
     wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
     wi.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")

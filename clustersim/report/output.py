@@ -59,14 +59,17 @@ def _cannot(flag: str, path: Any, why: str) -> InputError:
 def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
     """Raise :class:`InputError` naming the option for the first output that cannot be written.
 
-    ``outputs`` maps an option (``--json``) to its path (``None``: not asked for).  Writability
+    ``outputs`` maps an option (``--json``) to its path (``None``: not asked for; an empty
+    path was asked for, and is refused: ``--json ''`` wrote nothing, silently).  Writability
     is tested by creating (and removing) a temporary file or directory where the output will
     go - the only test that also holds for root and for file systems such as ``/proc``.
     """
     seen: dict[str, str] = {}
     for flag, raw in outputs.items():
-        if raw is None or raw == "":
+        if raw is None:
             continue
+        if str(raw).strip() == "":
+            raise _cannot(flag, raw, "an empty file name; give a file name")
         p = _target(raw)
         key = os.path.abspath(p)
         if key in seen:
