@@ -190,7 +190,9 @@ def _predict_training(scn, args, console) -> int:
         if unc:
             from clustersim.report.uncertainty import print_bands
 
-            print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide)
+            jitter = any(p.interval for pts in result.points.values() for p in pts)
+            print_bands(console, bands, inputs, args.uncertainty, scn.run.seed, args.wide,
+                        jitter)
     return EXIT_OK
 
 

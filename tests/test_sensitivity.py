@@ -32,6 +32,20 @@ def test_sobol_linear_in_one_input_and_independent_of_the_other():
         (1.15, 2.5, 3.85), abs=0.02)
 
 
+def quadratic(sample):
+    return {"y": sample.fields["workload.a"] ** 2 + 0.5 * sample.fields["workload.b"]}
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_sobol_confidence_intervals_repeat_with_the_seed(seed):
+    # SALib seeds its bootstrap only "if seed:": with run.seed 0 the intervals (and the
+    # tornado page's bytes) changed from run to run
+    a = run_sensitivity(INPUTS, 16, "sobol", seed, quadratic, {"y": "y"})["metrics"]["y"]
+    b = run_sensitivity(INPUTS, 16, "sobol", seed, quadratic, {"y": "y"})["metrics"]["y"]
+    assert a["S1_conf"] == b["S1_conf"] and a["ST_conf"] == b["ST_conf"]
+    assert all(c > 0 for c in a["ST_conf"])  # a real bootstrap, not zeros
+
+
 def test_sobol_additive_model_splits_the_variance_by_the_coefficients():
     # y = a + 2 b, a, b ~ U(0, 1): Var = 1/12 + 4/12, S_a = 1/5, S_b = 4/5 (no interactions)
     res = run_sensitivity(INPUTS, 512, "sobol", 1,
@@ -74,6 +88,8 @@ def test_command_on_the_headline_scenario_is_deterministic(tmp_path, capsys):
 
 def test_command_errors(capsys):
     assert main(["sensitivity", "knl_4253", "-n", "1"]) == 2
+    assert main(["sensitivity", "knl_4253", "-n", "12"]) == 2  # Sobol: a power of two
+    assert "power of two" in capsys.readouterr().err
     assert main(["sensitivity", "allreduce_crossbar16"]) == 2
     assert main(["sensitivity", "knl_4253", "--algorithm", "nope"]) == 2
     err = capsys.readouterr().err

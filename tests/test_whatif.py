@@ -82,3 +82,26 @@ def test_core_imports_no_plotly_mpi_cupy(module):
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_progress_chart_follows_the_panel_in_the_other_charts_styles():
+    # it showed the 1x cell whatever the panel said, in a palette of its own
+    from clustersim.report.whatif import _progress_figure, _training_figures, log_ticks
+    from clustersim.report.whatif_panel import series_style
+
+    scn = parse_scenario({**SMALL, "workload": {**SMALL["workload"], "batch_per_worker": 64}})
+    grid = whatif_grid(scn, [0.25], [1.0], jobs=1)
+    combos = grid_points(grid["bandwidths"], grid["latencies"])
+    algs = list(grid["cells"][combos[0]])
+    style = {a: series_style(i) for i, a in enumerate(algs)}
+    fig, own = _progress_figure(scn, grid, combos, style)
+    assert sorted(set(own)) == [0, 1] and len(own) == len(fig.data) == 2 * len(algs)
+    for trace in fig.data:
+        assert (trace.line.color, trace.line.dash) == style[trace.legendgroup]
+    # a quarter of the bandwidth: the same algorithm takes longer to the target
+    end = {(k, t.legendgroup): max(t.x) for t, k in zip(fig.data, own)}
+    assert all(end[(0, a)] > end[(1, a)] for a in algs)
+    thr = _training_figures(scn, grid, combos)[0][0]
+    assert {t.line.color for t in thr.data} == {c for c, _ in style.values()}
+    assert log_ticks([3.0, 40.0]) == [2.0, 5.0, 10.0, 20.0, 50.0]
+    assert log_ticks([0.01, 5000.0]) == [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]

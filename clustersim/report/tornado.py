@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clustersim.report.convergence_chart import COLOURS
+from clustersim.report.convergence_chart import COLOURS, DASHES
 from clustersim.report.htmlpage import escape_text as _esc
 from clustersim.report.htmlpage import figure_script, standalone_page
 
@@ -26,9 +26,11 @@ def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
     """One horizontal bar chart per metric, inputs sorted by their total index (or mu*)."""
     import plotly.graph_objects as go
 
+    from clustersim.report.uncertainty import band_title
+
     sobol = res["method"] == "sobol"
     figs = []
-    for m in res["metrics"].values():
+    for key, m in res["metrics"].items():
         order = sorted(range(len(m["names"])), key=lambda i: m["rank_by"][i])  # largest on top
         names = [_esc(m["names"][i]) for i in order]
         fig = go.Figure()
@@ -49,12 +51,16 @@ def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
                                  error_x={"type": "data", "array": [m["mu_star_conf"][i]
                                                                     for i in order]}))
             axis = f"Morris mu* ({_esc(m['what'])})"
-        b = m["band"]
+        # the legend sits above the bars, under the title: below them it covered the
+        # x axis's tick labels and its title
         fig.update_layout(
-            title=(f"{_esc(res['algorithm'])} at {res['workers']} workers: {_esc(m['what'])} "
-                   f"{b['median']:.4g} [{b['p05']:.4g}, {b['p95']:.4g}]"),
-            barmode="overlay", xaxis={"title": axis}, template="plotly_white",
-            height=160 + 40 * len(names), legend={"orientation": "h"})
+            title={"text": (f"{_esc(res['algorithm'])} at {res['workers']:,} workers, "
+                            f"{_esc(band_title(key, m['what'], m['band']))}"),
+                   "y": 0.97, "yanchor": "top"},
+            barmode="overlay", xaxis={"title": axis}, yaxis={"automargin": True},
+            template="plotly_white", height=220 + 40 * len(names),
+            margin={"t": 110, "b": 60}, legend={"orientation": "h", "yanchor": "bottom",
+                                                "y": 1.02, "x": 0})
         figs.append(fig)
     return figs
 
@@ -78,26 +84,40 @@ def band_figures(name: str, unc: Mapping[str, Any],
     figs = []
     for key in metrics:
         fig = go.Figure()
+        ticks: set[int] = set()
         for k, (title, rows) in enumerate(unc["algorithms"].items()):
             rows = [r for r in rows if key in r and r[key]["median"] is not None]
             if not rows:
                 continue
             c = COLOURS[k % len(COLOURS)]
             w = [r["workers"] for r in rows]
+            ticks.update(w)
             hi = [r[key]["p95"] for r in rows]
             lo = [r[key]["p05"] for r in rows]
             fig.add_trace(go.Scatter(x=w + w[::-1], y=hi + lo[::-1], fill="toself",
-                                     fillcolor=c, opacity=0.2, line={"width": 0},
-                                     name=f"{_esc(title)} 90% band", hoverinfo="skip"))
+                                     fillcolor=c, opacity=0.2, line={"width": 0}, mode="lines",
+                                     name=f"{_esc(title)} 90% band", hoverinfo="skip",
+                                     legendgroup=title))
             fig.add_trace(go.Scatter(x=w, y=[r[key]["median"] for r in rows],
-                                     mode="lines+markers", line={"color": c},
+                                     mode="lines+markers", legendgroup=title,
+                                     line={"color": c, "dash": DASHES[k % len(DASHES)]},
                                      name=f"{_esc(title)} median"))
-        fig.update_layout(title=f"{_esc(name)}: {key} (input uncertainty: median, 5th-95th "
-                                f"percentile over {unc['samples']} samples)",
-                          xaxis={"title": "workers", "type": "log"}, yaxis={"title": key},
+        axis_title, fmt = _BAND_AXES.get(key, (key, ""))
+        # the worker counts themselves as ticks: a bare log axis read "9 1 2 3 ... 9"
+        xaxis = {"title": "workers", "type": "log", "tickvals": sorted(ticks),
+                 "ticktext": [f"{t:,}" for t in sorted(ticks)]}
+        fig.update_layout(title=f"{_esc(name)}: {axis_title} (input uncertainty: median, "
+                                f"5th-95th percentile over {unc['samples']} samples)",
+                          xaxis=xaxis, yaxis={"title": axis_title, "tickformat": fmt},
                           template="plotly_white", height=480)
         figs.append(fig)
     return figs
+
+
+#: a band chart's y axis: title with its unit, and plotly's tick format
+_BAND_AXES = {"efficiency": ("scaling efficiency", ".0%"),
+              "throughput": ("throughput (samples/s)", "~s"),
+              "iteration_time": ("iteration time (s)", "~s")}
 
 
 def band_html(name: str, unc: Mapping[str, Any]) -> str:

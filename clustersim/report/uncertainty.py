@@ -18,11 +18,13 @@ from rich.markup import escape
 from clustersim.report.layout import Col, print_hidden, print_table
 
 __all__ = ["print_bands", "bands_json", "print_sensitivity", "sensitivity_json",
-           "top_drivers"]
+           "top_drivers", "band_text", "band_title"]
 
 BAND_NOTE = ("input uncertainty: median [5th, 95th percentile] over {n} samples of {k} "
-             "uncertain inputs (scrambled Sobol, seed {seed}); the [..] in the scaling "
-             "tables above are seed-to-seed jitter intervals, inputs fixed")
+             "uncertain inputs (scrambled Sobol, seed {seed})")
+#: said only when the scaling tables do show jitter intervals (``run.repeats`` > 1)
+JITTER_NOTE = ("; the [..] in the scaling tables above are seed-to-seed jitter intervals, "
+               "inputs fixed")
 
 
 def _duration(x: float) -> str:
@@ -54,9 +56,31 @@ def _cell(key: str, b: Any) -> str:
     return f"{f(b.median)} [{f(b.low)}, {f(b.high)}]"
 
 
+def _seconds(v: float) -> str:
+    return f"{v * 1e3:.3g} ms" if v < 1 else _duration(v)
+
+
+def band_text(key: str, band: Mapping[str, float]) -> str:
+    """``median [p05, p95]`` of a metric as predict writes it (``1,600``, ``22.3 h``,
+    ``80.1%``, ``5.53 s``; was ``1574``, ``8.151e+04`` in the sensitivity tables and charts),
+    times with their unit."""
+    f = (_seconds if key in ("iteration_time", "time_to_target")
+         else _FMT.get(key, lambda v: f"{v:.4g}"))
+    return f"{f(band['median'])} [{f(band['p05'])}, {f(band['p95'])}]"
+
+
+def band_title(key: str, what: str, band: Mapping[str, float]) -> str:
+    """``what: median [p05, p95]``, the name without its ``(s)`` when the numbers carry
+    their own unit."""
+    if key in ("iteration_time", "time_to_target"):
+        what = what.removesuffix(" (s)")
+    return f"{what}: {band_text(key, band)}"
+
+
 def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int, seed: int,
-                wide: bool = False) -> None:
-    """The uncertain inputs, then one band table per algorithm."""
+                wide: bool = False, jitter: bool = False) -> None:
+    """The uncertain inputs, then one band table per algorithm; ``jitter``: the scaling
+    tables printed above carry seed-to-seed intervals too (the note then tells them apart)."""
     console.print(f"[bold]uncertain inputs[/bold] ({inputs.dims} dimensions)")
     for f in inputs.fields:
         about = f" — {escape(f.about)}" if f.about else ""
@@ -74,7 +98,8 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
         hidden += print_table(console, f"{title} — input uncertainty", cols, cells,
                               wide=wide, note=False)
     print_hidden(console, hidden)
-    console.print(BAND_NOTE.format(n=n, k=inputs.dims, seed=seed))
+    console.print(BAND_NOTE.format(n=n, k=inputs.dims, seed=seed)
+                  + (JITTER_NOTE if jitter else ""))
 
 
 def bands_json(bands: Mapping[str, Any], inputs: Any, n: int, seed: int) -> dict[str, Any]:
@@ -120,16 +145,15 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
              [Col("mu* (mean |effect|)"), Col("mu* ±95%", priority=2),
               Col("sigma (interaction)")])
     hidden: list[str] = []
-    for m in res["metrics"].values():
+    for key, m in res["metrics"].items():
         order = sorted(range(len(m["names"])), key=lambda i: -m["rank_by"][i])
         rows = []
         for i in order:
             vals = ([m["S1"][i], m["S1_conf"][i], m["ST"][i], m["ST_conf"][i]] if sobol
                     else [m["mu_star"][i], m["mu_star_conf"][i], m["sigma"][i]])
             rows.append([escape(m["names"][i])] + [f"{v:.3g}" for v in vals])
-        b = m["band"]
-        title = (f"{res['algorithm']} at {res['workers']} workers — {m['what']}: "
-                 f"{b['median']:.4g} [{b['p05']:.4g}, {b['p95']:.4g}]")
+        title = (f"{res['algorithm']} at {res['workers']:,} workers — "
+                 f"{band_title(key, m['what'], m['band'])}")
         hidden += print_table(console, title, cols, rows, wide=wide, note=False)
     print_hidden(console, hidden)
     what = ("Sobol indices (Saltelli sampling, SALib): S1 = share of the variance an input "

@@ -163,8 +163,16 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     ticks = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
     xw = {"title": {"text": "workers"}, "type": "log", "tickvals": ticks,
           "ticktext": [f"{t:,}" for t in ticks]}
+    # a log axis when the series span more than two decades: on a linear one the seven
+    # saturated masters of knl_4253 lay on top of each other along the floor
+    ys = [y for tr in thr.data if tr.fill is None for y in tr.y if y]
+    if ys and max(ys) > 100 * min(ys):
+        ticks = log_ticks(ys)
+        yt = {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
+    else:
+        yt = {"tickformat": "~s", "rangemode": "tozero"}
     thr.update_layout(_LAYOUT, title={"text": "Throughput vs workers"}, xaxis=xw,
-                      yaxis={"title": {"text": "samples/s"}, "tickformat": "~s", "rangemode": "tozero"})
+                      yaxis={"title": {"text": "samples/s"}, **yt})
     eff.update_layout(_LAYOUT, title={"text": "Parallel efficiency vs workers"}, xaxis=xw,
                       yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
     largest = grid["cells"][combos[0]][algs[0]][-1]["workers"]
@@ -197,19 +205,50 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     return figs, owners
 
 
-def _progress_figure(scn: Scenario, cell: dict[str, list[dict[str, Any]]]) -> Any:
+def _progress_figure(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]],
+                     style: dict[str, tuple[str, str]]) -> tuple[Any, list[int]] | None:
     """Modelled progress to the target against simulated time at the largest point, one line
-    per algorithm (clustersim.report.convergence's chart), for the scenario as given."""
+    per algorithm (clustersim.report.convergence's chart) and cell, in the other charts'
+    colours and dashes: the panel switches it with them (it showed the scenario as given
+    whatever the panel said, in a palette of its own)."""
     from types import SimpleNamespace
 
     from clustersim.report.convergence import chart_data
     from clustersim.report.convergence_chart import convergence_figures
 
-    result = SimpleNamespace(points={a: [SimpleNamespace(**p) for p in pts]
-                                     for a, pts in cell.items()})
-    curves, _ = chart_data(scn, result)
-    figs = convergence_figures(scn.name, curves, {}) if curves else []
-    return figs[0] if figs else None
+    fig, own = None, []
+    for k, cell in enumerate(combos):
+        result = SimpleNamespace(points={a: [SimpleNamespace(**p) for p in pts]
+                                         for a, pts in grid["cells"][cell].items()})
+        curves, _ = chart_data(scn, result)
+        if not curves:
+            continue
+        part = convergence_figures(scn.name, curves, {})[0]
+        for title, trace in zip(curves, part.data):
+            if title in style:
+                trace.line = {"color": style[title][0], "dash": style[title][1], "width": 2.5}
+            trace.legendgroup = title
+        if fig is None:
+            fig = part
+        else:
+            fig.add_traces(list(part.data))
+        own += [k] * len(part.data)
+    return None if fig is None else (fig, own)
+
+
+def log_ticks(values: Sequence[float | None]) -> list[float]:
+    """Ticks for a log axis over ``values``: 1-2-5 per decade, or the powers of ten alone
+    when that would be more than eight (plotly's own minor labels collided: "6 7 8 9 10")."""
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return []
+    lo, hi = np.floor(np.log10(min(vals))), np.ceil(np.log10(max(vals)))
+    decades = [10.0 ** e for e in range(int(lo), int(hi) + 1)]
+    ticks = [m * d for d in decades for m in (1, 2, 5)]
+    ticks = [t for t in ticks if min(vals) / 1.5 <= t <= max(vals) * 1.5]
+    if len(ticks) > 8:
+        ticks = [d for d in decades if min(vals) / 10 < d < max(vals) * 10]
+    return ticks
 
 
 def _tta_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
@@ -232,9 +271,11 @@ def _tta_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]]
                                      line={"color": color, "dash": dash, "width": 2.5},
                                      hovertemplate="%{x} workers: %{y:.3g} h to target"))
             own.append(k)
+    ticks = log_ticks([y for tr in fig.data for y in tr.y])
     fig.update_layout(_LAYOUT, title={"text": "Time to target vs workers (analytic "
                                               "convergence model; gaps: never)"}, xaxis=xw,
-                      yaxis={"title": {"text": "time to target (hours)"}, "type": "log"})
+                      yaxis={"title": {"text": "time to target (hours)"}, "type": "log",
+                             "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]})
     return fig, own
 
 
@@ -273,10 +314,12 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     figs, owners = (_benchmark_figures(scn, grid, combos) if scn.benchmark is not None
                     else _training_figures(scn, grid, combos))
     if scn.benchmark is None:
-        prog = _progress_figure(scn, grid["cells"][combos[active]])
-        if prog is not None:  # the scenario as given (factors 1x): the panel leaves it be
-            figs.append(prog)
-            owners.append([-1] * len(prog.data))
+        algs = list(grid["cells"][combos[0]].keys())
+        prog = _progress_figure(scn, grid, combos,
+                                {a: series_style(i) for i, a in enumerate(algs)})
+        if prog is not None:
+            figs.append(prog[0])
+            owners.append(prog[1])
     for fig, own in zip(figs, owners):
         for trace, k in zip(fig.data, own):
             trace.visible = k < 0 or k == active

@@ -59,6 +59,10 @@ def design(inputs: Inputs, n: int, method: str, seed: int) -> tuple[dict[str, An
         raise InputError("clustersim sensitivity needs SALib: pip install "
                          "'clustersim[uncertainty]'") from None
     if method == "sobol":
+        if n < 2 or n & (n - 1):
+            raise InputError(f"-n {n}: Sobol's base samples must be a power of two (2, 4, 8, "
+                             f"16, ...; the design is balanced only then), e.g. "
+                             f"{1 << max(1, (n - 1).bit_length())}; Morris takes any count")
         from SALib.sample import sobol
 
         x = sobol.sample(prob, n, calc_second_order=False, scramble=True, seed=seed)
@@ -90,8 +94,11 @@ def analyze(prob: Mapping[str, Any], x: np.ndarray, y: np.ndarray, method: str,
             return {"names": names, "S1": z, "S1_conf": z, "ST": z, "ST_conf": z, "rank_by": z}
         from SALib.analyze import sobol
 
+        # a Generator, not the int: SALib seeds its bootstrap only ``if seed:``, so run.seed
+        # 0 (most scenarios') left the confidence intervals to chance, run to run
         r = sobol.analyze(dict(prob), y, calc_second_order=False, num_resamples=200,
-                          conf_level=0.95, print_to_console=False, seed=seed)
+                          conf_level=0.95, print_to_console=False,
+                          seed=np.random.default_rng(seed))
         out = {key: [float(v) for v in r[key]] for key in ("S1", "S1_conf", "ST", "ST_conf")}
         return {"names": names, **out, "rank_by": out["ST"]}
     if flat:
