@@ -113,3 +113,124 @@ def test_explore_input_errors(tmp_path, capsys):
     assert main(["explore", str(f)]) == 2
     assert "training scenario" in capsys.readouterr().err
     assert main(["explore", str(f), "--bandwidth", "-1"]) == 2
+
+
+def _sweep_parquet(tmp_path):
+    """``clustersim sweep`` of SCN with a batch-size axis: its table (sweep.parquet, .json)."""
+    scn = dict(SCN, sweep={"workers": [1, 2, 4],
+                           "axes": {"workload.batch_per_worker": [16, 32]}})
+    f = tmp_path / "scn.yaml"
+    f.write_text(yaml.safe_dump(scn))
+    assert main(["sweep", str(f), "--out", str(tmp_path / "sw"), "-j", "1", "-q",
+                 "--no-cache"]) == 0
+    return f, tmp_path / "sw" / "sweep.parquet"
+
+
+def test_sweep_table_columns(tmp_path):
+    """A sweep's integer counters (sim_events, flows, seeds, devices, servers) are metrics,
+    from the sweep's JSON beside the table and, without it, by name."""
+    pytest.importorskip("pyarrow")
+    from clustersim.explorer.table import read_table, split_columns
+
+    _, pq = _sweep_parquet(tmp_path)
+    df, named = read_table(pq)
+    assert named == ["algorithm", "workers", "workload.batch_per_worker", "seed"]
+    ins, mets = split_columns(df, named)
+    (pq.parent / "sweep.json").unlink()
+    df, named = read_table(pq)
+    assert named is None and split_columns(df, named) == (ins, mets)
+    assert ins == ["algorithm", "workers", "workload.batch_per_worker", "seed"]
+    for m in ("throughput", "sim_events", "flows", "seeds", "devices", "servers"):
+        assert m in mets, m
+    df["empty"] = float("nan")  # a metric empty everywhere: nothing to plot
+    assert split_columns(df, None) == (ins, mets)
+
+
+def test_sweep_table_grows_without_mixing_rows(tmp_path):
+    """explore TABLE --scenario: the file's rows are the 1x network; computed rows carry the
+    scenario's batch size and seed, so a chart at fixed inputs has one row per point."""
+    pytest.importorskip("dash")
+    import time
+
+    from clustersim.cli import build_parser
+    from clustersim.commands.explore import load
+    from clustersim.explorer.app import NONE, default_value, figure, options
+
+    f, pq = _sweep_parquet(tmp_path)
+    args = build_parser().parse_args(["explore", str(pq), "--scenario", str(f), "-j", "1",
+                                      "--no-cache", "-q"])
+    ex, _ = load(args)
+    assert ex.inputs[-2:] == ["bandwidth_factor", "latency_factor"]
+    assert default_value(ex, "workload.batch_per_worker", ["16", "32"]) == "32"
+    assert ex.start(1.0, 1.0).endswith("already in the table")
+    ex.start(2.0, 1.0)
+    for _ in range(600):
+        if ex.version:
+            break
+        time.sleep(0.1)
+    assert ex.message.startswith("added bandwidth 2x"), ex.message
+    new = ex.table[ex.table.bandwidth_factor == 2.0]
+    assert len(new) == 2 * 3 and set(new["workload.batch_per_worker"]) == {32}
+    assert set(new["seed"]) == {0}
+    assert options(ex.table, "bandwidth_factor") == ["1.0", "2.0"]
+    fixed = {c: default_value(ex, c, options(ex.table, c)) for c in ex.inputs}
+    assert fixed["bandwidth_factor"] == "1.0" and fixed["algorithm"] == "bsp"
+    for bw in ("1.0", "2.0"):
+        fig = figure(ex, "workers", "throughput", "algorithm", NONE,
+                     dict(fixed, bandwidth_factor=bw))
+        assert sorted(tr.name for tr in fig.data) == ["bsp", "ps"]
+        assert all(list(tr.x) == [1, 2, 4] for tr in fig.data)  # one row per point
+    # colour by a numeric input: a line per worker count, in numeric order
+    fig = figure(ex, "workload.batch_per_worker", "throughput", "workers", NONE, fixed)
+    assert [tr.name for tr in fig.data] == ["1", "2", "4"]
+    assert all(list(tr.x) == [16, 32] for tr in fig.data)
+    assert fig.layout.yaxis.title.text == "throughput (samples/s)"
+
+
+def test_chart_without_rows_says_so(alone):
+    pytest.importorskip("dash")
+    from clustersim.explorer.app import NONE, Explorer, figure
+    from clustersim.explorer.table import split_columns, sweep_table
+
+    df = sweep_table(alone)
+    ex = Explorer(df, *split_columns(df))
+    fixed = {"algorithm": "ps", "workers": "4", "bandwidth_factor": "2.0",
+             "latency_factor": "10.0"}
+    fig = figure(ex, "workers", "throughput", "algorithm", NONE, fixed)
+    assert not fig.data
+    assert fig.layout.annotations[0].text == ("no rows for bandwidth 2x, latency 10x: compute "
+                                              "it or pick another value")
+
+
+def test_explore_table_and_port_errors(tmp_path, capsys, monkeypatch):
+    """One message naming the file (or port) and what is expected, exit 2, before any
+    simulation."""
+    pytest.importorskip("dash")
+    import socket
+
+    import pandas as pd
+
+    import clustersim.commands.explore as explore
+
+    assert main(["explore", str(tmp_path / "missing.parquet")]) == 2
+    assert "missing.parquet: file not found" in capsys.readouterr().err
+    pd.DataFrame({"a": ["x"], "b": ["y"]}).to_parquet(tmp_path / "ab.parquet")
+    assert main(["explore", str(tmp_path / "ab.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "ab.parquet: the table needs input columns" in err and "metric" in err
+    pd.DataFrame({"workers": [1], "throughput": [1.0]}).iloc[:0].to_parquet(tmp_path / "z.parquet")
+    assert main(["explore", str(tmp_path / "z.parquet")]) == 2
+    assert "z.parquet: the table has no rows" in capsys.readouterr().err
+    (tmp_path / "sweep.json").write_text('{"columns": ["a"], "rows": []}')
+    assert main(["explore", str(tmp_path / "sweep.json")]) == 2
+    assert ".parquet results table" in capsys.readouterr().err
+    for bad in ("-1", "99999", "http"):
+        assert main(["explore", "x.yaml", f"--port={bad}"]) == 2
+        assert "0 to 65535" in capsys.readouterr().err
+    monkeypatch.setattr(explore, "load", lambda args: pytest.fail("simulated before binding"))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert main(["explore", "x.yaml", "--port", str(port)]) == 2
+    assert f"--port {port}: port {port} on 127.0.0.1 is in use" in capsys.readouterr().err

@@ -1,12 +1,16 @@
 """``clustersim explore``'s app in a real browser: served on 127.0.0.1 (a free port) in a
-thread, driven by headless Chromium: the chart draws, choosing another metric changes it,
-asking for a bandwidth factor not yet computed runs it (progress shown) and the new factor
-joins the controls; the server is stopped at the end (nothing left running)."""
+thread, driven by headless Chromium: the chart draws (axis titles with units, the bandwidth
+fixed at the scenario's 1x), choosing another metric changes it, asking for a bandwidth factor
+not yet computed runs it with the progress bar moving while it runs (every poll answered: no
+HTTP 500 in the server's log or the browser's console) and the new factor joins the controls;
+the server is stopped at the end (nothing left running)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -37,7 +41,11 @@ def _choose(driver, dropdown_id: str, text: str) -> None:
     options[-1].click()
 
 
-def test_explorer_in_browser(tmp_path):
+_PROGRESS = ("(function () { var p = document.getElementById('progress');"
+             " return p ? p.getAttribute('value') + '/' + p.getAttribute('max') : null; })()")
+
+
+def test_explorer_in_browser(tmp_path, caplog):
     pytest.importorskip("dash")
     from clustersim.explorer.app import Explorer, make_app
     from clustersim.explorer.server import serve
@@ -46,9 +54,16 @@ def test_explorer_in_browser(tmp_path):
     scn = parse_scenario(SCN)
     df = compute_cells(scn, [(1.0, 1.0), (2.0, 1.0)], jobs=1)
     ins, mets = split_columns(df)
-    ex = Explorer(df, ins, mets,
-                  compute=lambda bw, lat, adv: compute_cells(scn, [(bw, lat)], adv, jobs=1),
-                  total=lambda: count_tasks(scn))
+
+    def slow(bw, lat, adv):  # each point takes a while: the page polls the progress meanwhile
+        def step(n=1):
+            adv(n)
+            time.sleep(0.4)
+        return compute_cells(scn, [(bw, lat)], step, jobs=1)
+
+    ex = Explorer(df, ins, mets, compute=slow, total=lambda: count_tasks(scn),
+                  defaults={"bandwidth_factor": 1.0, "latency_factor": 1.0})
+    caplog.set_level(logging.INFO, logger="werkzeug")
     threads = set(threading.enumerate())
     served = serve(make_app(ex, "test"), "127.0.0.1", 0)
     driver = browser()
@@ -56,17 +71,28 @@ def test_explorer_in_browser(tmp_path):
         assert served.url.startswith("http://127.0.0.1:")
         driver.get(served.url)
         first = wait_for(driver, _Y)
-        assert '"samples/s"' not in first and "throughput" in first
+        assert first.startswith('["throughput (samples/s)"')
+        # the other axes start at the scenario's own network (1x), not the largest factor
+        fixed = driver.execute_script("return document.getElementById('{\"axis\":"
+                                      "\"bandwidth_factor\",\"type\":\"fix\"}').textContent;")
+        assert fixed.strip() == "1.0", fixed
         _choose(driver, "y", "efficiency")
         second = wait_for(driver, f"{_Y} !== {first!r} ? {_Y} : null")
-        assert second.startswith('["efficiency"')
+        assert second.startswith('["scaling efficiency (%)"')
         # a factor not yet in the table: computed in the background, progress shown
         bw = driver.find_element("id", "bw")
         bw.clear()
         bw.send_keys("4")
         driver.find_element("id", "go").click()
-        wait_for(driver, "document.getElementById('status').textContent"
-                 ".indexOf('added bandwidth 4x') === 0", timeout=120)
+        # the bar moves while the points are simulated (each idle poll answered, not a 500)
+        seen, t0 = set(), time.monotonic()
+        while time.monotonic() - t0 < 120:
+            seen.add(driver.execute_script(f"return {_PROGRESS};"))
+            if driver.execute_script("return document.getElementById('status').textContent"
+                                     ".indexOf('added bandwidth 4x') === 0;"):
+                break
+            time.sleep(0.1)
+        assert seen & {"1/6", "2/6", "3/6", "4/6", "5/6"}, seen
         assert (ex.table.bandwidth_factor == 4.0).sum() == 2 * 3
         # the bar is full when the message says so (one poll sets both); the page may take
         # a moment to render that poll on a loaded machine
@@ -82,9 +108,13 @@ def test_explorer_in_browser(tmp_path):
         shots = Path(os.environ.get("CLUSTERSIM_SCREENSHOTS", tmp_path))
         shots.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(shots / "explorer.png"))
+        console = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not console, console
     finally:
         driver.quit()
         served.stop()
     left = [t for t in threading.enumerate() if t not in threads and t.is_alive()
             and t.name == "clustersim-explore-http"]
     assert left == []
+    failed = [r.getMessage() for r in caplog.records if '" 500 ' in r.getMessage()]
+    assert not failed, failed[:3]

@@ -2,8 +2,11 @@
 
 A scenario is simulated at the starting bandwidth/latency factors (one process pool for all
 of them) and served; more factors can be asked for from the page.  A Parquet table is served
-as it is (``--scenario`` lets it grow).  The server binds to 127.0.0.1 unless ``--host`` says
-otherwise, and runs until Ctrl-C.  dash is imported only here, inside the command.
+as it is (``--scenario`` lets it grow: its rows are the scenario's network as written, 1x, and
+rows computed later carry the scenario's values of the table's other axes).  The server binds
+to 127.0.0.1 unless ``--host`` says otherwise - and binds before anything is simulated, so a
+port in use is an error at once, not after minutes of simulation - and runs until Ctrl-C.
+dash is imported only here, inside the command.
 """
 
 from __future__ import annotations
@@ -29,12 +32,20 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
 
     scn = study = None
     path = args.source
-    if path.endswith(".parquet"):
+    defaults: dict[str, Any] = {"bandwidth_factor": 1.0, "latency_factor": 1.0}
+    if _is_parquet(path):
         df, inputs = read_table(path)
+        ins, mets = split_columns(df, inputs, path)
         if args.scenario:
             scn, study = _scenario(args.scenario, args)
+            for col in ("bandwidth_factor", "latency_factor"):  # the file's rows: 1x
+                if col not in df.columns:
+                    df[col] = 1.0
+                    ins.append(col)
+            defaults.update(_scenario_values(scn, study, ins))
         title = path
     else:
+        _not_a_table(path)
         scn, study = _scenario(path, args)
         if scn.benchmark is not None:
             raise InputError(f"{path}: explore takes a training scenario (a collective "
@@ -47,13 +58,62 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
 
         with _progress(len(cells) * count_tasks(scn), "simulating", not args.quiet) as adv:
             df = _cells(scn, study, args, cells, adv)
-        inputs, title = None, scn.name
-    ins, mets = split_columns(df, inputs)
-    ex = Explorer(table=df, inputs=ins, metrics=mets)
+        ins, mets = split_columns(df, None, path)
+        defaults["algorithm"] = scn.algorithm.title if scn.algorithm is not None else None
+        title = scn.name
+    ex = Explorer(table=df, inputs=ins, metrics=mets, defaults=defaults)
     if scn is not None:
         ex.compute = lambda bw, lat, adv: _cells(scn, study, args, [(bw, lat)], adv)
         ex.total = lambda: count_tasks(scn)
     return ex, title
+
+
+def _is_parquet(path: str) -> bool:
+    """A ``.parquet`` name, or a file that starts with Parquet's magic bytes."""
+    if path.endswith(".parquet"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def _not_a_table(path: str) -> None:
+    """``explore sweep.json`` / ``sweep.csv``: say what explore reads, instead of reading the
+    table as a scenario (whose error would be "unknown scenario section 'columns'")."""
+    table = path.endswith(".csv")
+    if path.endswith(".json"):  # a scenario may be written as JSON; a sweep's table has rows
+        import json
+
+        try:
+            with open(path, encoding="utf-8") as f:
+                head = json.load(f)
+            table = isinstance(head, dict) and {"columns", "rows"} <= set(head)
+        except (OSError, ValueError):
+            table = False
+    if table:
+        raise InputError("explore reads a .parquet results table (clustersim sweep writes "
+                         "sweep.parquet beside sweep.json and sweep.csv) or a scenario YAML, "
+                         "not a JSON or CSV table", file=path)
+
+
+def _scenario_values(scn: Any, study: Any, inputs: list[str]) -> dict[str, Any]:
+    """The scenario's own value of each input column it has: a dotted field (a sweep's axis,
+    as in its table), ``seed`` (``run.seed``), ``algorithm`` (the main one's label)."""
+    out: dict[str, Any] = {}
+    for col in inputs:
+        if col == "seed":
+            out[col] = scn.run.seed
+        elif col == "algorithm" and scn.algorithm is not None:
+            out[col] = scn.algorithm.title
+        elif "." in col:
+            node: Any = study.raw
+            for part in col.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is not None and not isinstance(node, (dict, list)):
+                out[col] = node
+    return out
 
 
 def _scenario(path: str, args: argparse.Namespace) -> tuple[Any, Any]:
@@ -84,16 +144,33 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         raise InputError("explore needs dash: pip install 'clustersim[dash]'") from None
     from clustersim.explorer.app import make_app
-    from clustersim.explorer.server import serve
+    from clustersim.explorer.server import bind, serve
 
-    ex, title = load(args)
-    served = serve(make_app(ex, title), args.host, args.port)
+    sock = bind(args.host, args.port)  # before the simulations: a port in use fails at once
+    try:
+        ex, title = load(args)
+        served = serve(make_app(ex, title), args.host, args.port, sock)
+    finally:
+        sock.close()  # the server holds its own copy
     print(f"clustersim explore: {served.url}  (Ctrl-C stops it)", flush=True)
     try:
         while True:
             time.sleep(3600)
     finally:
         served.stop()
+
+
+def _port(text: str) -> int:
+    """``--port``: a TCP port number, 0 (any free port) to 65535; argparse reports anything
+    else (exit 2) before a simulation starts."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number: give 0 to 65535 "
+                                         "(0: any free port)")
+    return port
 
 
 def add_parser(sub: Any) -> None:
@@ -116,7 +193,8 @@ def add_parser(sub: Any) -> None:
                     help="override a scenario field, as in predict (repeatable)")
     ex.add_argument("--host", default="127.0.0.1",
                     help="address to listen on (default %(default)s: this machine only)")
-    ex.add_argument("--port", type=int, default=8050, help="port (default %(default)s)")
+    ex.add_argument("--port", type=_port, default=8050,
+                    help="port, 0 to 65535 (0: any free port; default %(default)s)")
     ex.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                     help="processes for the simulations (default: CLUSTERSIM_JOBS or all cores)")
     from clustersim.commands.whatif import add_cache_options

@@ -2,14 +2,21 @@
 
 Why not ``app.run``: it blocks until the process ends and cannot be shut down from another
 thread; ``make_server`` gives a server with ``shutdown()``, and port 0 picks a free port.
+Why :func:`bind` apart: the command binds the port before it simulates the starting points,
+so a port in use (or a host that is not this machine's) is one clear error at once, not a
+werkzeug message and exit 1 after minutes of simulation; the server then takes that socket.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
 import threading
 from typing import Any
 
-__all__ = ["Served", "serve"]
+from clustersim.errors import InputError
+
+__all__ = ["Served", "bind", "serve"]
 
 
 class Served:
@@ -26,11 +33,55 @@ class Served:
         self._server.server_close()
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8050) -> Served:
-    """Serve a Dash app in a background thread (``port=0``: any free port)."""
+def bind(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (``port=0``: any free port), or an
+    :class:`InputError` naming the port (in use, not allowed) or the host."""
+    from werkzeug.serving import get_sockaddr, select_address_family
+
+    try:
+        family = select_address_family(host, port)
+        address = get_sockaddr(host, port, family)
+    except (OSError, ValueError, OverflowError) as exc:
+        raise InputError(f"--host {host!r}: not an address to listen on ({exc})") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug's server
+        sock.bind(address)
+        sock.listen(128)
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        if isinstance(exc, socket.gaierror) or getattr(exc, "errno", 0) == errno.EADDRNOTAVAIL:
+            # a name that does not resolve, an address that is not this machine's
+            raise InputError(f"--host {host!r}: not an address of this machine "
+                             f"({exc.strerror}); give 127.0.0.1 (this machine only) or 0.0.0.0 "
+                             "(every interface)") from None
+        raise _port_error(host, port, exc) from None
+    return sock
+
+
+def _port_error(host: str, port: int, exc: Exception) -> InputError:
+    if getattr(exc, "errno", None) == errno.EADDRINUSE:
+        why = "is in use by another program: stop it, or pick another --port"
+    else:
+        why = f"cannot be listened on ({getattr(exc, 'strerror', None) or exc})"
+    return InputError(f"--port {port}: port {port} on {host} {why} (0 to 65535; 0: any free "
+                      "port)")
+
+
+def serve(app: Any, host: str = "127.0.0.1", port: int = 8050,
+          sock: socket.socket | None = None) -> Served:
+    """Serve a Dash app in a background thread (``port=0``: any free port), on ``sock``
+    when given (from :func:`bind`; the server takes a copy, the caller closes its own)."""
     from werkzeug.serving import make_server
 
-    server = make_server(host, port, app.server, threaded=True)
+    own = sock is None
+    if sock is None:
+        sock = bind(host, port)
+    try:
+        server = make_server(host, port, app.server, threaded=True, fd=sock.fileno())
+    finally:
+        if own:
+            sock.close()
     thread = threading.Thread(target=server.serve_forever, name="clustersim-explore-http",
                               daemon=True)
     thread.start()

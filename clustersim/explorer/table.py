@@ -14,8 +14,14 @@ results):
   ``goodput``, ``statistical_efficiency``, ``steps_to_target``, ...;
 * uncertainty (optional): ``<metric>_lo`` / ``<metric>_hi``, the 90% interval over seeds.
 
-A table read from Parquet keeps its columns; a column is a metric when it is floating point
-and not named in :data:`INPUTS`, unless the file's metadata lists ``clustersim.inputs``.
+A table read from Parquet keeps its columns.  Which are inputs: the ones its schema metadata
+``clustersim.inputs`` names (comma-separated), else the ``inputs`` of the ``clustersim sweep``
+JSON written beside it (``sweep.json`` next to ``sweep.parquet``: the sweep writes the list of
+its axes there), else by name - a column named like a sweep metric (:data:`METRIC_NAMES`: the
+sweep's own list, integer counters such as ``sim_events`` included) is a metric, one of
+:data:`INPUTS`, ``seed``, ``variant`` or a dotted scenario field is an input, and any other
+column is an input unless it is floating point.  Why names before types: a counter is an
+integer like ``workers``, and taking it for an axis fixes the chart at one row.
 """
 
 from __future__ import annotations
@@ -26,12 +32,26 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["INPUTS", "sweep_table", "compute_cells", "read_table", "split_columns"]
+__all__ = ["INPUTS", "METRIC_NAMES", "sweep_table", "compute_cells", "read_table",
+           "split_columns", "metric_title"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
 #: PointMetrics fields that are neither inputs nor metrics worth plotting
 _SKIP = {"algorithm", "workers", "interval", "tta_note", "seeds", "sim_events", "flows"}
+#: columns that are always metrics: the sweep table's (:data:`clustersim.explore.points.METRICS`)
+#: and the numeric fields of a point (:func:`sweep_table`)
+METRIC_NAMES = frozenset({
+    "batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
+    "comm_total", "comm_share", "comm_share_total", "worker_utilization", "server_utilization",
+    "update_rate", "staleness_mean", "staleness_p90", "staleness_max", "bytes_per_iteration",
+    "makespan", "sim_events", "flows", "seeds", "steps_to_target", "samples_to_target",
+    "epochs_to_target", "time_to_target", "statistical_efficiency", "goodput", "devices",
+    "servers", "service_time", "saturation_workers", "speedup", "efficiency"})
+#: what a table must look like (said by every error about one)
+EXPECTED = ("explore reads a .parquet results table (from 'clustersim sweep': input columns "
+            "such as algorithm, workers and the sweep's axes, and numeric metric columns such "
+            "as throughput) or a scenario YAML")
 
 
 def sweep_table(cells: dict[tuple[float, float], dict[str, list[dict[str, Any]]]]) -> Any:
@@ -76,27 +96,87 @@ def count_tasks(scn: Any) -> int:
 
 
 def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
-    """A Parquet table and the input columns its metadata names (None: not named)."""
+    """A Parquet table and the input columns its metadata (or the sweep's JSON beside it)
+    names (None: not named).  A missing, unreadable or empty file is an :class:`InputError`
+    naming it: the page would be an empty chart with nothing saying why."""
     import pyarrow.parquet as pq
 
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"file not found ({EXPECTED})", file=str(path))
     try:
         t = pq.read_table(path)
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable Parquet table ({exc})") from None
+        raise InputError(f"not a readable Parquet table ({exc}); {EXPECTED}",
+                         file=str(path)) from None
+    if t.num_rows == 0:
+        raise InputError("the table has no rows, nothing to explore (a sweep whose points "
+                         "were all skipped or failed writes such a table)", file=str(path))
     meta = t.schema.metadata or {}
     inputs = meta.get(b"clustersim.inputs")
-    names = inputs.decode().split(",") if inputs else None
+    names = inputs.decode().split(",") if inputs else _sweep_inputs(path, t.column_names)
     return t.to_pandas(), names
 
 
-def split_columns(df: Any, inputs: Iterable[str] | None = None) -> tuple[list[str], list[str]]:
-    """(input columns, metric columns) of a table; interval columns are neither."""
+def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
+    """The ``inputs`` of ``clustersim sweep``'s JSON beside the Parquet file, when it is that
+    table's (the same columns); None otherwise."""
+    import json
+
+    twin = path.with_suffix(".json")
+    try:
+        head = json.loads(twin.read_text()) if twin.is_file() else None
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(head, dict) or head.get("columns") != list(columns)
+            or not isinstance(head.get("inputs"), list)):
+        return None
+    return [c for c in head["inputs"] if c in columns]
+
+
+def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | None = None
+                  ) -> tuple[list[str], list[str]]:
+    """(input columns, metric columns) of a table; interval columns are neither, nor is a
+    metric empty everywhere.  ``source`` names the file in an error."""
     cols = [c for c in df.columns if not (c.endswith("_lo") or c.endswith("_hi"))]
     if inputs is not None:
         ins = [c for c in cols if c in set(inputs)]
     else:
-        ins = [c for c in cols if c in INPUTS or df[c].dtype.kind not in "f"]
-    mets = [c for c in cols if c not in ins and df[c].dtype.kind in "fiu"]
+        ins = [c for c in cols if c not in METRIC_NAMES and (
+            c in INPUTS or c in ("seed", "variant") or "." in c or df[c].dtype.kind != "f")]
+    mets = [c for c in cols if c not in ins and df[c].dtype.kind in "fiu"
+            and df[c].notna().any()]
     if not ins or not mets:
-        raise InputError(f"the table needs input and metric columns; it has {list(df.columns)}")
+        raise InputError(f"the table needs input columns (axes such as {', '.join(INPUTS)}) "
+                         "and numeric metric columns (such as throughput, efficiency); it has "
+                         f"inputs {ins or 'none'} and metrics {mets or 'none'} (as 'clustersim "
+                         "sweep' writes them, or name the inputs in the Parquet schema "
+                         "metadata 'clustersim.inputs')", file=source)
     return ins, mets
+
+
+#: unit of a CSV column name's suffix (:data:`clustersim.report.tables.TRAINING_CSV_COLUMNS`)
+_UNITS = (("_samples_per_s", "samples/s"), ("_per_s", "per s"), ("_fraction", "%"),
+          ("_s", "s"), ("_B", "bytes"), ("_versions", "versions"), ("_steps", "steps"),
+          ("_samples", "samples"), ("_epochs", "epochs"))
+_TITLES = {"iteration_time": "iteration time", "comm": "communication (exposed)",
+           "comm_total": "communication (total)", "comm_share": "exposed communication",
+           "efficiency": "scaling efficiency", "speedup": "speedup",
+           "time_to_target": "time to target accuracy"}
+
+
+def metric_title(col: str) -> tuple[str, str | None]:
+    """A metric's axis title with its unit, and a plotly tick format (None: the default):
+    the tables hold SI values (seconds, samples/s, 0..1 fractions), which a raw column name
+    leaves the reader to guess."""
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS
+
+    name = _TITLES.get(col, col.replace("_", " "))
+    if col in ("efficiency", "speedup"):
+        return (f"{name} (%)", ".0%") if col == "efficiency" else (f"{name} (x)", None)
+    csv = TRAINING_CSV_COLUMNS.get(col, "")
+    for suffix, unit in _UNITS:
+        if csv.endswith(suffix):
+            fmt = {"%": ".0%", "samples/s": "~s", "bytes": "~s"}.get(unit)
+            return f"{name} ({unit})", fmt
+    return name, None
