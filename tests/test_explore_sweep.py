@@ -126,6 +126,10 @@ def test_tables_identical_on_every_executor(tmp_path: Path) -> None:
     t = pq.read_table(ref / "sweep.parquet")
     assert t.num_rows == 20 and t.column_names == list(rows[0])
     assert t.column("throughput").to_pylist() == [float(r["throughput"]) for r in rows]
+    # the axes are named in the schema: a reader need not guess them (sim_events is an int)
+    axes = json.loads((ref / "sweep.json").read_text())["inputs"]
+    assert t.schema.metadata[b"clustersim.inputs"].decode().split(",") == axes
+    assert "sim_events" not in axes
 
 
 @pytest.mark.mpi

@@ -80,9 +80,13 @@ def _arrow_type(values: list[Any]) -> Any:
     return pa.string()
 
 
-def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> bytes:
+def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
+                  inputs: Sequence[str] = ()) -> bytes:
     """Typed columns (int64, float64, bool, string; a mixed column as text); no index, no
-    pandas metadata: the bytes depend on the rows only (and on the pyarrow version)."""
+    pandas metadata: the bytes depend on the rows only (and on the pyarrow version).
+    ``inputs``: the sweep's axes, named in the schema metadata ``clustersim.inputs`` so that
+    a reader (``clustersim explore``) tells them from the metrics without guessing - an
+    integer counter such as ``sim_events`` looks like an axis."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -97,7 +101,8 @@ def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> 
             vals = [None if v is None else float(v) for v in vals]
         arrays.append(pa.array(vals, type=t))
         fields.append(pa.field(c, t))
-    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    meta = {b"clustersim.inputs": ",".join(inputs).encode()} if inputs else None
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()
