@@ -128,16 +128,21 @@ def _sweep_parquet(tmp_path):
 
 def test_sweep_table_columns(tmp_path):
     """A sweep's integer counters (sim_events, flows, seeds, devices, servers) are metrics,
-    from the sweep's JSON beside the table and, without it, by name."""
+    from the table's schema metadata, else the sweep's JSON beside it, else by name."""
     pytest.importorskip("pyarrow")
+    import pyarrow.parquet as parquet
+
     from clustersim.explorer.table import read_table, split_columns
 
     _, pq = _sweep_parquet(tmp_path)
-    df, named = read_table(pq)
-    assert named == ["algorithm", "workers", "workload.batch_per_worker", "seed"]
-    ins, mets = split_columns(df, named)
+    axes = ["algorithm", "workers", "workload.batch_per_worker", "seed"]
     (pq.parent / "sweep.json").unlink()
-    df, named = read_table(pq)
+    df, named = read_table(pq)  # the schema's clustersim.inputs
+    assert named == axes
+    ins, mets = split_columns(df, named)
+    bare = pq.parent / "bare.parquet"
+    parquet.write_table(parquet.read_table(pq).replace_schema_metadata(None), bare)
+    df, named = read_table(bare)
     assert named is None and split_columns(df, named) == (ins, mets)
     assert ins == ["algorithm", "workers", "workload.batch_per_worker", "seed"]
     for m in ("throughput", "sim_events", "flows", "seeds", "devices", "servers"):
