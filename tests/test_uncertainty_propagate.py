@@ -149,3 +149,71 @@ def test_a_badly_scaled_covariance_block_is_sampled_with_its_moments():
     assert xs.mean(axis=0) == pytest.approx([0.5, 5e9], rel=1e-3)
     assert xs.std(axis=0) == pytest.approx(sd, rel=0.02)
     assert np.corrcoef(xs.T)[0, 1] == pytest.approx(0.6, abs=0.02)
+
+
+def test_covariance_blocks_of_devices_not_on_the_platform_are_not_inputs(capsys):
+    from types import SimpleNamespace
+
+    from clustersim.calibration.covariance import CovBlock
+    from clustersim.uncertainty.propagate import collect_inputs
+
+    spec = SimpleNamespace(name="gpu")
+    plat = SimpleNamespace(num_devices=2, spec=lambda d: spec, link_kind=["nvlink"])
+    gone = CovBlock(("devices.other.overhead", "links.ib.latency"), (1e-6, 2e-6),
+                    ((1e-14, 0.0), (0.0, 1e-14)), "elsewhere")
+    part = CovBlock(("devices.gpu.efficiency_by_class.conv", "devices.other.pack_rate",
+                     "network.step_overhead"), (0.5, 1e9, 1e-6),
+                    ((1e-4, 1e2, 0.0), (1e2, 1e16, 0.0), (0.0, 0.0, 1e-14)), "gemm")
+    prof = SimpleNamespace(covariance=[gone, part], devices={"gpu": {}, "other": {}},
+                           links={"ib": {}})
+    scn = SimpleNamespace(uncertain=(), platform=plat, file=None)
+    inputs = collect_inputs(scn, prof)
+    assert inputs.names == ["calibration:devices.gpu.efficiency_by_class.conv",
+                            "calibration:network.step_overhead"]
+    assert inputs.blocks[0].matrix == ((1e-4, 0.0), (0.0, 1e-14))
+    # the h200 profile on the K80 node: nothing of it applies, so nothing is uncertain there
+    from clustersim.calibration.profile import load_profile
+    from clustersim.scenario.schema import load_scenario
+
+    alex = load_scenario(ROOT / "scenarios" / "theano_mpi_alexnet.yaml")
+    h200 = load_profile(ROOT / "tests" / "data" / "gpu_h200" / "h200_profile.yaml")
+    assert h200.covariance and collect_inputs(alex, h200).dims == len(alex.uncertain)
+
+
+def test_profile_draws_outside_what_the_model_accepts_are_redrawn_not_piled_up():
+    from clustersim.calibration.covariance import CovBlock
+
+    # a rate whose sd is 17 times its value: half its Gaussian is below 1 % of the fit
+    blk = CovBlock(("devices.d.pack_rate", "devices.d.efficiency_by_class.fc"), (1e9, 0.9),
+                   ((17e9 ** 2, 0.0), (0.0, 0.2 ** 2)), "gemm")
+    xs = np.array([[s.profile[p] for p in blk.parameters]
+                   for s in draw(Inputs(blocks=(blk,)), 512, 0)])
+    assert np.all(xs[:, 0] >= 1e7) and np.all((xs[:, 1] > 0) & (xs[:, 1] <= 1.0))
+    assert np.sum(xs[:, 0] == 1e7) == 0 and np.sum(xs[:, 1] == 1.0) == 0
+    again = np.array([[s.profile[p] for p in blk.parameters]
+                      for s in draw(Inputs(blocks=(blk,)), 512, 0)])
+    assert xs.tobytes() == again.tobytes()
+
+
+def test_a_misspelled_field_is_not_blamed_on_the_distribution():
+    from clustersim.errors import InputError
+    from clustersim.scenario.yamlio import load_yaml
+    from clustersim.uncertainty.propagate import Sample, sample_scenario
+
+    path = str(ROOT / "scenarios" / "theano_mpi_alexnet.yaml")
+    raw = load_yaml(path, what="scenario file")
+    with pytest.raises(InputError) as e:
+        sample_scenario(raw, path, Sample({"workload.jiter": 0.01}))
+    assert "did you mean 'jitter'" in str(e.value) and "narrow" not in str(e.value)
+    with pytest.raises(InputError) as e:
+        sample_scenario(raw, path, Sample({"workload.jitter": 2.0}))
+    assert "narrow the distribution" in str(e.value)
+
+
+def test_uncertainty_json_reports_a_choice_of_names_as_names(tmp_path):
+    args = ["predict", "knl_4253", "--uncertainty", "2", "-q", *SMALL,
+            "--json", str(tmp_path / "a.json")]
+    assert main(args) == 0
+    inputs = json.loads((tmp_path / "a.json").read_bytes())["uncertainty"]["inputs"]
+    kinds = {i["field"]: i["kind"] for i in inputs}
+    assert kinds["algorithm.allreduce"] == "name" and kinds["algorithm.tau"] == "int"

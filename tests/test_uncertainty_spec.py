@@ -116,3 +116,125 @@ def test_a_sampled_value_the_scenario_refuses_is_an_input_error(capsys):
                "--set", "uncertain={workload.jitter: {uniform: [2, 3]}}"])
     err = capsys.readouterr().err
     assert rc == 2 and "uncertain.workload.jitter" in err and "refused" in err
+
+
+def _alexnet_with(tmp_path: Path, entry: str) -> tuple[Path, int]:
+    """theano_mpi_alexnet with its ``uncertain:`` section replaced by ``entry`` (one line,
+    or nothing: an empty section); the file and the entry's line."""
+    text = (ROOT / "scenarios" / "theano_mpi_alexnet.yaml").read_text()
+    start = text.index("uncertain:")
+    end = text.index("\nsweep:")
+    new = text[:start] + "uncertain:\n" + (f"  {entry}" if entry else "") + text[end:]
+    f = tmp_path / "alex.yaml"
+    f.write_text(new)
+    return f, new[:start].count("\n") + 2
+
+
+@pytest.mark.parametrize("entry", [
+    "network.efficiency: {normal: [0.42, 0.04], clip: [5, 6]}",
+    "workload.jitter: {uniform: [0, 0.03], clip: [0.5, 0.6]}",
+    # legal-looking, 12 sd out: cdf(0.9) rounds to 1 and the old code crashed on it
+    "network.efficiency: {normal: [0.42, 0.04], clip: [0.9, 1]}",
+])
+def test_a_clip_without_probability_is_refused_when_read(tmp_path, capsys, entry):
+    f, line = _alexnet_with(tmp_path, entry)
+    field = entry.split(":")[0]
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:{line}, uncertain.{field}.clip:" in err and "allowed:" in err
+    assert "Traceback" not in err
+    assert main(["predict", str(f), "-q", "--json", str(tmp_path / "x.json")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_clip_in_a_far_but_kept_tail_is_sampled_inside_it():
+    # 4 sd out (3e-5 of the mass): kept, and every value inside the clip, none at its edge
+    inp = parse_uncertain({"network.efficiency": {"normal": [0.42, 0.04],
+                                                  "clip": [0.58, 1]}})[0]
+    vals = np.array([to_value(inp, x) for x in (np.arange(200) + 0.5) / 200])
+    assert vals.min() > 0.58 and vals.max() < 0.7 and len(set(vals)) == 200
+
+
+@pytest.mark.parametrize("entry, where, says", [
+    ("workload.jiter: {uniform: [0, 0.03]}", "uncertain.workload.jiter:",
+     "did you mean 'jitter'"),
+    ("wrkload.jitter: {uniform: [0, 0.03]}", "uncertain.wrkload.jitter:",
+     "unknown scenario section 'wrkload'"),
+    ("algorithm.nonexistent: {uniform: [0, 1]}", "uncertain.algorithm.nonexistent:",
+     "unknown parameter"),
+    ("platform.bogus: {uniform: [0, 1]}", "uncertain.platform.bogus:", "unknown node field"),
+    ("algorithm.strategy: {choice: [nccl32, bogus_strategy]}",
+     "uncertain.algorithm.strategy.choice[1]:", "allowed: "),
+    ("algorithm.strategy: {choice: [nccl32, bogus_strategy], weights: [1, 0]}",
+     "uncertain.algorithm.strategy.choice[1]:", "allowed: "),
+    ("network.efficiency: {choice: [0.5, 7]}", "uncertain.network.efficiency.choice[1]:",
+     "must be <= 1"),
+    ("network.overhead: {uniform: [5 us, 20 Gb/s]}", "uncertain.network.overhead.uniform[1]:",
+     "mixes units"),
+    ("workload.jitter: {uniform: [0, 1.5]}", "uncertain.workload.jitter.uniform[1]:",
+     "narrow the distribution"),
+])
+def test_validate_applies_every_entry_to_the_scenario(tmp_path, capsys, entry, where, says):
+    f, line = _alexnet_with(tmp_path, entry)
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:{line}, {where}" in err and says in err and "Traceback" not in err
+    assert err.count("\n") == 1
+    if "unknown" in says:  # a misspelled name is not the distribution's fault
+        assert "narrow" not in err
+
+
+def test_shipped_uncertain_sections_still_validate(capsys):
+    for name in ("knl_4253", "theano_mpi_alexnet", "fabrics_resnet50", "hetero_hybrid",
+                 "knl_easgd_compare"):
+        assert main(["validate", name]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", [
+    {"loguniform": [100.2, 100.8], "kind": "int"},
+    {"normal": [100, 1], "clip": [100.2, 100.8], "kind": "int"},
+    {"triangular": [4.1, 4.5, 4.9], "kind": "int"},
+])
+def test_kind_int_without_a_whole_number_in_its_bounds_is_refused(spec):
+    with pytest.raises(InputError) as e:
+        parse_uncertain({"workload.batch_per_worker": spec})
+    assert "no whole number" in str(e.value)
+
+
+def test_kind_int_rounds_within_the_bounds():
+    for spec, lo, hi in (({"loguniform": [4.2, 9.8], "kind": "int"}, 5, 9),
+                         ({"normal": [100, 5], "clip": [97.4, 103.3], "kind": "int"}, 98, 103)):
+        inp = parse_uncertain({"workload.batch_per_worker": spec})[0]
+        vals = {to_value(inp, x) for x in (np.arange(2000) + 0.5) / 2000}
+        assert vals == set(range(lo, hi + 1))
+
+
+def test_choice_reports_the_kind_of_its_values():
+    kinds = [parse_uncertain({"algorithm.x": {"choice": c}})[0].kind
+             for c in (["ring", "tree"], [1, 4], [0.5, 1], [True, False], ["ring", 2])]
+    assert kinds == ["name", "int", "float", "bool", "mixed"]
+
+
+def test_distributions_are_described_in_the_units_they_were_written_in():
+    t = parse_uncertain({"network.overhead": {"uniform": ["5 us", "20 us"]}})[0]
+    assert t.describe() == "uniform [5 us, 20 us]" and t.params == pytest.approx((5e-6, 2e-5))
+    b = parse_uncertain({"platform.x": {"normal": ["10 Gb/s", "1 Gb/s"],
+                                        "clip": ["5 Gb/s", "20 Gb/s"]}})[0]
+    assert b.describe() == "normal [1.25 GB/s, 125 MB/s] within [625 MB/s, 2.5 GB/s]"
+    assert one({"uniform": [0, 0.05]}).describe() == "uniform [0, 0.05]"
+
+
+def test_an_empty_section_says_so_with_the_file(tmp_path, capsys):
+    f, line = _alexnet_with(tmp_path, "")
+    assert main(["predict", str(f), "--uncertainty", "4", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}:{line - 1}, uncertain:" in err and "section is empty" in err
+    assert "has no 'uncertain:' section" not in err
+
+
+def test_entries_under_a_section_that_set_replaced_are_left_to_their_use(capsys):
+    # the convergence fit reads knl_easgd_compare with another algorithm (no tau): reading
+    # must not fail on the file's algorithm.tau entry; predict's band still checks it
+    assert main(["validate", "knl_easgd_compare", "--set", "algorithm={name: gosgd}"]) == 0
+    capsys.readouterr()

@@ -271,13 +271,16 @@ def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
         raise
 
 
-def _parse(raw: Any, file: str | None) -> Scenario:
+def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> Scenario:
+    """``built``: (platform, its raw form) already parsed from the same ``platform:`` and
+    ``catalog:`` (the uncertain entries' check), so that it is not built again."""
     if not isinstance(raw, Mapping):
         raise InputError("a scenario must be a YAML mapping (name:, platform:, ...)")
     s = Section(raw, (), _TOP, what="scenario section")
     base = Path(file).resolve().parent if file else None
     catalog = builtin_catalog().extended(s.get("catalog", default=None))
-    platform, praw = parse_platform(s.get("platform", default=None), base, catalog, file)
+    platform, praw = built if built is not None else \
+        parse_platform(s.get("platform", default=None), base, catalog, file)
     bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
     workload = _parse_workload(s.raw["workload"], base) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
@@ -347,4 +350,13 @@ def load_scenario(path: str | Path, sets: Sequence[str] = ()) -> Scenario:
             raw = apply_overrides(raw, sets)
         except InputError as exc:
             raise exc.located(file=str(path)) from None
-    return parse_scenario(raw, str(path))
+    scn = parse_scenario(raw, str(path))
+    if scn.uncertain:  # each entry applied to the scenario (clustersim.scenario.uncertain)
+        from clustersim.scenario.uncertain import check_applied
+
+        def parse_set(sraw: Any, field: str) -> Any:
+            keep = field.split(".", 1)[0] not in ("platform", "catalog")
+            return _parse(sraw, str(path), (scn.platform, scn.platform_raw) if keep else None)
+
+        check_applied(raw, str(path), scn.uncertain, parse_set)
+    return scn

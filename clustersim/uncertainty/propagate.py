@@ -61,16 +61,98 @@ class Sample:
 
 
 def collect_inputs(scn: Any, profile: Any = None) -> Inputs:
-    """The scenario's ``uncertain:`` inputs and, with a profile, its covariance blocks."""
-    blocks = tuple(profile.covariance) if profile is not None else ()
-    return Inputs(tuple(scn.uncertain), blocks, profile)
+    """The scenario's ``uncertain:`` inputs and, with a profile, its covariance blocks -
+    only the parameters the profile applies to this platform (a device or link class the
+    platform lacks is "not applied": moving it would move nothing, yet it would count as an
+    input and take cube dimensions).  A block partly applied keeps its applied parameters
+    (the marginal of a multivariate normal: their rows and columns).  Nothing uncertain is
+    an input error naming the scenario file."""
+    blocks = tuple(b for b in (_applied(b, scn.platform, profile) for b in
+                               (profile.covariance if profile is not None else ()))
+                   if b is not None)
+    inputs = Inputs(tuple(scn.uncertain), blocks, profile)
+    if inputs.dims == 0:
+        _nothing_uncertain(scn, profile)
+    return inputs
+
+
+def _applied(block: Any, platform: Any, profile: Any) -> Any:
+    """``block`` reduced to the parameters the profile applies to ``platform`` (None: none),
+    by the rules of :func:`clustersim.calibration.applyprofile.apply_profile_data`."""
+    from clustersim.calibration.covariance import CovBlock
+
+    devices = {platform.spec(d).name for d in range(platform.num_devices)}
+    links = set(platform.link_kind)
+    any_applied = bool(devices & set(profile.devices) or links & set(profile.links))
+
+    def applies(name: str) -> bool:
+        parts = name.split(".")
+        if parts[0] == "network":
+            return any_applied
+        end = -2 if parts[0] == "devices" and len(parts) >= 4 and \
+            parts[-2] == "efficiency_by_class" else -1
+        return ".".join(parts[1:end]) in (devices if parts[0] == "devices" else links)
+
+    keep = [i for i, n in enumerate(block.parameters) if applies(n)]
+    if len(keep) == len(block.parameters):
+        return block
+    if not keep:
+        return None
+    return CovBlock(tuple(block.parameters[i] for i in keep),
+                    tuple(block.value[i] for i in keep),
+                    tuple(tuple(block.matrix[i][j] for j in keep) for i in keep), block.source)
+
+
+def _nothing_uncertain(scn: Any, profile: Any) -> None:
+    from clustersim.scenario.yamlio import line_of, load_yaml
+
+    raw: Any = load_yaml(scn.file, what="scenario file") if scn.file else {}
+    has = isinstance(raw, Mapping) and "uncertain" in raw
+    what = ("its 'uncertain:' section is empty" if has else
+            "the scenario has no 'uncertain:' section")
+    if profile is None:
+        prof = "and no calibration profile with a covariance was given"
+    elif profile.covariance:
+        prof = "and the calibration profile's covariance blocks are not applied to this " \
+               "platform (none of their devices or link classes is in it)"
+    else:
+        prof = "and the calibration profile has no 'covariance:' section"
+    raise InputError(f"nothing is uncertain: {what} {prof}; allowed: entries like "
+                     f"'workload.jitter: {{uniform: [0, 0.05]}}' (docs/uncertainty.md)",
+                     file=scn.file, path=("uncertain",),
+                     line=line_of(raw, ("uncertain",)) if has else None)
+
+
+#: what the model accepts of a profile parameter drawn from its block's Gaussian
+MAX_TRIES = 64
+
+
+def _accepts(names: Sequence[str], mean: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Which rows of ``x`` (draws of one block) the model accepts: efficiencies in (0, 1],
+    overheads and latencies >= 0, rates and bandwidths above 1 % of the fitted value (a
+    delta-method Gaussian says nothing about a rate 100 times off its fit)."""
+    ok = np.ones(x.shape[0], dtype=bool)
+    for j, name in enumerate(names):
+        last = name.rsplit(".", 1)[-1]
+        if "efficiency" in name:
+            ok &= (x[:, j] > 0.0) & (x[:, j] <= 1.0)
+        elif last in ("overhead", "latency", "step_overhead"):
+            ok &= x[:, j] >= 0.0
+        else:
+            ok &= x[:, j] >= 0.01 * mean[j]
+    return ok
 
 
 def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     """A multivariate normal draw of one block at cube coordinates ``u`` (inverse CDF of
-    each coordinate, then the covariance's square root).  Values are kept where the model
-    accepts them: efficiencies in (0, 1], rates above 1 % of the fitted value, times >= 0 -
-    a Gaussian has tails the physics does not."""
+    each coordinate, then the covariance's square root), truncated to what the model
+    accepts (:func:`_accepts`): a draw outside is redrawn - from a generator seeded by
+    ``u`` itself, so the same point gives the same values - until one is accepted, which is
+    exact sampling of the Gaussian conditioned on the accepted region.  Why not clip: a
+    Gaussian has tails the physics does not, and clipping piled them up on the bound (half
+    the samples of a rate whose sd is 17 times its value sat at exactly 1 % of it).  After
+    :data:`MAX_TRIES` batches the draw is clipped (a block whose Gaussian is almost all
+    outside is the fit's problem; its values still stay within the bounds)."""
     from scipy.stats import norm
 
     mean = np.asarray(block.value, dtype=float)
@@ -83,10 +165,19 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     safe = np.where(sd > 0, sd, 1.0)
     w, v = np.linalg.eigh(cov / np.outer(safe, safe))
     root = (sd[:, None] * v) * np.sqrt(np.clip(w, 0.0, None))
-    z = norm.ppf(np.clip(u, 1e-12, 1 - 1e-12))
-    x = mean + root @ z
+    u = np.asarray(u, dtype=float)
+    x = (mean + root @ norm.ppf(np.clip(u, 1e-12, 1 - 1e-12)))[None, :]
+    names = list(block.parameters)
+    if not _accepts(names, mean, x)[0]:
+        rng = np.random.default_rng(np.frombuffer(u.tobytes(), dtype=np.uint32))
+        for _ in range(MAX_TRIES):
+            cand = mean + rng.standard_normal((256, len(mean))) @ root.T
+            ok = np.flatnonzero(_accepts(names, mean, cand))
+            if ok.size:
+                x = cand[ok[:1]]
+                break
     out = {}
-    for name, m, val in zip(block.parameters, mean, x):
+    for name, m, val in zip(names, mean, x[0]):
         last = name.rsplit(".", 1)[-1]
         if "efficiency" in name:
             val = min(max(val, 1e-6), 1.0)
@@ -118,10 +209,8 @@ def draw(inputs: Inputs, n: int, seed: int) -> list[Sample]:
     """``n`` samples from a scrambled Sobol sequence seeded with ``seed``."""
     from clustersim.uncertainty.sampling import unit_sobol
 
-    if inputs.dims == 0:
-        raise InputError("nothing is uncertain: the scenario has no 'uncertain:' section "
-                         "(docs/uncertainty.md) and no calibration profile with a "
-                         "covariance was given", path=("uncertain",))
+    if inputs.dims == 0:  # collect_inputs said why, with the file
+        raise InputError("nothing is uncertain (docs/uncertainty.md)", path=("uncertain",))
     return to_samples(inputs, unit_sobol(n, inputs.dims, seed))
 
 
@@ -141,8 +230,11 @@ def sample_scenario(raw: Mapping[str, Any], file: str | None, sample: Sample,
                     ".".join(str(p) for p in exc.path).startswith(f)), None)
         if bad is None:
             bad = next(iter(sample.fields), "")
+        from clustersim.scenario.uncertain import names_the_field
+
+        advice = "" if names_the_field(exc, bad) else " (narrow the distribution)"
         raise InputError(f"the sampled value {sample.fields.get(bad)!r} is refused: "
-                         f"{exc.message} (narrow the distribution)", file=file,
+                         f"{exc.message}{advice}", file=file,
                          path=("uncertain", bad),
                          line=line_of(raw, ("uncertain", bad))) from None
     if profile is not None:

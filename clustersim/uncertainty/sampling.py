@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from clustersim.uncertainty.spec import UncertainInput
+from clustersim.uncertainty.spec import UncertainInput, bounds
 
 __all__ = ["unit_sobol", "to_value", "to_values"]
 
@@ -63,7 +63,9 @@ def to_value(inp: UncertainInput, u: float) -> Any:
     """The value of ``inp`` at cube coordinate ``u`` in [0, 1) (inverse CDF).
 
     ``clip`` truncates: ``u`` is mapped into [F(low), F(high)] first, so the values stay
-    distributed as the distribution conditioned on the interval."""
+    distributed as the distribution conditioned on the interval (the parser refused clips
+    that keep less than one millionth of it, where that interval would round away).
+    ``kind: int`` rounds to the nearest whole number within the bounds and the clip."""
     u = min(max(float(u), 0.0), math.nextafter(1.0, 0.0))
     if inp.dist == "choice":
         w = np.asarray(inp.weights if inp.weights else [1.0] * len(inp.params), dtype=float)
@@ -81,7 +83,15 @@ def to_value(inp: UncertainInput, u: float) -> Any:
     if inp.clip is not None:
         x = min(max(x, inp.clip[0]), inp.clip[1])  # ppf round-off at the ends
     if inp.kind == "int":
-        return int(math.floor(x + 0.5))
+        # the nearest whole number, kept within the bounds: {loguniform: [4.2, 9.8], kind:
+        # int} gives 5..9, never 4 or 10 (the parser refused bounds without a whole number)
+        lo, hi = bounds(inp)
+        n = math.floor(x + 0.5)
+        if math.isfinite(lo):
+            n = max(n, math.ceil(lo))
+        if math.isfinite(hi):
+            n = min(n, math.floor(hi))
+        return int(n)
     return x
 
 

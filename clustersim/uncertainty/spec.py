@@ -13,13 +13,21 @@
 One key per entry names the distribution (``range`` and ``uniform`` are the same;
 ``loguniform``, ``normal: [mean, sd]``, ``lognormal: [median, sigma]``, ``triangular: [low,
 mode, high]``, ``choice: [values...]`` with optional ``weights``); ``kind: int`` rounds to
-whole numbers (a ``range`` then covers both ends with equal weight); ``clip: [low, high]``
-truncates a distribution (values outside are not piled up at the bounds: the distribution is
-renormalised between them); ``about:`` says why, for people.
+whole numbers (a ``range`` then covers both ends with equal weight; other distributions are
+rounded to the nearest whole number within their bounds and ``clip``, so a value never leaves
+the declared range); ``clip: [low, high]`` truncates a distribution (values outside are not
+piled up at the bounds: the distribution is renormalised between them); ``about:`` says why,
+for people.
 
 Why parse here, with the scenario: a typo in an uncertain input must fail ``clustersim
-validate`` with the file and line, not minutes into a propagation.  This module imports
-nothing heavy; the distributions become scipy objects in :mod:`.sampling`.
+validate`` with the file and line, not minutes into a propagation; the scenario then sets
+each entry's field at its :func:`check_points` (:mod:`clustersim.scenario.uncertain`).  A
+``clip`` must keep at least :data:`MIN_CLIP_MASS` of the distribution's probability: one that
+keeps less (``{normal: [0.42, 0.04], clip: [0.9, 1]}``, 12 sd out) is a typo in the mean or
+the clip, not a plan - every value would crowd at the clip's edge nearest the mean, whatever
+distribution was written - so it is refused with the range where the distribution has mass.
+This module imports nothing heavy (its probabilities are closed forms of :mod:`math`); the
+distributions become scipy objects in :mod:`.sampling`.
 """
 
 from __future__ import annotations
@@ -27,11 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 
-__all__ = ["UncertainInput", "parse_uncertain", "DISTRIBUTIONS", "FORBIDDEN_TOP"]
+__all__ = ["UncertainInput", "parse_uncertain", "check_points", "bounds", "clip_mass",
+           "DISTRIBUTIONS", "FORBIDDEN_TOP", "MIN_CLIP_MASS"]
 
 #: distribution name -> number of parameters (None: a list of any length >= 2)
 DISTRIBUTIONS: dict[str, int | None] = {
@@ -46,10 +56,24 @@ KINDS = ("float", "int")
 FORBIDDEN_TOP = ("uncertain", "sweep", "variants", "compare", "name", "label", "about",
                  "assumptions", "benchmark")
 
+#: the least share of a distribution's probability a ``clip`` must keep (one in a million:
+#: about 4.75 sd out on one side of a normal)
+MIN_CLIP_MASS = 1e-6
+
+#: z of the 1e-7 quantile: where a normal "has mass", for the message of a refused clip
+_Z_EXTENT = -NormalDist().inv_cdf(1e-7)
+_Z95 = NormalDist().inv_cdf(0.95)
+_UNIT_NAMES = {"time": "a time", "bandwidth": "a bandwidth", "size": "a size",
+               "flops": "a compute rate"}
+
 
 @dataclass(frozen=True)
 class UncertainInput:
-    """One uncertain field: its dotted path, distribution and parameters (SI numbers)."""
+    """One uncertain field: its dotted path, distribution and parameters (SI numbers).
+
+    ``kind`` of a choice is what its values are (``name``, ``bool``, ``int``, ``float`` or
+    ``mixed``), so that JSON says what was written; ``unit``: the quantity the numbers were
+    written in (``time``, ``bandwidth``, ``size``, ``flops``), None for plain numbers."""
 
     field: str
     dist: str
@@ -58,38 +82,56 @@ class UncertainInput:
     clip: tuple[float, float] | None = None
     weights: tuple[float, ...] | None = None
     about: str = ""
+    unit: str | None = None
 
     @property
     def label(self) -> str:
         return self.field
 
+    def format(self, v: Any) -> str:
+        """One value as the scenario would write it: with its unit (``5 us``), else plain."""
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return str(v)
+        if self.unit is not None and v != 0:
+            from clustersim.units import format_bandwidth, format_size, format_time
+
+            fmt = {"time": format_time, "size": format_size, "bandwidth": format_bandwidth}
+            if self.unit in fmt:
+                return fmt[self.unit](float(v))
+            return f"{v:.3g} FLOP/s"
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
     def describe(self) -> str:
-        """``uniform [0, 0.05]`` - the distribution as people write it."""
-        ps = ", ".join(_fmt(p) for p in self.params)
+        """``uniform [0, 0.05]`` - the distribution as people write it (units included:
+        ``uniform [5 us, 20 us]``, not the SI ``[5e-06, 2e-05]``)."""
+        if self.dist in ("normal", "lognormal"):  # the spread of a lognormal has no unit
+            ps = f"{self.format(self.params[0])}, " + (self.format(self.params[1])
+                                                        if self.dist == "normal" else
+                                                        f"{self.params[1]:g}")
+        else:
+            ps = ", ".join(self.format(p) for p in self.params)
         text = f"{self.dist} [{ps}]"
         if self.kind == "int" and self.dist != "choice":
             text += " (whole numbers)"
         if self.clip is not None:
-            text += f" within [{_fmt(self.clip[0])}, {_fmt(self.clip[1])}]"
+            text += f" within [{self.format(self.clip[0])}, {self.format(self.clip[1])}]"
         return text
 
 
-def _fmt(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def _number(value: Any, path: tuple) -> float:
-    """A plain number, or a quantity with units (``"1 us"``, ``"10 Gb/s"``, ``"64 MiB"``)."""
+def _number(value: Any, path: tuple) -> tuple[float, str | None]:
+    """A plain number, or a quantity with units (``"1 us"``, ``"10 Gb/s"``, ``"64 MiB"``),
+    and the quantity it was written as (None for a plain number)."""
     from clustersim.units import UnitError, parse_quantity
 
+    unit = None
     if isinstance(value, bool):
         raise InputError(f"must be a number, not {value}", path=path)
     if isinstance(value, (int, float)):
         v = float(value)
     elif isinstance(value, str):
-        for kind in ("time", "bandwidth", "size", "flops"):
+        for unit in ("time", "bandwidth", "size", "flops"):
             try:
-                v = parse_quantity(kind, value, allow_zero=True)
+                v = parse_quantity(unit, value, allow_zero=True)
                 break
             except (UnitError, ValueError):
                 continue
@@ -100,13 +142,37 @@ def _number(value: Any, path: tuple) -> float:
         raise InputError(f"must be a number, not {type(value).__name__}", path=path)
     if not math.isfinite(v):
         raise InputError(f"must be finite, not {v}", path=path)
-    return v
+    return v, unit
 
 
-def _numbers(raw: Any, n: int, path: tuple, what: str) -> tuple[float, ...]:
+def _numbers(raw: Any, n: int, path: tuple, what: str,
+             unit: str | None = None) -> tuple[tuple[float, ...], str | None]:
+    """``n`` numbers in one unit: ``[5 us, 20 Gb/s]`` is a typo, not a range (the bandwidth
+    would be read as 2.5e9 seconds)."""
     if not isinstance(raw, list) or len(raw) != n:
         raise InputError(f"must be a list of {n} numbers [{what}]", path=path)
-    return tuple(_number(v, (*path, i)) for i, v in enumerate(raw))
+    vals = []
+    for i, v in enumerate(raw):
+        x, u = _number(v, (*path, i))
+        if u is not None and unit is not None and u != unit:
+            raise InputError(f"mixes units: {v!r} is {_UNIT_NAMES[u]}, the other numbers "
+                             f"of this entry {_UNIT_NAMES[unit]}; allowed: one quantity "
+                             f"for every number (or plain SI numbers)", path=(*path, i))
+        unit = unit or u
+        vals.append(x)
+    return tuple(vals), unit
+
+
+def _choice_kind(vals: list[Any]) -> str:
+    if all(isinstance(v, bool) for v in vals):
+        return "bool"
+    if any(isinstance(v, bool) for v in vals):
+        return "mixed"
+    if all(isinstance(v, int) for v in vals):
+        return "int"
+    if all(isinstance(v, (int, float)) for v in vals):
+        return "float"
+    return "name" if all(isinstance(v, str) for v in vals) else "mixed"
 
 
 def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
@@ -145,19 +211,20 @@ def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
             if not isinstance(w, list) or len(w) != len(vals):
                 raise InputError(f"must be a list of {len(vals)} numbers, one per choice",
                                  path=(*path, "weights"))
-            weights = tuple(_number(x, (*path, "weights", i)) for i, x in enumerate(w))
+            weights = tuple(_number(x, (*path, "weights", i))[0] for i, x in enumerate(w))
             if any(x < 0 for x in weights) or sum(weights) <= 0:
                 raise InputError("must be >= 0 with a positive sum", path=(*path, "weights"))
         if "clip" in raw or "kind" in raw:
             raise InputError("a choice takes no 'clip' or 'kind'", path=path)
-        return UncertainInput(name, dist, tuple(vals), "float", None, weights, about)
+        return UncertainInput(name, dist, tuple(vals), _choice_kind(vals), None, weights,
+                              about)
     if "weights" in raw:
         raise InputError("only a choice takes weights", path=(*path, "weights"))
     n = DISTRIBUTIONS[dist]
     assert n is not None
     hint = {"normal": "mean, sd", "lognormal": "median, sigma",
             "triangular": "low, mode, high"}.get(dist, "low, high")
-    params = _numbers(raw[dist], n, p, hint)
+    params, unit = _numbers(raw[dist], n, p, hint)
     if dist in ("range", "uniform", "loguniform") and not params[0] < params[1]:
         raise InputError(f"low ({params[0]:g}) must be smaller than high ({params[1]:g})",
                          path=p)
@@ -170,15 +237,110 @@ def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
     if dist == "triangular" and not params[0] <= params[1] <= params[2] \
             or dist == "triangular" and params[0] == params[2]:
         raise InputError("needs low <= mode <= high with low < high", path=p)
-    if kind == "int" and dist in ("range", "uniform") and \
-            math.floor(params[1]) < math.ceil(params[0]):
-        raise InputError("holds no whole number", path=p)
-    clip = None
+    if dist == "lognormal" and isinstance(raw[dist][1], str):
+        raise InputError("sigma is the spread of the value's logarithm: a plain number, "
+                         "without units", path=(*p, 1))
+    inp = UncertainInput(name, dist, params, str(kind), None, None, about, unit)
     if "clip" in raw:
-        clip = _numbers(raw["clip"], 2, (*path, "clip"), "low, high")
+        clip, _ = _numbers(raw["clip"], 2, (*path, "clip"), "low, high", unit)
         if not clip[0] < clip[1]:
             raise InputError("low must be smaller than high", path=(*path, "clip"))
-    return UncertainInput(name, dist, params, str(kind), clip, None, about)  # type: ignore[arg-type]
+        inp = UncertainInput(name, dist, params, str(kind), clip, None, about, unit)
+        _check_clip(inp, (*path, "clip"))
+    if kind == "int":
+        lo, hi = bounds(inp)
+        if math.isfinite(lo) and math.isfinite(hi) and math.floor(hi) < math.ceil(lo):
+            where = (*path, "clip") if inp.clip is not None else p
+            raise InputError(f"holds no whole number (kind: int): its values lie in "
+                             f"[{inp.format(lo)}, {inp.format(hi)}]; allowed: bounds with "
+                             f"a whole number between them", path=where)
+    return inp
+
+
+def _support(inp: UncertainInput) -> tuple[float, float]:
+    p = inp.params
+    if inp.dist in ("range", "uniform", "loguniform"):
+        return p[0], p[1]
+    if inp.dist == "triangular":
+        return p[0], p[2]
+    return (0.0 if inp.dist == "lognormal" else -math.inf), math.inf
+
+
+def bounds(inp: UncertainInput) -> tuple[float, float]:
+    """The interval a continuous input's values lie in: its support within its ``clip``
+    (infinite ends for an unbounded side)."""
+    lo, hi = _support(inp)
+    if inp.clip is not None:
+        lo, hi = max(lo, inp.clip[0]), min(hi, inp.clip[1])
+    return lo, hi
+
+
+def _cdf(inp: UncertainInput, x: float, upper: bool = False) -> float:
+    """P(X <= x), or P(X > x) with ``upper`` (from erfc: a far upper tail keeps its digits
+    where 1 - cdf would round to 0)."""
+    p = inp.params
+    if inp.dist in ("normal", "lognormal"):
+        if inp.dist == "lognormal":
+            if x <= 0:
+                return 1.0 if upper else 0.0
+            z = (math.log(x) - math.log(p[0])) / p[1]
+        else:
+            z = (x - p[0]) / p[1]
+        return 0.5 * math.erfc((z if upper else -z) / math.sqrt(2.0))
+    lo, hi = _support(inp)
+    x = min(max(x, lo), hi)
+    if inp.dist == "loguniform":
+        f = math.log(x / lo) / math.log(hi / lo)
+    elif inp.dist == "triangular":
+        mode = p[1]
+        f = ((x - lo) ** 2 / ((hi - lo) * (mode - lo)) if x < mode else
+             1.0 - (hi - x) ** 2 / ((hi - lo) * (hi - mode)) if x > mode else
+             (mode - lo) / (hi - lo))
+    else:
+        f = (x - lo) / (hi - lo)
+    return 1.0 - f if upper else f
+
+
+def clip_mass(inp: UncertainInput) -> float:
+    """The share of the distribution's probability inside its ``clip`` (1 without one)."""
+    if inp.clip is None:
+        return 1.0
+    a, b = inp.clip
+    if _cdf(inp, a) > 0.5:  # an upper tail: differences of survival functions
+        return max(_cdf(inp, a, upper=True) - _cdf(inp, b, upper=True), 0.0)
+    return max(_cdf(inp, b) - _cdf(inp, a), 0.0)
+
+
+def _extent(inp: UncertainInput) -> tuple[float, float]:
+    """Where the distribution has mass, for people: its support, or the 1e-7 and 1 - 1e-7
+    quantiles of an unbounded one."""
+    p = inp.params
+    if inp.dist == "normal":
+        return p[0] - _Z_EXTENT * p[1], p[0] + _Z_EXTENT * p[1]
+    if inp.dist == "lognormal":
+        return p[0] * math.exp(-_Z_EXTENT * p[1]), p[0] * math.exp(_Z_EXTENT * p[1])
+    return _support(inp)
+
+
+def _check_clip(inp: UncertainInput, path: tuple) -> None:
+    assert inp.clip is not None
+    a, b = inp.clip
+    lo, hi = (float(f"{x:.3g}") for x in _extent(inp))
+    dist = f"{inp.dist} [{', '.join(inp.format(x) for x in inp.params)}]"
+    allowed = (f"allowed: a clip overlapping [{inp.format(lo)}, {inp.format(hi)}], where "
+               f"the distribution has its mass")
+    s_lo, s_hi = _support(inp)
+    if b <= s_lo or a >= s_hi:
+        raise InputError(f"[{inp.format(a)}, {inp.format(b)}] lies outside every value of "
+                         f"{dist}: nothing would be left to sample; {allowed}", path=path)
+    mass = clip_mass(inp)
+    if mass < MIN_CLIP_MASS:
+        share = f"{mass:.2g}" if mass > 0 else "no representable share (< 1e-300)"
+        raise InputError(f"[{inp.format(a)}, {inp.format(b)}] keeps {share} of {dist}'s "
+                         f"probability (less than one in a million): every value would sit "
+                         f"at the clip's edge, whatever the distribution; move the "
+                         f"distribution into the clip or write the range you mean "
+                         f"({{uniform: [low, high]}}); {allowed}", path=path)
 
 
 def parse_uncertain(raw: Any) -> tuple[UncertainInput, ...]:
@@ -202,3 +364,36 @@ def parse_uncertain(raw: Any) -> tuple[UncertainInput, ...]:
                              f"algorithm.*, network.*, platform.*, run.*", path=(*path, name))
         out.append(_parse_one(field, spec, (*path, name)))
     return tuple(out)
+
+
+def _percentile(inp: UncertainInput, q: float) -> float:
+    """The ``q`` quantile of an unbounded normal or lognormal (clip aside)."""
+    z = NormalDist().inv_cdf(q)
+    m, sd = inp.params
+    return m + z * sd if inp.dist == "normal" else m * math.exp(z * sd)
+
+
+def check_points(inp: UncertainInput) -> list[tuple[Any, str, tuple[Any, ...]]]:
+    """The values that decide whether the scenario accepts ``inp``: (value, what it is, the
+    path of what wrote it under the entry).  Every choice (a weight of 0 included: a value
+    that is never drawn is still a typo), both ends of a bounded side (rounded inwards for
+    ``kind: int``), and the 5th and 95th percentile of an unbounded side - the values the
+    headline's one-at-a-time band runs."""
+    if inp.dist == "choice":
+        return [(v, "the choice", ("choice", i)) for i, v in enumerate(inp.params)]
+    lo, hi = bounds(inp)
+    clip = inp.clip is not None
+    out: list[tuple[Any, str, tuple[Any, ...]]] = []
+    for end, x, q, i in (("low", lo, 0.05, 0), ("high", hi, 0.95, 1)):
+        if math.isfinite(x) and not (inp.dist == "lognormal" and x == 0.0):
+            clipped = clip and (inp.clip[i] == x)  # type: ignore[index]
+            where = ("clip", i) if clipped else (inp.dist, 2 * i if inp.dist ==
+                                                   "triangular" else i)
+            what = f"the {end} end"
+        else:
+            x = _percentile(inp, q)
+            where, what = (inp.dist,), f"the {round(q * 100)}th percentile"
+        if inp.kind == "int":
+            x = math.ceil(x) if i == 0 else math.floor(x)
+        out.append((x, what, where))
+    return out
