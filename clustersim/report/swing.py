@@ -43,7 +43,11 @@ def _plain(v: Any) -> Any:
     return None if isinstance(v, float) and v == float("inf") else v
 
 
-def _tried(v: Any) -> str:
+def _tried(field: Any, v: Any) -> str:
+    """A value tried, as the scenario writes it (``5 us``, not ``5e-06``)."""
+    fmt = getattr(field, "format", None)
+    if fmt is not None and not (isinstance(v, float) and field.unit is None):
+        return fmt(v)
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
@@ -58,7 +62,7 @@ def print_swing(console: Console, sw: Any, wide: bool = False) -> None:
         [Col(_HEAD[k], priority=1) for k in keys]
     cells = [["(the scenario's own)", "—"] + [_value(k, sw.nominal.get(k)) for k in keys]]
     for m, _ in sw.drivers(head):
-        cells.append([escape(m.input.field), escape(", ".join(_tried(v) for v in m.values))]
+        cells.append([escape(m.input.field), escape(", ".join(_tried(m.input, v) for v in m.values))]
                      + [escape(", ".join(_value(k, r.get(k)) for r in m.metrics))
                         for k in keys])
     title = (f"{sw.algorithm} at {sw.workers:,} workers — each uncertain input alone over "

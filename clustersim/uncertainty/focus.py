@@ -35,8 +35,12 @@ def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
                 out["algorithm"] = e
                 break
         else:
+            known = [n for e in [out.get("algorithm"), *entries]
+                     for n in ([e] if isinstance(e, str) else
+                               [(e or {}).get("label"), (e or {}).get("name")]) if n]
             raise InputError(f"--algorithm {label!r} is neither the main algorithm nor a "
-                             f"'label' or 'name' of the compare list", path=("--algorithm",))
+                             f"'label' or 'name' of the compare list (allowed: "
+                             f"{', '.join(dict.fromkeys(map(str, known)))})")
     title = out["algorithm"] if isinstance(out["algorithm"], str) else \
         (out["algorithm"].get("label") or out["algorithm"].get("name"))
     out.pop("compare", None)
