@@ -93,4 +93,5 @@ def test_command_errors(capsys):
     assert main(["sensitivity", "allreduce_crossbar16"]) == 2
     assert main(["sensitivity", "knl_4253", "--algorithm", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "'nope'" in err
+    assert "Traceback" not in err and "'nope'" in err and "allowed: Sync EASGD" in err
+    assert "--algorithm: --algorithm" not in err
