@@ -173,6 +173,15 @@ class Recv(Op):
     ``poll=True`` takes a matching message only if one has already arrived and returns
     ``None`` at once otherwise (MPI_Iprobe, then MPI_Recv): how gossip workers merge whatever
     their peers pushed at an iteration boundary without waiting for anyone.
+
+    ``serving=True`` marks a blocking receive that is part of an exchange the receiver is
+    already serving and cannot overlap with anything else: a master that told one worker
+    "go" and sits through the transfer of its weights.  Time blocked in any other receive
+    of a server is waiting for work (a request or a push that has not come, or one that a
+    busier master would have taken in during its previous update); the simulator counts
+    the marked time apart (``ActorStats.records["serving"]``) so that the master's service
+    time counts it as busy (:func:`clustersim.sim.metrics.master_service_time`).  It
+    changes nothing else: when the message arrives, and what the receive returns.
     """
 
     src: int = ANY
@@ -180,6 +189,7 @@ class Recv(Op):
     blocking: bool = True
     label: str = ""
     poll: bool = False
+    serving: bool = False
 
 
 @dataclass(frozen=True, slots=True)

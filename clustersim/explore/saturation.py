@@ -13,14 +13,25 @@ server spreads one exchange over S shards, each serving its part of the paramete
 ``s / S``, and every worker step visits every shard: the same formula holds per shard with
 that shard's measured ``s``, so W* grows with S.
 
-Both figures come from the simulated run, not from a formula of the algorithm: ``s`` is the
-time a server is occupied per update it applies - its compute (the update) plus the time its
-answers are on the wire (a master's link is as much a server as its processor) - and ``t``
-the worker's iteration time (compute and its own exchange).  Past the knee a worker's step
-includes queueing at the master and the row's ``W*`` drifts up with ``W``: the summary takes
-it at the smallest worker count of each group.  With full-duplex links a push and another
-worker's pull overlap, so throughput still creeps up past ``W*`` towards ``batch / s`` - the
-ceiling - rather than stopping flat.
+Both figures come from the simulated run, not from a formula of the algorithm
+(:func:`clustersim.sim.metrics.master_service_time`): ``s`` is the master's capacity per
+update - the slowest of its thread (the time it is not waiting for work), its processor
+(updates that run beside the thread, as Hogwild's) and its link (its answers on the wire) -
+and ``t`` the worker's iteration time (compute and its own exchange).  Not their sum: a
+master's non-blocking answer overlaps the next push on the other direction of a full-duplex
+link, and a prefetching master (Async EASGD) takes the next push in during its update, so
+once workers queue the update is all it spends per exchange; on scenarios/knl_unsaturated.yaml
+``batch / s`` is the plateau the throughput reaches, to within 1%, and ``W*`` the knee
+(tests/test_saturation.py).  A master without a prefetch (the original, round-robin EASGD;
+Hogwild EASGD's receive loop) sits through each worker's push at any load: those receives are
+marked (``Recv(serving=True)``) and count as busy.
+
+Past the knee a worker's step includes queueing at the master, so a row's ``W*`` is about its
+own worker count there (``W * s`` is the step): the summary takes it at the smallest worker
+count of each group, where the step is the worker's own.  One case still bends late: a master
+whose *link* is the bottleneck, with identical workers sharing it max-min fairly, stays in
+lock step (everyone's push, then everyone's answer: one direction of the link at a time) and
+creeps up towards ``batch / s`` only as the workers drift apart.
 """
 
 from __future__ import annotations
@@ -33,10 +44,10 @@ __all__ = ["master_figures", "saturation_summary"]
 
 
 def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
-    """``servers``, ``service_time`` (seconds one server is occupied per exchange: its
-    compute plus the time its sends are on the wire, per update it applied; the busiest
-    server) and ``saturation_workers`` (``W*`` above, with the worker's iteration time as the
-    step); None where the method has no master or the master applied no update.  The two
+    """``servers``, ``service_time`` (the busiest server's capacity per update it applied:
+    the slowest of its thread, processor and link, above) and ``saturation_workers`` (``W*``
+    above, with the worker's iteration time as the step); None where the method has no
+    master or the master applied no update.  The two
     figures are the point's own (:func:`clustersim.sim.metrics.master_service_time`), so
     that ``predict`` and ``sweep`` print the same."""
     return {"servers": len(run.servers()), "service_time": metrics.service_time,
@@ -47,7 +58,9 @@ def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
                        ) -> list[tuple[str, float, float, float, int]]:
     """One line per master-based group of the table (all input columns but ``workers``):
     (group label, W*, service time, step, the smallest worker count measured).  ``W*`` is
-    taken at the group's smallest worker count, where the master queues least."""
+    taken at the group's smallest worker count, where the master queues least: there the
+    step is a worker's own, while past the knee it is ``W * s`` and ``W*`` is just ``W``
+    (``s`` itself is about the same at every point: within 0.5% on the KNL scenarios)."""
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     keys = [k for k in inputs if k != "workers"]
     for r in rows:

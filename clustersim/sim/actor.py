@@ -141,7 +141,9 @@ class _Actor:
         self.run(None if v is None else v.values[self.i], None)
 
     def _mailed(self, _ev: simpy.Event) -> None:
-        """Mail arrived while blocked in ``Recv``: take it, or wait again."""
+        """Mail arrived while blocked in ``Recv``: take it, or wait again.  The blocked time
+        is waiting (``ActorStats.wait``); a ``Recv(serving=True)`` also files it under
+        ``records["serving"]``, one sample per receive, for the master's service time."""
         op = self.recv_op
         m = self.got
         if m is not None:
@@ -155,7 +157,10 @@ class _Actor:
         now = eng.env._now
         t0 = self.t0
         self.recv_op = None
-        self.st.wait += now - t0
+        blocked = now - t0
+        self.st.wait += blocked
+        if op.serving:  # service time, not waiting for work (Recv.serving; sim/metrics.py)
+            self.st.records["serving"].append(blocked)
         if eng.trace and now > t0:
             eng._ev(self.i, "recv", t0, now, op.label or "recv", nbytes=m.nbytes, peer=m.src)
         self.run(m, None)

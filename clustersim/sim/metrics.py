@@ -18,6 +18,7 @@ Definitions (per worker, over the measured iterations - warmup excluded - then a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -69,9 +70,10 @@ class PointMetrics:
     #: what the steps came from (the "why"): effective batch of one step, the asynchrony
     #: terms added to McCandlish's K, the elastic centre's lag in steps (JSON only)
     convergence_terms: dict[str, float] = field(default_factory=dict)
-    #: master-based methods: seconds the busiest server is occupied per update it applies
-    #: (its compute plus the time its sends are on the wire), and the worker count where it
-    #: is busy all the time, W* = iteration time / service time (clustersim.explore.saturation)
+    #: master-based methods: the busiest server's seconds per update at full load (the
+    #: slowest of its thread, processor and link: master_service_time), and the worker count
+    #: where it is busy all the time, W* = iteration time / service time
+    #: (clustersim.explore.saturation)
     service_time: float | None = None
     saturation_workers: float | None = None
 
@@ -128,11 +130,39 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
 
 
 def master_service_time(servers: Sequence[Any]) -> float | None:
-    """Seconds the busiest of a run's ``servers`` (``RunResult.servers()``) is occupied per
-    update it applies - its compute plus the time its sends are on the wire (a master's link
-    is as much a server as its processor); None without a server that applied an update."""
-    per = [(a.compute + a.comm_total) / len(a.records["update"]) for a in servers
-           if a.records.get("update")]
+    """Seconds per update the busiest of a run's ``servers`` (``RunResult.servers()``) can
+    not serve anyone else - its capacity per exchange, so that ``1 / s`` is the most updates
+    a second it applies however many workers ask; None without a server that applied an
+    update.
+
+    A server is held up by whichever of three resources is the slowest per update:
+
+    * its thread: the time it is not waiting for work, ``end - (wait - serving)`` - every
+      moment but those blocked in a receive for a request or push that had not come
+      (``wait``), except the receives marked ``Recv(serving=True)``, where a master without
+      a prefetch sits through a worker's transfer at any load (``records["serving"]``);
+    * its processor: ``compute``, for updates that run beside the thread (Hogwild);
+    * its link: ``comm_total``, the time its answers are on the wire (the pushes coming in
+      carry as many bytes on the other direction of a full-duplex link).
+
+    Why not their sum (compute plus time on the wire, as before): a non-blocking answer
+    overlaps the next push and the update, and a prefetching master takes the next push in
+    during its update, so the sum counted overlapping time twice and put the saturation
+    point of those masters and of the parameter servers 25-40% too low (and, leaving out the
+    push that the round-robin master sits through, its point 25% too high).  And why not
+    the thread alone: at a light load a prefetching master finds nobody waiting and sits
+    through the next push, which under load it would not - that wait is waiting for work.
+    Sends that overlap each other (a burst of answers
+    sharing the link) each count in ``comm_total``, so the link term is an upper bound on
+    the link's busy time; it binds only where the link is the bottleneck.
+    """
+    per = []
+    for a in servers:
+        updates = len(a.records.get("update", ()))
+        if not updates:
+            continue
+        idle = a.wait - math.fsum(a.records.get("serving", ()))
+        per.append(max(a.end - idle, a.compute, a.comm_total) / updates)
     if not per or max(per) <= 0:
         return None
     return max(per)

@@ -135,8 +135,8 @@ class _PerWorker:
     depend on the worker and the weights' size only, so one set per size serves every
     master of a sweep (:meth:`of`)."""
 
-    __slots__ = ("nbytes", "request", "go", "go_async", "push", "centre", "centre_async",
-                 "staleness")
+    __slots__ = ("nbytes", "request", "go", "go_async", "push", "push_serving", "centre",
+                 "centre_async", "staleness")
 
     def __init__(self, nbytes: float) -> None:
         self.nbytes = nbytes
@@ -144,6 +144,7 @@ class _PerWorker:
         self.go: dict[int, Send] = {}
         self.go_async: dict[int, Send] = {}
         self.push: dict[int, Recv] = {}
+        self.push_serving: dict[int, Recv] = {}
         self.centre: dict[int, Send] = {}
         self.centre_async: dict[int, Send] = {}
         self.staleness: dict[int, Record] = {}
@@ -166,10 +167,13 @@ class _PerWorker:
             op = ops[w] = Send(w, 0.0, tag=TAG_GO, blocking=blocking, label="go")
         return op
 
-    def get_push(self, w: int) -> Recv:
-        op = self.push.get(w)
+    def get_push(self, w: int, serving: bool = False) -> Recv:
+        """Worker ``w``'s weights; ``serving``: the master sits through their transfer at
+        any load (``Recv.serving``), as a master without a prefetch does."""
+        ops = self.push_serving if serving else self.push
+        op = ops.get(w)
         if op is None:
-            op = self.push[w] = Recv(src=w, tag=TAG_PUSH, label="weights")
+            op = ops[w] = Recv(src=w, tag=TAG_PUSH, label="weights", serving=serving)
         return op
 
     def get_centre(self, w: int, blocking: bool) -> Send:
@@ -248,7 +252,10 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
         prev = replies.pop(w, None)
         if prev is not None:
             yield Wait(prev)  # the worker asked again, so it has the last answer: no wait
-        pushed = yield ops.get_push(w)
+        # without a prefetch (round-robin, Hogwild) the master waits out the transfer of the
+        # weights at any load: service time (Recv.serving); with one, a busy master takes
+        # them in during its previous update, so a wait here is waiting for work
+        pushed = yield ops.get_push(w, serving=not prefetch)
         yield ops.get_staleness(k - last_read[w])  # k updates were applied before this one
         if prefetch and k + 1 < total:
             # double-buffered receive: a worker already waiting may push during the update
