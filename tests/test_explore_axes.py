@@ -78,3 +78,59 @@ def test_bad_axes_name_their_field(axes, sample, constraints, workers, needle) -
 def test_a_huge_grid_is_refused() -> None:
     with pytest.raises(InputError, match="1,000,000"):
         parse_axes({f"a{i}": list(range(10)) for i in range(7)}, None, [])
+
+
+@pytest.mark.parametrize("workers, needle", [
+    ([0], "whole number >= 1, not 0"), ([-2], "not -2"), (["x"], 'not "x"'),
+    ([[2]], "not [2]"), ([2.5], "not 2.5"), ([True], "not true"),
+    ([4, 4], "given twice"), ({"from": 0, "to": 8}, "not 0"),
+    ({"from": 1, "to": 8, "integer": False}, "whole number"),
+])
+def test_worker_axis_values_are_checked(workers, needle) -> None:
+    sample = {"method": "lhs", "n": 4} if isinstance(workers, dict) else None
+    with pytest.raises(InputError) as exc:
+        parse_axes({"workers": workers}, sample, [])
+    assert needle in str(exc.value)
+    assert exc.value.path[:3] == ("sweep", "axes", "workers")
+
+
+def test_repeated_axis_values_and_a_dotted_set_are_refused() -> None:
+    with pytest.raises(InputError, match="given twice"):
+        parse_axes({"x": [1, 2, 1]}, None, [])
+    with pytest.raises(InputError, match=r"sweep.axes=\{workload.batch_per_worker"):
+        parse_axes({"workload": {"batch_per_worker": [32, 64]}}, None, [])
+    with pytest.raises(InputError, match="must be a mapping {method") as exc:
+        parse_axes({"x": [1]}, ["sobol", 8], [])
+    assert "LineList" not in str(exc.value) and "list" in str(exc.value)
+
+
+def test_integer_ranges_give_every_count_the_same_chance() -> None:
+    from collections import Counter
+
+    from clustersim.explore.axes import Axis
+
+    a = Axis("workers", (), 1.0, 4.0, False, True)
+    got = Counter(a.at(i / 100_000) for i in range(100_000))
+    assert got == {1: 25_000, 2: 25_000, 3: 25_000, 4: 25_000}
+    # log: each count owns the log-width of [k - 0.5, k + 0.5)
+    b = Axis("x", (), 1.0, 3.0, True, True)
+    got = Counter(b.at(i / 100_000) for i in range(100_000))
+    share = math.log(1.5 / 0.5) / math.log(3.5 / 0.5)
+    assert got[1] == pytest.approx(100_000 * share, abs=2)
+
+
+@pytest.mark.parametrize("constraint, needle", [
+    ("9 ** 9 ** 9 > workers", "digits"),
+    ('"a" * 10 ** 10 == "b"', "repeats a text"),
+    ('"%999999999s" % 1 == "b"', "string formatting"),
+    ("10.0 ** 4000 > workers", "digits"),
+])
+def test_constraints_cannot_compute_huge_values(constraint, needle) -> None:
+    with pytest.raises(InputError, match=needle) as exc:
+        expand(parse_axes({"workers": [1, 2]}, None, [constraint]))
+    assert exc.value.path == ("sweep", "constraints", 0)
+
+
+def test_constraints_that_leave_no_point_are_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"leave no point \(2 of 2 points excluded\)"):
+        expand(parse_axes({"workers": [1, 2]}, None, ["workers > 100"]))

@@ -207,3 +207,156 @@ def test_predict_prints_the_sweeps_saturation_point(tmp_path: Path, capsys) -> N
     assert one["service_time"] == pytest.approx(float(rows[0]["service_time"]), rel=1e-12)
     assert one["saturation_workers"] == pytest.approx(w_star, rel=1e-12)
     assert doc["algorithms"]["bsp"][0]["service_time"] is None
+
+
+KNL = """\
+name: knl_small
+platform: {file: crossbar16}
+workload:
+  model: {zoo: mlp, options: {features: 256, hidden: [256], classes: 10}}
+  batch_per_worker: 16
+algorithm: {name: async_easgd, tau: 1, label: easgd}
+compare:
+  - {name: async_measgd, tau: 1, momentum: 0.9, label: measgd}
+  - {name: bsp, label: bsp}
+sweep: {axes: {workers: [2, 4], algorithm.tau: [1, 2], algorithm.momentum: [0.5, 0.9]}}
+run: {iterations: 4, warmup: 1, seed: 0}
+"""
+
+
+def test_algorithm_axes_reach_every_case_that_takes_them(tmp_path: Path) -> None:
+    """``algorithm.tau`` changes the compare entries too; a case whose algorithm does not
+    take the parameter has an empty cell and runs once, not once per value (D3)."""
+    f = _write(tmp_path, KNL)
+    _, study = load_study(f)
+    pts = study_points(study)
+    # easgd takes tau only (2 workers x 2 tau), measgd both (x 2 momentum), bsp neither
+    assert len(pts) == 2 * 2 + 2 * 4 + 2
+    rows = tidy_rows(study, pts, run_study(study, pts).results)
+    by = {(r["algorithm"], r["workers"], r["algorithm.tau"], r["algorithm.momentum"]): r
+          for r in rows}
+    assert len(by) == len(rows)
+    # the compare entry runs with the axis's tau: the two values differ
+    m1 = by[("measgd", 4, 1, 0.9)]["iteration_time"]
+    m2 = by[("measgd", 4, 2, 0.9)]["iteration_time"]
+    assert m1 != m2
+    g = _write(tmp_path, KNL.replace("{name: async_measgd, tau: 1,", "{name: async_measgd, tau: 2,"),
+               "ref.yaml")
+    ref = run_sweep(load_scenario(g, ["sweep={workers: [4]}"]), jobs=1)
+    (meas,) = [m for m in ref.points["measgd"] if m.workers == 4]
+    assert meas.iteration_time == m2
+    assert {r["algorithm.momentum"] for r in rows if r["algorithm"] == "easgd"} == {None}
+    assert {(r["algorithm.tau"], r["algorithm.momentum"]) for r in rows
+            if r["algorithm"] == "bsp"} == {(None, None)}
+
+
+def test_an_axis_a_variant_sets_is_refused(tmp_path: Path, capsys) -> None:
+    f = _write(tmp_path, BSP.replace("workload.batch_per_worker: [16, 32]",
+                                     "network.overhead: [1 us, 5 us]")
+               .replace('  constraints: ["workload.batch_per_worker * workers <= 128"]\n', ""))
+    assert main(["sweep", f, "--out", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "network.overhead" in err and "variant 'slow'" in err and f in err
+    assert not (tmp_path / "o").exists()
+    g = _write(tmp_path, KNL.replace("algorithm.momentum", "algorithm.momentm"), "g.yaml")
+    assert main(["sweep", g, "--out", str(tmp_path / "o"), "-q"]) == 2
+    assert "did you mean 'momentum'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("axes, needle", [
+    ("{workers: [0]}", "sweep.axes.workers[0]: a worker count must be a whole number >= 1"),
+    ("{workers: [2.5]}", "not 2.5"),
+    ("{workers: [[2]]}", "not [2]"),
+    ("{workers: [4, 4]}", "given twice"),
+    ("{workload.batch_per_worker: [32, abc]}", "workload.batch_per_worker='abc'"),
+])
+def test_bad_values_are_refused_before_anything_runs(tmp_path: Path, capsys, axes: str,
+                                                     needle: str) -> None:
+    """Exit 2, one line with the --set item, no output folder, no cache (D4, D7, D8)."""
+    f = _write(tmp_path, PS)
+    out = tmp_path / "o" / "deep"
+    assert main(["sweep", f, "--set", f"sweep.axes={axes}", "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and f"--set sweep.axes={axes}" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_errors_name_the_line_of_the_axis(tmp_path: Path, capsys) -> None:
+    lines = BSP.splitlines()
+    at = next(i for i, ln in enumerate(lines, 1) if "workload.batch_per_worker: [16" in ln)
+    for text, needle in ((BSP.replace("[16, 32]", "[]"), "must not be empty"),
+                         (BSP.replace("workload.batch_per_worker: [16, 32]",
+                                      "workload.batch_per_workr: [16, 32]"),
+                          "did you mean 'batch_per_worker'")):
+        f = _write(tmp_path, text.replace(
+            '  constraints: ["workload.batch_per_worker * workers <= 128"]\n', ""))
+        assert main(["sweep", f, "--out", str(tmp_path / "o"), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert f"{f}:{at}, sweep.axes.workload.batch_per_work" in err and needle in err, err
+
+
+def test_constraints_leaving_nothing_and_huge_powers(tmp_path: Path, capsys) -> None:
+    f = _write(tmp_path, BSP)
+    for c, needle in (('["workers > 100"]', "leave no point (6 of 6 points excluded)"),
+                      ('["9 ** 9 ** 9 > workers"]', "digits")):
+        assert main(["sweep", f, "--set", f"sweep.constraints={c}", "--out",
+                     str(tmp_path / "o"), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and "--set sweep.constraints" in err
+        assert not (tmp_path / "o").exists()
+
+
+def test_cache_folder_checked_and_a_damaged_cache_is_skipped(tmp_path: Path, capsys) -> None:
+    f = _write(tmp_path, BSP)
+    sent = [f"--{k}={tmp_path / ('t.' + k)}" for k in ("parquet", "csv", "json")]
+    assert main(["sweep", f, "--out", "/proc/nope/x", "-q", "-j", "1", *sent]) == 2
+    assert "cannot keep the point cache in /proc/nope/x" in capsys.readouterr().err
+    assert not (tmp_path / "t.csv").exists()
+    for damage in ("garbage", "folder"):
+        d = tmp_path / damage
+        d.mkdir()
+        if damage == "folder":
+            (d / "points.sqlite").mkdir()
+        else:
+            (d / "points.sqlite").write_text("garbage")
+        assert main(["sweep", f, "--out", str(d), "-q", "-j", "1"]) == 0
+        err = capsys.readouterr().err
+        assert err.count("cannot be used") == 1 and "Traceback" not in err
+        assert (d / "sweep.csv").exists()
+
+
+def test_platform_fields_as_axes_and_the_design_in_the_json(tmp_path: Path) -> None:
+    """A platform named by its file takes ``platform.*`` axes (its fields are the file's,
+    changed); the JSON describes the design so that it can be drawn again."""
+    f = _write(tmp_path, KNL.replace("platform: {file: crossbar16}", "platform: crossbar16")
+               .replace("sweep: {axes: {workers: [2, 4], algorithm.tau: [1, 2], "
+                        "algorithm.momentum: [0.5, 0.9]}}",
+                        "sweep: {axes: {workers: {from: 2, to: 4}, network.overhead: [1 us]},"
+                        " sample: {method: lhs, n: 3, seed: 5},"
+                        " constraints: ['workers >= 2']}"))
+    d = _sweep(tmp_path, f, "o", "-j", "1", "--no-cache")
+    doc = json.loads((d / "sweep.json").read_text())
+    assert (doc["design"], doc["n"], doc["seed"]) == ("lhs", 3, 5)
+    assert doc["axes"]["workers"] == {"from": 2.0, "to": 4.0, "log": False, "integer": True}
+    assert doc["axes"]["network.overhead"] == ["1 us"]
+    assert doc["constraints"] == ["workers >= 2"]
+    g = _write(tmp_path, PS.replace("platform: {file: crossbar16}", "platform: crossbar16")
+               .replace("axes: {workers: [1, 2, 4, 8, 15]}",
+                        "axes: {workers: [2], platform.hosts: [2, 4]}"), "g.yaml")
+    d = _sweep(tmp_path, g, "p", "-j", "1", "--no-cache")
+    rows = list(csv.DictReader((d / "sweep.csv").open()))
+    assert [(r["platform.hosts"], r["devices"]) for r in rows] == [("2", "2"), ("4", "4")]
+
+
+def test_saturation_summary_is_capped(capsys) -> None:
+    from types import SimpleNamespace
+
+    from clustersim.commands.sweep import MAX_SATURATION_LINES, _summary
+
+    sat = [(f"b={i}", 80.0, 0.02, 1.6, 2) for i in range(25)]
+    res = SimpleNamespace(ran=1, cached=0, skipped=[])
+    _summary(SimpleNamespace(name="x"), [1], res, [], [], 1.0, "local",
+             {"--parquet": "a", "--csv": "b", "--json": "c"}, sat)
+    out = capsys.readouterr().out
+    assert out.count("master saturates") == MAX_SATURATION_LINES
+    assert "… 15 more master-based groups" in out

@@ -19,6 +19,8 @@ from typing import Any
 from clustersim.errors import InputError
 
 EXIT_OK = 0
+#: saturation lines printed: one per group, and a 292-value axis made 2,044 of them
+MAX_SATURATION_LINES = 10
 
 
 def _jobs(text: str) -> int:
@@ -91,10 +93,17 @@ def _progress(total: int, enabled: bool):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from clustersim.explore import PointCache, input_columns, load_study, run_study, study_points
-    from clustersim.explore.points import METRICS
+    from clustersim.explore import input_columns, load_study, run_study, study_points
+    from clustersim.explore.cache import check_cache_folder, open_cache
+    from clustersim.explore.points import METRICS, check_points
     from clustersim.explore.saturation import saturation_summary
-    from clustersim.explore.table import csv_bytes, json_bytes, parquet_bytes, tidy_rows
+    from clustersim.explore.table import (
+        csv_bytes,
+        design_description,
+        json_bytes,
+        parquet_bytes,
+        tidy_rows,
+    )
     from clustersim.report.output import check_outputs, write_outputs
     from clustersim.sim.sweep import default_jobs
 
@@ -117,9 +126,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         files["--parquet"] = None
     check_outputs(files)
     points = study_points(study)
+    check_points(study, points)  # every point's scenario parses: nothing runs before that
+    if not args.no_cache:
+        why = check_cache_folder(out)
+        if why is not None:
+            raise InputError(f"cannot keep the point cache in {out}: {why}; give a writable "
+                             f"--out folder, or --no-cache")
     executor = "dask" if args.dask else ("mpi" if args.mpi else "local")
     jobs = args.jobs or default_jobs()
-    cache = None if args.no_cache else PointCache(out / "points.sqlite")
+    cache = None if args.no_cache else open_cache(out / "points.sqlite")
     t0 = time.perf_counter()
     try:
         with _progress(len(points), not args.quiet) as advance:
@@ -132,8 +147,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     rows = tidy_rows(study, points, res.results)
     inputs = input_columns(study)
     cols = [*inputs, *(c for c in (rows[0] if rows else METRICS) if c not in inputs)]
-    meta = {"scenario": scn.name, "inputs": inputs,
-            "design": study.spec.method or "grid", "points": len(points)}
+    meta = {"scenario": scn.name, "inputs": inputs, "points": len(points),
+            **design_description(study.spec)}
     write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs)),
                    (files["--csv"], lambda: csv_bytes(rows, cols)),
                    (files["--json"], lambda: json_bytes(meta, rows, cols))])
@@ -153,10 +168,13 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     if res.skipped:
         print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
                                                 if len(res.skipped) > 1 else ""))
-    for label, w_star, s, step, w0 in saturation:
+    for label, w_star, s, step, w0 in saturation[:MAX_SATURATION_LINES]:
         print(f"  master saturates at ~{w_star:,.0f} workers ({label}): service "
               f"{format_time(s)} per exchange x workers > a step of {format_time(step)} "
               f"(measured at {w0} workers); throughput stops growing beyond")
+    if len(saturation) > MAX_SATURATION_LINES:
+        print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups: "
+              f"saturation_workers in the table")
     if rows:
         best = max(rows, key=lambda r: r["throughput"] or 0.0)
         where = ", ".join(f"{k}={best[k]}" for k in inputs if best.get(k) not in ("", None))

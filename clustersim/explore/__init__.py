@@ -32,11 +32,14 @@ imported by the simulator; dask, pyarrow and mpi4py are imported only when used.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clustersim.explore.axes import AxesSpec, Axis, expand, parse_axes
+from clustersim.errors import InputError, did_you_mean, format_path
+from clustersim.explore.axes import WORKERS, AxesSpec, Axis, expand, parse_axes
 from clustersim.explore.cache import PointCache, code_version, point_key
 from clustersim.explore.driver import Outcome, run_study
 from clustersim.explore.points import (
@@ -44,7 +47,9 @@ from clustersim.explore.points import (
     Case,
     Point,
     Study,
-    make_study,
+    field_parts,
+    locate,
+    plain,
     run_chunk,
     run_point,
     study_points,
@@ -63,8 +68,6 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
     the platform file, a constants file - what the point cache must know besides the
     scenario's own fields)."""
     import dataclasses
-    import hashlib
-    import json
 
     from clustersim.scenario.overrides import apply_overrides
     from clustersim.scenario.schema import parse_scenario
@@ -74,8 +77,6 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
     file = str(scenario_path(path))
     raw = load_yaml(file, what="scenario file")
     if sets:
-        from clustersim.errors import InputError
-
         if not isinstance(raw, dict):
             raise InputError("a scenario must be a YAML mapping", file=file)
         try:
@@ -83,7 +84,104 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
         except InputError as exc:
             raise exc.located(file=file) from None
     with files_read() as seen:
-        scn = parse_scenario(raw, file)
+        try:
+            scn = parse_scenario(raw, file)
+        except InputError as exc:
+            raise _at_hint(exc, raw) from None
     seen.pop(str(Path(file).resolve()), None)  # its fields are the study's own
     inputs = hashlib.sha256(json.dumps(sorted(seen.values())).encode()).hexdigest()
     return scn, dataclasses.replace(make_study(scn, raw), inputs=inputs)
+
+
+def _at_hint(exc: InputError, raw: Any) -> InputError:
+    """``sweep.at`` keys are points of ``sweep.workers``: with the counts given as the
+    ``workers`` axis the parser saw an empty list ("not a point of sweep.workers []"),
+    which names a list the user never wrote."""
+    sweep = raw.get("sweep") if isinstance(raw, Mapping) else None
+    axes = sweep.get("axes") if isinstance(sweep, Mapping) else None
+    if exc.path[:2] == ("sweep", "at") and isinstance(axes, Mapping) and WORKERS in axes \
+            and "sweep.workers []" in exc.message:
+        return InputError("sweep.at needs its worker counts in sweep.workers; they are given "
+                          "as the 'workers' axis: move them to sweep.workers (a list) to use "
+                          "sweep.at", file=exc.file, path=exc.path, line=exc.line,
+                          origin=exc.origin)
+    return exc
+
+
+def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
+    """The study of a parsed scenario and its raw mapping (the one ``scn`` was parsed from)."""
+    sweep = scn.sweep
+    axes = sweep.axes if sweep else {}
+    old_workers = sweep.workers if sweep and "workers" in (raw.get("sweep") or {}) else ()
+    where = _locations(raw)
+    try:
+        spec = parse_axes(axes, sweep.sample if sweep else None,
+                          sweep.constraints if sweep else (), old_workers)
+    except InputError as exc:
+        from clustersim.scenario.yamlio import line_of, origin_of
+
+        raise exc.located(file=scn.file, line=line_of(raw, exc.path),
+                          origin=origin_of(raw, exc.path)) from None
+    variants = [(scn.label if scn.variants else "", ())]
+    for v in (raw.get("variants") or []) if scn.variants else []:
+        variants.append((str(v.get("label", "")), tuple((str(k), plain(x))
+                                                        for k, x in v["set"].items())))
+    cases = []
+    for (label, sets), vscn in zip(variants, (scn, *(s for _, s in scn.variants))):
+        for i, alg in enumerate(vscn.algorithms):
+            cases.append(Case(label, alg.title, sets, i, tuple(sorted(alg.params))))
+    base = {k: plain(v) for k, v in raw.items() if k not in ("sweep", "variants")}
+    at = {int(w): plain(s) for w, s in (sweep.at.items() if sweep else ())}
+    scaling = sweep.scaling if sweep else "weak"
+    token = hashlib.sha256(json.dumps([base, scn.file, scaling, sorted(at.items()),
+                                       [c.__dict__ for c in cases]], sort_keys=True,
+                                      default=str).encode()).hexdigest()[:16]
+    study = Study(base, scn.file, scaling, at, tuple(cases), spec, token, where=where)
+    try:
+        _check_axes_reach(study)
+    except InputError as exc:
+        raise locate(study, exc) from None
+    return study
+
+
+def _check_axes_reach(study: Study) -> None:
+    """Refuse an axis that no case would run with, or that a variant's ``set`` would undo.
+
+    Why: a row is labelled with its axis values; an axis applied after a variant's field
+    replaced that variant's setting (the row named after the variant did not run it), and an
+    ``algorithm.X`` axis that no algorithm takes would label rows with a value nobody used."""
+    for name in study.spec.names:
+        if name == WORKERS:
+            continue
+        parts = field_parts(name)
+        for case in study.cases:
+            for key, _ in case.sets:
+                other = field_parts(key)
+                n = min(len(parts), len(other))
+                if parts[:n] == other[:n]:
+                    raise InputError(
+                        f"the axis {name!r} changes {key!r}, which the variant "
+                        f"{case.variant!r} sets: its rows would not run the variant's value; "
+                        f"give the values as the axis only, or drop the variant's field",
+                        path=("sweep", "axes", name))
+        if parts[0] == "algorithm" and len(parts) > 1 and parts[1] not in ("name", "label") \
+                and not any(parts[1] in c.takes for c in study.cases):
+            takes = sorted({t for c in study.cases for t in c.takes})
+            raise InputError(f"no algorithm of this scenario takes a parameter {parts[1]!r}"
+                             f"{did_you_mean(parts[1], takes)} (allowed: "
+                             f"{', '.join(takes) or 'none'})",
+                             path=("sweep", "axes", name))
+
+
+def _locations(raw: Mapping[str, Any]) -> dict[str, tuple[int | None, str | None]]:
+    """Line and ``--set`` item of each axis and constraint, for errors found later."""
+    from clustersim.scenario.yamlio import line_of, origin_of
+
+    sweep = raw.get("sweep")
+    paths: list[tuple] = [("sweep", "axes"), ("sweep", "constraints"), ("sweep", "sample")]
+    if isinstance(sweep, Mapping):
+        if isinstance(sweep.get("axes"), Mapping):
+            paths += [("sweep", "axes", str(k)) for k in sweep["axes"]]
+        if isinstance(sweep.get("constraints"), list):
+            paths += [("sweep", "constraints", i) for i in range(len(sweep["constraints"]))]
+    return {format_path(p): (line_of(raw, p), origin_of(raw, p)) for p in paths}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 import math
 import operator
 import warnings
@@ -37,7 +38,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.scenario.fields import Section, as_bool, as_choice, as_float, as_int
 
-__all__ = ["Axis", "AxesSpec", "parse_axes", "expand", "WORKERS"]
+__all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "WORKERS"]
 
 #: the axis that sets the worker count (not a scenario field)
 WORKERS = "workers"
@@ -70,10 +71,21 @@ class Axis:
             x = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
         else:
             x = self.low + u * (self.high - self.low)
-        if self.integer:  # equal-width integer bins over [low, high]
-            lo, hi = round(self.low), round(self.high)
-            return int(min(hi, max(lo, math.floor(x + 0.5))))
+        if self.integer:
+            return self._integer(u)
         return float(x)
+
+    def _integer(self, u: float) -> int:
+        """Each whole number of [low, high] owns a bin of width 1 ([k - 0.5, k + 0.5), or
+        that bin's log-width with ``log``), so a uniform range gives every count the same
+        chance; rounding a draw over [low, high] gave the two end values half of it."""
+        lo, hi = math.ceil(self.low), math.floor(self.high)
+        a, b = lo - 0.5, hi + 0.5
+        if self.log:
+            x = math.exp(math.log(a) + u * (math.log(b) - math.log(a)))
+        else:
+            x = a + u * (b - a)
+        return int(min(hi, max(lo, math.floor(x + 0.5))))
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,33 @@ class AxesSpec:
         return tuple(a.name for a in self.axes)
 
 
+_RANGE_KEYS = ("from", "to", "log", "integer")
+
+
+def _worker(value: Any, path: tuple) -> int:
+    """A worker count: a whole number >= 1 (``1e3`` counts, as in sweep.workers)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value == int(value) and 1 <= value <= 10**9
+    if not ok:
+        raise InputError(f"a worker count must be a whole number >= 1, not "
+                         f"{json.dumps(value, default=str)[:40]}", path=path)
+    return int(value)
+
+
+def _check_values(name: str, values: list, path: tuple) -> None:
+    """Repeats give duplicate rows; worker counts are whole numbers >= 1 (as sweep.workers):
+    a 0 gave rows of zero throughput, 2.5 or true ran silently as 2 or 1 workers."""
+    seen: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if name == WORKERS:
+            _worker(v, (*path, i))
+        key = json.dumps(v, sort_keys=True, default=str) + type(v).__name__
+        if key in seen:
+            raise InputError(f"the value {v!r} is given twice (items {seen[key]} and {i}); "
+                             f"each value once", path=(*path, i))
+        seen[key] = i
+
+
 def _axis(name: str, raw: Any, path: tuple) -> Axis:
     top = name.split(".", 1)[0]
     if top in _FORBIDDEN:
@@ -97,9 +136,18 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
     if isinstance(raw, list):
         if not raw:
             raise InputError("must not be empty", path=path)
-        return Axis(name, tuple(raw))
+        _check_values(name, raw, path)
+        return Axis(name, tuple(_worker(v, path) for v in raw) if name == WORKERS
+                    else tuple(raw))
     if isinstance(raw, Mapping):
-        s = Section(raw, path, ("from", "to", "log", "integer"))
+        odd = [str(k) for k in raw if k not in _RANGE_KEYS]
+        if odd:  # `--set sweep.axes.workload.batch_per_worker=[..]` splits at the dots
+            raise InputError(
+                f"an axis is a list of values or a range {{from:, to:}} (allowed keys: "
+                f"{', '.join(_RANGE_KEYS)}), not a mapping with {odd[0]!r}; a dotted field is "
+                f"one axis name: write the whole mapping, e.g. --set 'sweep.axes={{{name}."
+                f"{odd[0]}: [32, 64]}}'", path=path)
+        s = Section(raw, path, _RANGE_KEYS)
         lo = s.get("from", as_float)
         hi = s.get("to", as_float)
         log = s.get("log", as_bool, False)
@@ -108,7 +156,16 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
         if log and lo <= 0:
             raise InputError(f"a log range needs 'from' > 0, not {lo:g}", path=(*path, "from"))
         integer = s.get("integer", as_bool, name == WORKERS)
+        if name == WORKERS:
+            if not integer:
+                raise InputError("a worker count is a whole number: leave out 'integer' or "
+                                 "set it true", path=(*path, "integer"))
+            _worker(math.ceil(lo), (*path, "from"))
+        if integer and math.ceil(lo) > math.floor(hi):
+            raise InputError(f"no whole number between {lo:g} and {hi:g}", path=path)
         return Axis(name, (), lo, hi, log, integer)
+    if name == WORKERS:
+        return Axis(name, (_worker(raw, path),))
     return Axis(name, (raw,))  # a single value: a fixed field, shown as a column
 
 
@@ -126,6 +183,10 @@ def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
     method, n, seed = None, 0, 0
     if sample is not None:
         sp = ("sweep", "sample")
+        if not isinstance(sample, Mapping):
+            raise InputError(f"must be a mapping {{method: sobol or lhs, n: N, seed: S}}, not "
+                             f"{'a list' if isinstance(sample, list) else repr(sample)}",
+                             path=sp)
         s = Section(sample, sp, ("method", "n", "seed"))
         method = s.get("method", as_choice, choices=("sobol", "lhs"), kind="sampling method")
         n = s.get("n", as_int, minimum=1, maximum=MAX_POINTS)
@@ -157,26 +218,89 @@ def _unit_design(spec: AxesSpec) -> Any:
     return qmc.LatinHypercube(d, seed=spec.seed).random(spec.n)
 
 
+def design(spec: AxesSpec) -> list[dict[str, Any]]:
+    """Every point of the design before the constraints, in order."""
+    if not spec.axes:
+        return [{}]
+    if spec.method is None:
+        return [dict(zip(spec.names, combo))
+                for combo in itertools.product(*(a.values for a in spec.axes))]
+    return [{a.name: a.at(float(u)) for a, u in zip(spec.axes, row)}
+            for row in _unit_design(spec)]
+
+
 def expand(spec: AxesSpec) -> list[dict[str, Any]]:
     """Every point of the design as ``{axis: value}``, in a fixed order (grid: the last axis
-    varies fastest; sampled: the design's order), constraints applied."""
-    if not spec.axes:
-        points: list[dict[str, Any]] = [{}]
-    elif spec.method is None:
-        points = [dict(zip(spec.names, combo))
-                  for combo in itertools.product(*(a.values for a in spec.axes))]
-    else:
-        points = [{a.name: a.at(float(u)) for a, u in zip(spec.axes, row)}
-                  for row in _unit_design(spec)]
-    checks = [_compile(c, spec.names, ("sweep", "constraints", i))
+    varies fastest; sampled: the design's order), constraints applied.  Constraints that
+    leave no point are an input error: an empty table is never what was meant."""
+    points = design(spec)
+    checks = [(_compile(c, spec.names, ("sweep", "constraints", i)), i)
               for i, c in enumerate(spec.constraints)]
-    return [p for p in points if all(_eval(c, p) for c in checks)]
+    kept = []
+    for p in points:
+        for tree, i in checks:
+            try:
+                ok = _eval(tree, p)
+            except (TypeError, ZeroDivisionError, OverflowError, ValueError) as exc:
+                raise InputError(f"the constraint {spec.constraints[i]!r} cannot be evaluated "
+                                 f"at {_show(p)}: {exc}", path=("sweep", "constraints", i)
+                                 ) from None
+            except _TooLarge as exc:
+                raise InputError(f"the constraint {spec.constraints[i]!r} {exc}; constraints "
+                                 f"compare values, they do not compute huge numbers",
+                                 path=("sweep", "constraints", i)) from None
+            if not ok:
+                break
+        else:
+            kept.append(p)
+    if points and not kept:
+        raise InputError(f"the constraints leave no point ({len(points):,} of {len(points):,} "
+                         f"points excluded); loosen them or change the axes",
+                         path=("sweep", "constraints"))
+    return kept
+
+
+def _show(point: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}={v!r}" for k, v in point.items()) + "}"
 
 
 # ---------------------------------------------------------------- constraints
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-        ast.Pow: operator.pow}
+#: the largest number (in decimal digits) and text a constraint may compute: ``9 ** 9 ** 9``
+#: or ``"a" * 10**10`` would hold the process for minutes (or exhaust its memory)
+MAX_DIGITS = 400
+MAX_TEXT = 10_000
+
+
+class _TooLarge(Exception):
+    """A constraint's arithmetic would build a huge number or text."""
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a) > 1:
+        digits = abs(b) * math.log10(abs(a))
+        if digits > MAX_DIGITS:
+            raise _TooLarge(f"computes a power with about {digits:,.0f} digits (at most "
+                            f"{MAX_DIGITS})")
+    return operator.pow(a, b)
+
+
+def _mul(a: Any, b: Any) -> Any:
+    for seq, n in ((a, b), (b, a)):
+        if isinstance(seq, (str, list)) and isinstance(n, int) and n * len(seq) > MAX_TEXT:
+            raise _TooLarge(f"repeats a text or list to {n * len(seq):,} items (at most "
+                            f"{MAX_TEXT:,})")
+    return operator.mul(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if isinstance(a, str):  # "%999999999s" % 1: printf formatting, not arithmetic
+        raise TypeError("% on a text is string formatting, not allowed")
+    return operator.mod(a, b)
+
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul,
+        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: _mod,
+        ast.Pow: _pow}
 _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
         ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
         ast.NotIn: lambda a, b: a not in b}

@@ -26,7 +26,7 @@ from typing import Any
 
 from clustersim.explore.points import Point, Study, point_raw
 
-__all__ = ["code_version", "point_key", "PointCache"]
+__all__ = ["code_version", "point_key", "PointCache", "open_cache", "check_cache_folder"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,18 +69,38 @@ def point_key(study: Study, point: Point) -> str:
 
 
 class PointCache:
-    """``key -> row`` in an SQLite file (``None``: a cache that never hits, nothing stored)."""
+    """``key -> row`` in an SQLite file (``None``: a cache that never hits, nothing stored).
 
-    def __init__(self, path: str | Path | None) -> None:
+    A file that does not exist yet is created at the first row stored, not when the cache
+    is opened: a run refused before it simulated anything (a bad ``--dask`` address) leaves
+    no ``points.sqlite`` behind.  An existing file is opened at once, so a damaged one is an
+    error here (``sqlite3.Error``), where the caller can decide to go on without it."""
+
+    def __init__(self, path: str | Path | None, tolerant: bool = False) -> None:
+        """``tolerant``: a row that cannot be stored (disk full, the file removed) is
+        reported once on stderr and the cache turned off, instead of stopping the run."""
         self.db: sqlite3.Connection | None = None
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path))
-            self.db.execute("CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, "
-                            "row TEXT NOT NULL)")
+        self.tolerant = tolerant
+        self.path = None if path is None else Path(path)
+        if self.path is not None and (self.path.exists() or self.path.is_symlink()):
+            self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.db is None:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path))
+            try:
+                db.execute("CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, "
+                           "row TEXT NOT NULL)")
+            except sqlite3.Error:
+                db.close()
+                raise
+            self.db = db
+        return self.db
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        if self.db is None:
+        if self.db is None:  # nothing stored yet (or no cache)
             return {}
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict[str, Any]] = {}
@@ -92,13 +112,63 @@ class PointCache:
 
     def put_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         """Store rows (``error`` rows are not stored: a fixed input must run again)."""
-        if self.db is None:
+        if self.path is None:
             return
         rows = [(k, json.dumps(r, sort_keys=True)) for k, r in items if "error" not in r]
-        with self.db:  # one transaction
-            self.db.executemany("INSERT OR REPLACE INTO points VALUES (?, ?)", rows)
+        if not rows:
+            return
+        try:
+            db = self._open()
+            with db:  # one transaction
+                db.executemany("INSERT OR REPLACE INTO points VALUES (?, ?)", rows)
+        except (sqlite3.Error, OSError) as exc:
+            if not self.tolerant:
+                raise
+            import sys
+
+            print(f"clustersim: the point cache {self.path} cannot be written ({exc}); going "
+                  f"on without it", file=sys.stderr)
+            self.close()
 
     def close(self) -> None:
         if self.db is not None:
             self.db.close()
             self.db = None
+        self.path = None
+
+
+def open_cache(path: Path) -> PointCache | None:
+    """The sweep's cache at ``path``; a file that cannot be opened or read (damaged, a
+    folder) is reported once on stderr and the sweep runs without it, as the what-if cache
+    does: the cache saves time, it is not the result."""
+    import sys
+
+    try:
+        return PointCache(path, tolerant=True)
+    except (sqlite3.Error, OSError) as exc:
+        print(f"clustersim: the point cache {path} cannot be used ({exc}); running every point "
+              f"without it (delete the file to start a new cache)", file=sys.stderr)
+        return None
+
+
+def check_cache_folder(folder: Path) -> str | None:
+    """Why the cache's folder cannot be written (None: it can), found without creating it:
+    a folder made by a run refused as bad input would be half-written output.  Why a probe
+    and not ``os.access``: root passes ``os.access`` where ``mkdir`` fails (``/proc``)."""
+    import os
+    import tempfile
+
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".clustersim-probe-", dir=probe))
+    except OSError as exc:
+        return f"cannot write in {probe}: {exc.strerror or exc}"
+    return None

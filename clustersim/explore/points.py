@@ -17,18 +17,17 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.errors import InputError, format_path
-from clustersim.explore.axes import WORKERS, AxesSpec, expand, parse_axes
+from clustersim.explore.axes import WORKERS, AxesSpec, expand
 
-__all__ = ["Case", "Study", "Point", "make_study", "study_points", "point_sets", "run_point",
-           "run_chunk", "METRICS"]
+__all__ = ["Case", "Study", "Point", "study_points", "point_sets", "run_point",
+           "run_chunk", "check_points", "applied", "axis_target", "locate", "METRICS"]
 
 #: metric columns of a row, in table order (PointMetrics fields, then the master's figures)
 METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
@@ -48,6 +47,8 @@ class Case:
     algorithm: str
     sets: tuple[tuple[str, Any], ...]
     alg: int
+    #: the algorithm's parameter names: an ``algorithm.X`` axis reaches the cases that take X
+    takes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Study:
     spec: AxesSpec
     token: str  # digest of the above: per-process caches of two studies never mix
     inputs: str = ""  # digest of the other files its parse read (load_study), for the cache
+    #: "sweep.axes.NAME" / "sweep.constraints[i]" -> (line, --set item): where errors point
+    where: Mapping[str, tuple[int | None, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,59 +76,81 @@ class Point:
     seed: int | None = None  # None: run.seed of the point's scenario
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """The raw scenario as plain dicts and lists (picklable, JSON-able, no line info)."""
     if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     return obj
 
 
-def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
-    """The study of a parsed scenario and its raw mapping (the one ``scn`` was parsed from)."""
-    sweep = scn.sweep
-    axes = sweep.axes if sweep else {}
-    old_workers = sweep.workers if sweep and "workers" in (raw.get("sweep") or {}) else ()
-    spec = parse_axes(axes, sweep.sample if sweep else None,
-                      sweep.constraints if sweep else (), old_workers)
-    variants = [(scn.label if scn.variants else "", ())]
-    for v in (raw.get("variants") or []) if scn.variants else []:
-        variants.append((str(v.get("label", "")), tuple((str(k), _plain(x))
-                                                        for k, x in v["set"].items())))
-    cases = []
-    for (label, sets), vscn in zip(variants, (scn, *(s for _, s in scn.variants))):
-        for i, alg in enumerate(vscn.algorithms):
-            cases.append(Case(label, alg.title, sets, i))
-    base = {k: _plain(v) for k, v in raw.items() if k not in ("sweep", "variants")}
-    at = {int(w): _plain(s) for w, s in (sweep.at.items() if sweep else ())}
-    scaling = sweep.scaling if sweep else "weak"
-    token = hashlib.sha256(json.dumps([base, scn.file, scaling, sorted(at.items()),
-                                       [c.__dict__ for c in cases]], sort_keys=True,
-                                      default=str).encode()).hexdigest()[:16]
-    return Study(base, scn.file, scaling, at, tuple(cases), spec, token)
+def locate(study: Study, exc: InputError) -> InputError:
+    """``exc`` with the study's file and the line (or ``--set`` item) of the deepest part of
+    its path that the study knows: the axis or constraint at fault, not just 'sweep'."""
+    path = exc.path
+    for n in range(len(path), 0, -1):
+        got = study.where.get(format_path(path[:n]))
+        if got is not None:
+            line, origin = got
+            return exc.located(file=study.file, line=line, origin=origin)
+    return exc.located(file=study.file)
+
+
+def field_parts(dotted: str) -> tuple[str, ...]:
+    return tuple(p for p in str(dotted).strip().split(".") if p)
+
+
+def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
+    """Where the axis ``name`` lands in a case's scenario, or None where the case's
+    algorithm does not take it.  ``algorithm.X`` reaches every case whose algorithm takes
+    parameter X: the main one as written, a ``compare`` entry at ``compare[i].X`` (each case
+    runs one algorithm, so that is the one the axis must change); ``algorithm``,
+    ``algorithm.name`` and ``algorithm.label`` are the main algorithm's only."""
+    parts = field_parts(name)
+    if not parts or parts[0] != "algorithm":
+        return parts
+    if len(parts) == 1 or parts[1] in ("name", "label"):
+        return parts if case.alg == 0 else None
+    if case.takes and parts[1] not in case.takes:
+        return None
+    return parts if case.alg == 0 else ("compare", case.alg - 1, *parts[1:])
+
+
+def applied(study: Study, point: Point) -> dict[str, Any]:
+    """The point's axis values that its case runs with (the table's axis columns)."""
+    case = study.cases[point.case]
+    return {k: v for k, v in point.sets if axis_target(case, k) is not None}
 
 
 def study_points(study: Study) -> list[Point]:
-    """Every case at every design point, in table order (case, then the design's order)."""
+    """Every case at every design point, in table order (case, then the design's order).
+    A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take)
+    runs each of its other points once, not once per value of that axis."""
     try:
-        design = expand(study.spec)
-    except (TypeError, ZeroDivisionError) as exc:
-        raise InputError(f"a constraint cannot be evaluated on these values: {exc}",
-                         path=("sweep", "constraints")) from None
+        values_list = expand(study.spec)
+    except InputError as exc:
+        raise locate(study, exc) from None
     out = []
-    for ci in range(len(study.cases)):
-        for values in design:
+    for ci, case in enumerate(study.cases):
+        seen: set[str] = set()
+        for values in values_list:
             sets = tuple((k, v) for k, v in values.items() if k != WORKERS)
+            key = json.dumps([values.get(WORKERS), [(k, v) for k, v in sets
+                                                    if axis_target(case, k) is not None]],
+                             default=str)
+            if key in seen:
+                continue
+            seen.add(key)
             out.append(Point(len(out), ci, values.get(WORKERS), sets))
     return out
 
 
 def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
     """The fields a point sets, in the order they are applied: the variant's, the sweep
-    point's own (``sweep.at``), then the axes'."""
+    point's own (``sweep.at``), then the axes' that reach its case."""
     at = study.at.get(point.workers, {}) if point.workers is not None else {}
-    return [*study.cases[point.case].sets, *at.items(), *point.sets]
+    return [*study.cases[point.case].sets, *at.items(), *applied(study, point).items()]
 
 
 def point_raw(study: Study, point: Point) -> dict[str, Any]:
@@ -137,14 +162,29 @@ def point_raw(study: Study, point: Point) -> dict[str, Any]:
     point of a resumed sweep."""
     raw = json.loads(_base_json(study))
     raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
-    for dotted, value in point_sets(study, point):
-        parts = [p for p in str(dotted).strip().split(".") if p]
-        node = raw
-        for p in parts[:-1]:
-            if not isinstance(node.get(p), dict):
+    case = study.cases[point.case]
+    at = study.at.get(point.workers, {}) if point.workers is not None else {}
+    fields = [(field_parts(k), v) for k, v in (*case.sets, *at.items())]
+    for k, v in point.sets:
+        target = axis_target(case, k)
+        if target is not None:
+            fields.append((target, v))
+    for parts, value in fields:
+        node: Any = raw
+        for i, p in enumerate(parts[:-1]):
+            if isinstance(node, list) and isinstance(p, int):  # compare[i]
+                node = node[p]
+                continue
+            if p == "platform" and i == 0 and isinstance(node.get(p), str):
+                # a platform named by its file: its fields are that file's, changed
+                node[p] = {"file": node[p]}
+            elif p == "compare" and isinstance(node.get(p), dict):
+                node[p] = [node[p]]
+            if not isinstance(node.get(p), (dict, list)) or (
+                    isinstance(node.get(p), list) and not isinstance(parts[i + 1], int)):
                 node[p] = {}
             node = node[p]
-        node[parts[-1]] = _plain(value)
+        node[parts[-1]] = plain(value)
     return raw
 
 
@@ -175,7 +215,7 @@ def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
     cat = json.dumps(raw.get("catalog"), sort_keys=True, default=str)
 
     def memo(praw: Any, base: Any, catalog: Any, file: Any) -> Any:
-        key = json.dumps([_plain(praw), str(base), cat], sort_keys=True, default=str)
+        key = json.dumps([plain(praw), str(base), cat], sort_keys=True, default=str)
         got = _PLATFORMS.get(key)
         if got is None:
             got = _PLATFORMS[key] = build(praw, base, catalog, file)
@@ -201,16 +241,57 @@ def _scenario(study: Study, point: Point) -> Any:
             with _shared_platforms(raw):
                 scn = parse_scenario(copy.deepcopy(raw), study.file)
         except InputError as exc:
-            fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
-            where = f"{format_path(exc.path)}: " if exc.path else ""
-            raise InputError(f"at the sweep point {{{fields}}}: {where}{exc.message}",
-                             path=("sweep", "axes"), file=study.file) from None
+            raise _point_error(study, point, exc) from None
         _PARSED[key] = scn
         while len(_PARSED) > 32:
             _PARSED.popitem(last=False)
     else:
         _PARSED.move_to_end(key)
     return scn
+
+
+def _point_error(study: Study, point: Point, exc: InputError) -> InputError:
+    """A point's parse error, located at the axis whose value it is about (its line, or
+    its ``--set`` item); the point's values are named too."""
+    fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
+    where = f"{format_path(exc.path)}: " if exc.path else ""
+    blame = ("sweep", "axes")
+    bad = tuple(str(p) for p in exc.path)
+    case = study.cases[point.case]
+    for k, _ in point.sets:
+        target = tuple(str(p) for p in axis_target(case, k) or ())
+        n = min(len(target), len(bad))
+        if target and target[:n] == bad[:n]:
+            blame = ("sweep", "axes", k)
+            break
+    return locate(study, InputError(f"at the sweep point {{{fields}}}: {where}{exc.message}",
+                                    path=blame))
+
+
+def check_points(study: Study, points: Sequence[Point]) -> int:
+    """Parse every distinct point's scenario before anything runs; the number of points
+    that would be skipped (more workers than the platform has devices).
+
+    Why up front: a bad axis value found while simulating came after every good point had
+    run (hours on a large sweep) and left an output folder behind; a parse costs
+    milliseconds.  A design where every point is skipped is an input error too."""
+    seen: dict[str, int] = {}
+    skipped = 0
+    first = ""
+    for p in points:
+        key = json.dumps([p.case, p.sets, p.seed, study.at.get(p.workers) is not None
+                          and p.workers], default=str)
+        devices = seen.get(key)
+        if devices is None:
+            devices = seen[key] = _scenario(study, p).platform.num_devices
+        if p.workers is not None and p.workers > devices:
+            skipped += 1
+            first = first or f"{p.workers} workers but the platform has {devices} devices"
+    if points and skipped == len(points):
+        raise locate(study, InputError(
+            f"every point is skipped ({first}); use worker counts up to the platform's "
+            f"devices", path=("sweep", "axes", WORKERS)))
+    return skipped
 
 
 def run_point(study: Study, point: Point) -> dict[str, Any]:

@@ -21,9 +21,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clustersim.explore.points import METRICS, Point, Study
+from clustersim.explore.axes import AxesSpec
+from clustersim.explore.points import METRICS, Point, Study, applied
 
-__all__ = ["tidy_rows", "input_columns", "parquet_bytes", "csv_bytes", "json_bytes"]
+__all__ = ["tidy_rows", "input_columns", "design_description", "parquet_bytes", "csv_bytes",
+           "json_bytes"]
 
 
 def input_columns(study: Study) -> list[str]:
@@ -53,7 +55,7 @@ def tidy_rows(study: Study, points: Sequence[Point], results: Mapping[int, Mappi
             continue
         row: dict[str, Any] = {}
         case = study.cases[p.case]
-        values = dict(p.sets)
+        values = applied(study, p)  # an axis its algorithm does not take: an empty cell
         for c in inputs:
             if c == "variant":
                 row[c] = case.variant
@@ -65,6 +67,20 @@ def tidy_rows(study: Study, points: Sequence[Point], results: Mapping[int, Mappi
             row[c] = r.get(c)
         rows.append(row)
     return rows
+
+
+def design_description(spec: AxesSpec) -> dict[str, Any]:
+    """The design as written in the JSON beside the table: enough to draw it again (the
+    method, n and seed of a sample, each axis's values or range, the constraints)."""
+    axes = {}
+    for a in spec.axes:
+        axes[a.name] = list(a.values) if a.values else \
+            {"from": a.low, "to": a.high, "log": a.log, "integer": a.integer}
+    out: dict[str, Any] = {"design": spec.method or "grid", "axes": axes,
+                           "constraints": list(spec.constraints)}
+    if spec.method is not None:
+        out.update(n=spec.n, seed=spec.seed)
+    return out
 
 
 def _arrow_type(values: list[Any]) -> Any:
