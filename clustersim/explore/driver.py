@@ -9,9 +9,11 @@ run only does the rest.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
+from clustersim._signals import deferred
 from clustersim.errors import InputError
 from clustersim.explore.cache import PointCache, point_key
 from clustersim.explore.executors import iter_results
@@ -48,17 +50,28 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
     if advance is not None and out.cached:
         advance(out.cached)
     error: str | None = None
-    for batch in iter_results(study, todo, executor, jobs, address, chunk):
-        if cache is not None:
-            cache.put_many((keys[i], row) for i, row in batch)
-        for i, row in batch:
-            out.results[i] = row
-            if "error" in row and error is None:
-                error = row["error"]
-        out.ran += len(batch)
-        if advance is not None:
-            advance(len(batch))
+    # closing(): a stop while a batch is stored (Ctrl-C) stops the workers at once, not
+    # whenever the suspended generator is collected; deferred(): a batch is stored whole
+    with closing(iter_results(study, todo, executor, jobs, address, chunk)) as results:
+        for batch in results:
+            _take(batch, out, cache, keys, advance)
+            if error is None:
+                error = next((row["error"] for _i, row in batch if "error" in row), None)
     if error is not None:
         raise InputError(error)
     out.skipped = [r["skipped"] for r in out.results.values() if "skipped" in r]
     return out
+
+
+def _take(batch: list[tuple[int, dict[str, Any]]], out: Outcome, cache: PointCache | None,
+          keys: dict[int, str], advance: Callable[[int], Any] | None) -> None:
+    """One finished chunk into the cache (first: it is what survives a stop), the outcome
+    and the progress bar."""
+    if cache is not None:
+        with deferred():
+            cache.put_many((keys[i], row) for i, row in batch)
+    for i, row in batch:
+        out.results[i] = row
+    out.ran += len(batch)
+    if advance is not None:
+        advance(len(batch))
