@@ -155,7 +155,7 @@ def test_mpi_without_mpiexec_fails_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1", "tls://127.0.0.1:8799", "foo",
-                                     "tcp://127.0.0.1:99999", "127.0.0.1:8786"])
+                                     "tcp://127.0.0.1:99999", "127.0.0.1:8786", ""])
 def test_a_bad_dask_address_is_one_input_error(tmp_path: Path, capsys, address: str) -> None:
     (tmp_path / "s.yaml").write_text(SMALL)
     out = tmp_path / "o"

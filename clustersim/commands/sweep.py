@@ -43,7 +43,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--dask", metavar="ADDRESS",
                        help="run on Dask: 'local' starts a LocalCluster of -j workers; "
-                            "tcp://host:port uses your scheduler")
+                            "tcp://host:port uses your scheduler (TLS and UCX are not "
+                            "supported)")
     where.add_argument("--mpi", action="store_true",
                        help="run on the mpi4py.futures pool (start under mpiexec -n N python "
                             "-m mpi4py.futures -m clustersim sweep ...)")
@@ -132,7 +133,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if why is not None:
             raise InputError(f"cannot keep the point cache in {out}: {why}; give a writable "
                              f"--out folder, or --no-cache")
-    executor = "dask" if args.dask else ("mpi" if args.mpi else "local")
+    executor = "dask" if args.dask is not None else ("mpi" if args.mpi else "local")
+    if args.dask is not None:  # '' too: it ran on the local pool, quietly
+        from clustersim.explore.executors import check_dask_address
+
+        check_dask_address(args.dask)
     jobs = args.jobs or default_jobs()
     cache = None if args.no_cache else open_cache(out / "points.sqlite")
     t0 = time.perf_counter()
