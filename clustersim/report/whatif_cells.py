@@ -3,7 +3,7 @@ per-point cache, so that a page asked again, or with more factors, only simulate
 it has not simulated before.
 
 Why a cache here: a what-if grid is tens to hundreds of full simulations (192 for
-``scenarios/knl_4253.yaml``: six cells of 32 points, ~19 s on two cores), most of which a
+``scenarios/knl_4253.yaml``: six cells of 32 points, ~9 s on two cores), most of which a
 user asks for again - the same page after a ``git pull`` of the docs, one more bandwidth
 factor, ``explore`` after ``whatif``.  A point's result depends on its scenario, its seed,
 the two factors and the code, nothing else, so it can be kept under a digest of exactly
