@@ -265,6 +265,15 @@ def test_an_axis_a_variant_sets_is_refused(tmp_path: Path, capsys) -> None:
     assert "did you mean 'momentum'" in capsys.readouterr().err
 
 
+def test_an_axis_sweep_at_sets_is_refused(tmp_path: Path, capsys) -> None:
+    # the axis won at every point and the sweep.at entry was dropped, silently
+    vgg = str(ROOT / "scenarios" / "theano_mpi_vgg16_16.yaml")
+    axes = "sweep.axes={workload.compute.efficiency: [{conv: 0.4, fc: 0.4}]}"
+    assert main(["sweep", vgg, "--set", axes, "--out", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "which sweep.at sets at 8 workers" in err and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("axes, needle", [
     ("{workers: [0]}", "sweep.axes.workers[0]: a worker count must be a whole number >= 1"),
     ("{workers: [2.5]}", "not 2.5"),

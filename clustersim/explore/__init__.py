@@ -145,15 +145,28 @@ def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
 
 
 def _check_axes_reach(study: Study) -> None:
-    """Refuse an axis that no case would run with, or that a variant's ``set`` would undo.
+    """Refuse an axis that no case would run with, or that a variant's ``set`` or a
+    ``sweep.at`` entry would undo.
 
     Why: a row is labelled with its axis values; an axis applied after a variant's field
-    replaced that variant's setting (the row named after the variant did not run it), and an
-    ``algorithm.X`` axis that no algorithm takes would label rows with a value nobody used."""
+    replaced that variant's setting (the row named after the variant did not run it), an
+    axis on a field that ``sweep.at`` sets at some worker count silently dropped that
+    entry, and an ``algorithm.X`` axis that no algorithm takes would label rows with a value
+    nobody used."""
     for name in study.spec.names:
         if name == WORKERS:
             continue
         parts = field_parts(name)
+        for w, fields in sorted(study.at.items()):
+            for key in fields:
+                other = field_parts(key)
+                n = min(len(parts), len(other))
+                if parts[:n] == other[:n]:
+                    raise InputError(
+                        f"the axis {name!r} changes {key!r}, which sweep.at sets at {w} "
+                        f"workers: that entry would be dropped at every point; give the "
+                        f"values as the axis only, or drop the sweep.at entry",
+                        path=("sweep", "axes", name))
         for case in study.cases:
             for key, _ in case.sets:
                 other = field_parts(key)
