@@ -153,30 +153,23 @@ def _check_axes_reach(study: Study) -> None:
     axis on a field that ``sweep.at`` sets at some worker count silently dropped that
     entry, and an ``algorithm.X`` axis that no algorithm takes would label rows with a value
     nobody used."""
+    # (field another setting sets, what it is, what the axis would do to it)
+    others = [(key, f"sweep.at sets at {w} workers", "that entry would be dropped at every "
+               "point; give the values as the axis only, or drop the sweep.at entry")
+              for w, fields in sorted(study.at.items()) for key in fields]
+    others += [(key, f"the variant {case.variant!r} sets", "its rows would not run the "
+                "variant's value; give the values as the axis only, or drop the variant's "
+                "field") for case in study.cases for key, _ in case.sets]
     for name in study.spec.names:
         if name == WORKERS:
             continue
         parts = field_parts(name)
-        for w, fields in sorted(study.at.items()):
-            for key in fields:
-                other = field_parts(key)
-                n = min(len(parts), len(other))
-                if parts[:n] == other[:n]:
-                    raise InputError(
-                        f"the axis {name!r} changes {key!r}, which sweep.at sets at {w} "
-                        f"workers: that entry would be dropped at every point; give the "
-                        f"values as the axis only, or drop the sweep.at entry",
-                        path=("sweep", "axes", name))
-        for case in study.cases:
-            for key, _ in case.sets:
-                other = field_parts(key)
-                n = min(len(parts), len(other))
-                if parts[:n] == other[:n]:
-                    raise InputError(
-                        f"the axis {name!r} changes {key!r}, which the variant "
-                        f"{case.variant!r} sets: its rows would not run the variant's value; "
-                        f"give the values as the axis only, or drop the variant's field",
-                        path=("sweep", "axes", name))
+        for key, who, why in others:
+            other = field_parts(key)
+            n = min(len(parts), len(other))
+            if parts[:n] == other[:n]:
+                raise InputError(f"the axis {name!r} changes {key!r}, which {who}: {why}",
+                                 path=("sweep", "axes", name))
         if parts[0] == "algorithm" and len(parts) > 1 and parts[1] not in ("name", "label") \
                 and not any(parts[1] in c.takes for c in study.cases):
             takes = sorted({t for c in study.cases for t in c.takes})
