@@ -31,16 +31,15 @@ from concurrent.futures import Executor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from clustersim._pool import stop_pool
 from clustersim.errors import InputError, RunFailed
 from clustersim.explore.points import Point, Study, run_chunk
 
-__all__ = ["EXECUTORS", "MPI_BOOT_TIMEOUT", "check_dask_address", "chunks", "iter_results"]
+__all__ = ["EXECUTORS", "check_dask_address", "chunks", "iter_results"]
 
 EXECUTORS = ("local", "dask", "mpi")
 Result = list[tuple[int, dict[str, Any]]]
 
-#: seconds the MPI pool may take to start its workers before the run is declared failed
-MPI_BOOT_TIMEOUT = 120.0
 MPI_HINT = ("run under `mpiexec -n N python -m mpi4py.futures -m clustersim sweep ... --mpi`")
 
 _STUDY: Study | None = None  # the study of this worker process (pool and MPI initializer)
@@ -125,21 +124,7 @@ def _local(study: Study, points: Sequence[Point], jobs: int, chunk: int | None
         if done:
             ex.shutdown(wait=True)
         else:
-            _stop_pool(ex)
-
-
-def _stop_pool(ex: Any) -> None:
-    """Stop a ProcessPoolExecutor now: pending chunks cancelled, processes terminated (as
-    ``run_tasks`` in clustersim/sim/sweep.py does, for the same reasons)."""
-    # the manager thread, taken before shutdown() drops the executor's reference to it
-    manager = getattr(ex, "_executor_manager_thread", None)
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
-        proc.terminate()
-    ex.shutdown(wait=False, cancel_futures=True)
-    # let the thread close its wake-up pipe before this process exits (CPython 3.11's exit
-    # hook writes to it: an OSError traceback otherwise, see sim/sweep.py)
-    if manager is not None:
-        manager.join(timeout=10)
+            stop_pool(ex)
 
 
 def _mpi(study: Study, points: Sequence[Point], chunk: int | None) -> Iterator[Result]:
@@ -154,7 +139,6 @@ def _mpi(study: Study, points: Sequence[Point], chunk: int | None) -> Iterator[R
     ex = MPIPoolExecutor(initializer=_init, initargs=(study,))
     done = False
     try:
-        _mpi_boot(ex)
         yield from _futures(ex, chunks(points, workers, chunk))
         done = True
     finally:
@@ -186,48 +170,6 @@ def _check_spawn(world: int) -> None:
                     "with); " + MPI_HINT)
 
 
-def _mpi_boot(ex: Any, timeout: float = MPI_BOOT_TIMEOUT) -> None:
-    """Start the MPI pool's workers, or fail with one message.
-
-    Why: without ``mpiexec`` (plain ``--mpi``: mpi4py.futures spawns its workers, and MPICH
-    needs ``mpiexec`` on PATH to do that) the spawn fails in mpi4py's manager thread, which
-    dies with a traceback while ``submit`` waits forever for a pool that never comes up -
-    deaf to Ctrl-C and SIGTERM.  Here the boot is watched: a dead manager thread or no pool
-    after ``timeout`` seconds is a failed run."""
-    errors: list[BaseException] = []
-    hook = threading.excepthook
-
-    def _catch(args: Any) -> None:  # the manager thread's exception: our message, not a trace
-        if args.thread is not None and args.thread is getattr(getattr(ex, "_pool", None),
-                                                              "thread", None):
-            errors.append(args.exc_value)  # type: ignore[arg-type]
-        else:
-            hook(args)
-
-    threading.excepthook = _catch
-    try:
-        ex.bootup(wait=False)
-        pool = getattr(ex, "_pool", None)
-        event = getattr(pool, "event", None)
-        thread = getattr(pool, "thread", None)
-        if event is None or thread is None:  # another mpi4py: no way to watch, just wait
-            ex.bootup(wait=True)
-            return
-        waited = 0.0
-        while not event.wait(0.1):
-            waited += 0.1
-            if not thread.is_alive() or waited >= timeout:
-                why = (str(errors[0]).strip() or type(errors[0]).__name__ if errors else
-                       ("its manager thread ended" if not thread.is_alive() else
-                        f"no workers after {timeout:.0f} s"))
-                raise RunFailed(f"--mpi: mpi4py.futures could not start its workers ({why}); "
-                                + MPI_HINT)
-        if getattr(ex, "_broken", None):
-            raise RunFailed(f"--mpi: the MPI pool is broken ({ex._broken}); " + MPI_HINT)
-    finally:
-        threading.excepthook = hook
-
-
 # --- Dask ---------------------------------------------------------------------------------
 
 DASK_FORMS = "'local' or a scheduler address tcp://host:port (e.g. tcp://10.0.0.5:8786)"
@@ -243,10 +185,6 @@ def check_dask_address(address: str) -> str:
     m = _TCP.fullmatch(address)
     if address == "local" or (m and 0 < int(m.group(2)) < 65536):
         return address
-    return _refuse(address)
-
-
-def _refuse(address: str) -> str:
     raise InputError(f"--dask {address!r}: not an address this command can use; give "
                      f"{DASK_FORMS}")
 

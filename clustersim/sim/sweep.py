@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from clustersim._pool import stop_pool
 from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
 from clustersim.errors import InputError, RunFailed
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
@@ -311,17 +312,7 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
                                "from outside, or out of memory); nothing was written") from None
         finally:
             _POOL_CASES = []
-            # the manager thread, taken before shutdown() drops the executor's reference to it
-            manager = getattr(ex, "_executor_manager_thread", None)
-            for proc in list((getattr(ex, "_processes", None) or {}).values()):
-                proc.terminate()  # as Pool.__exit__ did: on an error or a signal, stop now
-            ex.shutdown(wait=False, cancel_futures=True)
-            # Let that thread finish closing its wake-up pipe before this process can exit:
-            # CPython 3.11's exit hook (concurrent.futures.process._python_exit) checks the
-            # pipe is open, then writes to it - if the thread closes it in between, an OSError
-            # traceback follows our one-line error (seen once in a CI run after SIGTERM).
-            if manager is not None:
-                manager.join(timeout=10)
+            stop_pool(ex)
     else:
         for ci, w, r, seed in todo:
             m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
