@@ -95,7 +95,7 @@ def _progress(total: int, enabled: bool):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from clustersim.explore import input_columns, load_study, run_study, study_points
-    from clustersim.explore.cache import check_cache_folder, open_cache
+    from clustersim.explore.cache import open_cache
     from clustersim.explore.points import METRICS, check_points
     from clustersim.explore.saturation import saturation_summary
     from clustersim.explore.table import (
@@ -105,7 +105,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         parquet_bytes,
         tidy_rows,
     )
-    from clustersim.report.output import check_outputs, write_outputs
+    from clustersim.report.output import check_outputs, unwritable, write_outputs
     from clustersim.sim.sweep import default_jobs
 
     scn, study = load_study(args.scenario, list(args.set or []))
@@ -128,8 +128,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_outputs(files)
     points = study_points(study)
     check_points(study, points)  # every point's scenario parses: nothing runs before that
-    if not args.no_cache:
-        why = check_cache_folder(out)
+    if not args.no_cache and not (out / "points.sqlite").exists():
+        # (an existing cache is opened below; a damaged one is skipped with a warning)
+        why = unwritable(out / "points.sqlite")
         if why is not None:
             raise InputError(f"cannot keep the point cache in {out}: {why}; give a writable "
                              f"--out folder, or --no-cache")

@@ -26,7 +26,7 @@ from typing import Any
 
 from clustersim.explore.points import Point, Study, point_raw
 
-__all__ = ["code_version", "point_key", "PointCache", "open_cache", "check_cache_folder"]
+__all__ = ["code_version", "point_key", "PointCache", "open_cache"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,26 +149,3 @@ def open_cache(path: Path) -> PointCache | None:
         print(f"clustersim: the point cache {path} cannot be used ({exc}); running every point "
               f"without it (delete the file to start a new cache)", file=sys.stderr)
         return None
-
-
-def check_cache_folder(folder: Path) -> str | None:
-    """Why the cache's folder cannot be written (None: it can), found without creating it:
-    a folder made by a run refused as bad input would be half-written output.  Why a probe
-    and not ``os.access``: root passes ``os.access`` where ``mkdir`` fails (``/proc``)."""
-    import os
-    import tempfile
-
-    probe = folder
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if folder.exists() and not folder.is_dir():
-        return f"{folder} is not a folder"
-    if not probe.is_dir():
-        return f"{probe} is not a folder"
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".clustersim-probe-", dir=probe))
-    except OSError as exc:
-        return f"cannot write in {probe}: {exc.strerror or exc}"
-    return None

@@ -34,7 +34,7 @@ from typing import Any
 from clustersim.errors import InputError
 
 __all__ = ["atomic_write", "check_outputs", "clean_json", "csv_text", "json_text",
-           "write_csv", "write_json", "write_outputs"]
+           "unwritable", "write_csv", "write_json", "write_outputs"]
 
 
 def _target(path: str | Path) -> Path:
@@ -75,29 +75,36 @@ def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
         if key in seen:
             raise _cannot(flag, raw, f"{seen[key]} writes the same file")
         seen[key] = flag
-        if p.is_dir():
-            raise _cannot(flag, raw, "it is a directory; give a file name")
-        if p.exists() and not p.is_file():
-            if not os.access(p, os.W_OK):
-                raise _cannot(flag, raw, "it is not writable")
-            continue  # a device or FIFO: written in place
-        base, todo = _missing_dirs(p.parent)
-        if not base.is_dir():
-            raise _cannot(flag, raw, f"{str(base)!r} is not a directory")
-        try:
-            if todo:  # can the first missing directory be made?
-                probe = base / f".{todo[0].name}.{secrets.token_hex(4)}.probe"
-                probe.mkdir()
-                probe.rmdir()
-            else:
-                probe = base / f".{p.name}.{secrets.token_hex(4)}.probe"
-                os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-                probe.unlink()
-        except OSError as exc:
-            where = todo[0] if todo else base
-            what = "cannot create directory" if todo else "cannot create files in"
-            raise _cannot(flag, raw, f"{what} {str(where)!r} "
-                                     f"({exc.strerror or exc})") from None
+        why = unwritable(p)
+        if why is not None:
+            raise _cannot(flag, raw, why)
+
+
+def unwritable(p: Path) -> str | None:
+    """Why no file can be written at ``p`` (None: one can), found by creating (and removing)
+    a temporary file or directory where it will go; nothing is left behind."""
+    if p.is_dir():
+        return "it is a directory; give a file name"
+    if p.exists() and not p.is_file():
+        # a device or FIFO: written in place
+        return None if os.access(p, os.W_OK) else "it is not writable"
+    base, todo = _missing_dirs(p.parent)
+    if not base.is_dir():
+        return f"{str(base)!r} is not a directory"
+    try:
+        if todo:  # can the first missing directory be made?
+            probe = base / f".{todo[0].name}.{secrets.token_hex(4)}.probe"
+            probe.mkdir()
+            probe.rmdir()
+        else:
+            probe = base / f".{p.name}.{secrets.token_hex(4)}.probe"
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            probe.unlink()
+    except OSError as exc:
+        where = todo[0] if todo else base
+        what = "cannot create directory" if todo else "cannot create files in"
+        return f"{what} {str(where)!r} ({exc.strerror or exc})"
+    return None
 
 
 def _stage(path: Path, data: bytes, made: list[Path]) -> Path:
