@@ -119,15 +119,21 @@ def _band(go: Any, x: list[float], lo: list[float], hi: list[float], color: str,
                       legendgroup=group, mode="lines")
 
 
+def _styles(grid: dict[str, Any], combos: list[tuple[float, float]]
+            ) -> dict[str, tuple[str, str]]:
+    """Each algorithm's (colour, dash), the same in every chart of the page."""
+    return {a: series_style(i) for i, a in enumerate(grid["cells"][combos[0]])}
+
+
 def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
                       ) -> tuple[list[Any], list[list[int]]]:
     """The figures and, per figure, the grid cell each trace belongs to (-1: every cell)."""
     import plotly.graph_objects as go
 
     bws = grid["bandwidths"]
-    algs = list(grid["cells"][combos[0]].keys())
+    style = _styles(grid, combos)
+    algs = list(style)
     names = {a: _esc(a) for a in algs}  # labels come from the scenario: text, not markup
-    style = {a: series_style(i) for i, a in enumerate(algs)}
     thr, eff, brk, sens = go.Figure(), go.Figure(), go.Figure(), go.Figure()
     owners: list[list[int]] = [[], [], [], []]
     for k, cell in enumerate(combos):
@@ -314,9 +320,7 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     figs, owners = (_benchmark_figures(scn, grid, combos) if scn.benchmark is not None
                     else _training_figures(scn, grid, combos))
     if scn.benchmark is None:
-        algs = list(grid["cells"][combos[0]].keys())
-        prog = _progress_figure(scn, grid, combos,
-                                {a: series_style(i) for i, a in enumerate(algs)})
+        prog = _progress_figure(scn, grid, combos, _styles(grid, combos))
         if prog is not None:
             figs.append(prog[0])
             owners.append(prog[1])
