@@ -195,6 +195,28 @@ def format_time(seconds: float) -> str:
     return _fmt(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
 
 
+#: the units a duration is read in at a glance (a time to target: seconds to days)
+_DURATIONS = (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
+
+
+def format_duration(seconds: float | None, like: float | None = None) -> str:
+    """A duration people read at a glance (``"22.8 h"``, ``"2.88 d"``; None or infinite:
+    ``"never"``), to 3 significant figures.
+
+    ``like``: the figure this one is shown beside (an interval's end beside its median):
+    written in ``like``'s unit with ``like``'s decimals, so that a band reads
+    ``22.8 h [22.0 h, 23.0 h]`` rather than ``22.8 h [22 h, 23 h]``, and never mixes units
+    (``58.2 min [55.1 min, 61.0 min]``, not ``[55.1 min, 1.02 h]``)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "never"
+    ref = seconds if like is None or not math.isfinite(like) else like
+    name, size = next(((n, z) for n, z in _DURATIONS if abs(ref) >= z), _DURATIONS[-1])
+    if like is None or not math.isfinite(like):
+        return f"{seconds / size:.3g} {name}"
+    lead = math.floor(math.log10(abs(like) / size)) if like else 0
+    return f"{seconds / size:.{max(0, 2 - lead)}f} {name}"
+
+
 def format_bandwidth(bytes_per_s: float) -> str:
     return _fmt(bytes_per_s, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
                               (1.0, "B/s")])

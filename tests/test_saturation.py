@@ -134,3 +134,15 @@ def test_summary_takes_each_group_at_its_smallest_worker_count() -> None:
     rows.append({"algorithm": "bsp", "workers": 17, "saturation_workers": None})
     (label, w_star, s, step, w0), = saturation_summary(rows, ["algorithm", "workers"])
     assert (label, w_star, s, step, w0) == ("algorithm=a", 110.0, 0.02, 2.0, 17)
+
+
+def test_a_synchronous_server_has_no_saturation_point() -> None:
+    """sync_ps applies one update per round for everyone: its service time per update is a
+    whole round, ``step / service`` about 1 at any worker count - not a knee, so neither
+    predict nor sweep prints one; the asynchronous server of the same job does."""
+    sync, _ = simulate_point(_scenario({"name": "sync_ps"}), _scenario({"name": "sync_ps"})
+                             .algorithms[0], 17, 0)
+    assert sync.service_time is not None and sync.service_time > 0
+    assert sync.saturation_workers is None
+    asyn, _ = simulate_point(_scenario(CASES[4][1]), _scenario(CASES[4][1]).algorithms[0], 17, 0)
+    assert asyn.saturation_workers is not None and asyn.saturation_workers > 17

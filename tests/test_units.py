@@ -68,3 +68,18 @@ def test_formatting_round_trips_magnitude():
     assert format_size(64 * 2**20) == "64 MiB"
     assert format_time(2e-6) == "2 us"
     assert format_bandwidth(12.5e9) == "12.5 GB/s"
+
+
+def test_format_duration_reads_at_a_glance_and_bands_share_the_median_unit() -> None:
+    from clustersim.units import format_duration
+
+    assert format_duration(22.8 * 3600) == "22.8 h"
+    assert format_duration(150 * 60) == "2.5 h"
+    assert format_duration(42.0) == "42 s"
+    assert format_duration(None) == format_duration(float("inf")) == "never"
+    # an interval's end beside its median: the median's unit and decimals (was "22 h")
+    assert format_duration(22 * 3600, like=22.8 * 3600) == "22.0 h"
+    assert format_duration(2.9 * 86400, like=2.88 * 86400) == "2.90 d"
+    # no mixed units in one band (was "1.02 h" beside "58.2 min")
+    assert format_duration(1.02 * 3600, like=58.2 * 60) == "61.2 min"
+    assert format_duration(float("nan"), like=60.0) == "never"

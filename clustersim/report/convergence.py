@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from clustersim.report.layout import Col, print_table
+from clustersim.units import format_duration
 
 __all__ = ["print_emulation", "emulation_json", "chart_data", "plot_html"]
 
@@ -24,15 +25,6 @@ EMULATION_COLUMNS = (
     Col("samples", priority=3), Col("final metric", priority=2), Col("stopped", priority=2),
     Col("analytic time", priority=1),
 )
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "never"
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds:.3g} s"
 
 
 def _count(x: float) -> str:
@@ -52,11 +44,11 @@ def print_emulation(console: Console, result: Any, wide: bool = False) -> list[s
         analytic = getattr(result, "emulation_analytic", {}).get(title, [])
         for k, r in enumerate(results):
             a = analytic[k] if k < len(analytic) else None
-            rows.append([escape(title), str(r.workers), _dur(r.time_to_target),
+            rows.append([escape(title), str(r.workers), format_duration(r.time_to_target),
                          _count(r.updates_to_target), _count(r.steps_to_target),
                          _count(r.samples_to_target),
                          f"{r.metric[-1]:.3f}" if r.metric else "—", r.stopped,
-                         "—" if a is None else _dur(a)])
+                         "—" if a is None else format_duration(a)])
     title = (f"convergence emulation: task {first.task}, target {first.metric_name} "
              f">= {first.target:g} (real math in simulated time)")
     return print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide, note=False)

@@ -11,6 +11,7 @@ from rich.markup import escape
 from clustersim import __version__
 from clustersim.report.layout import Col, print_hidden, print_table
 from clustersim.scenario.assumed import assumed_figures, assumed_line
+from clustersim.units import format_duration
 
 __all__ = ["print_training", "training_json", "training_rows"]
 
@@ -31,16 +32,6 @@ def _staleness(p: Any) -> str:
     return "—" if p.staleness_mean is None else f"{p.staleness_mean:.1f}/{p.staleness_p90:.0f}"
 
 
-def _duration(seconds: float | None) -> str:
-    """A time to target people read at a glance: s, min, h or days."""
-    if seconds is None:
-        return "never"
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds:.3g} s"
-
-
 def _steps(x: float | None) -> str:
     return "never" if x is None else f"{x:,.0f}"
 
@@ -52,7 +43,7 @@ def _has_tta(result: Any) -> bool:
 
 
 def _tta_cells(p: Any) -> list[str]:
-    return [_duration(p.time_to_target), _steps(p.steps_to_target),
+    return [format_duration(p.time_to_target), _steps(p.steps_to_target),
             _pct(p.statistical_efficiency), "—" if p.goodput is None else f"{p.goodput:,.0f}"]
 
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from clustersim.report.layout import Col, print_hidden, print_table
+from clustersim.units import format_duration
 
 __all__ = ["print_bands", "bands_json", "print_sensitivity", "sensitivity_json",
            "top_drivers", "band_text", "band_title"]
@@ -27,19 +28,13 @@ JITTER_NOTE = ("; the [..] in the scaling tables above are seed-to-seed jitter i
                "inputs fixed")
 
 
-def _duration(x: float) -> str:
-    from clustersim.report.training import _duration as dur
-
-    return "never" if x == float("inf") else dur(x)
-
-
 _FMT = {
     "iteration_time": lambda v: f"{v * 1e3:.2f}",
     "throughput": lambda v: f"{v:,.0f}",
     "speedup": lambda v: f"{v:.2f}",
     "efficiency": lambda v: f"{100 * v:.1f}%",
     "comm_share": lambda v: f"{100 * v:.1f}%",
-    "time_to_target": _duration,
+    "time_to_target": format_duration,
     "statistical_efficiency": lambda v: f"{100 * v:.1f}%",
     "goodput": lambda v: f"{v:,.0f}",
 }
@@ -52,21 +47,29 @@ _PRIORITY = {"efficiency": 1, "throughput": 1, "time_to_target": 1, "iteration_t
 
 
 def _cell(key: str, b: Any) -> str:
+    if key == "time_to_target":  # the ends in the median's unit and decimals
+        m = b.median
+        return (f"{format_duration(m)} [{format_duration(b.low, m)}, "
+                f"{format_duration(b.high, m)}]")
     f = _FMT[key]
     return f"{f(b.median)} [{f(b.low)}, {f(b.high)}]"
 
 
 def _seconds(v: float) -> str:
-    return f"{v * 1e3:.3g} ms" if v < 1 else _duration(v)
+    return f"{v * 1e3:.3g} ms" if v < 1 else format_duration(v)
 
 
 def band_text(key: str, band: Mapping[str, float]) -> str:
     """``median [p05, p95]`` of a metric as predict writes it (``1,600``, ``22.3 h``,
     ``80.1%``, ``5.53 s``; was ``1574``, ``8.151e+04`` in the sensitivity tables and charts),
     times with their unit."""
+    m = band["median"]
+    if key == "time_to_target" and m >= 1:  # the ends in the median's unit and decimals
+        return (f"{format_duration(m)} [{format_duration(band['p05'], m)}, "
+                f"{format_duration(band['p95'], m)}]")
     f = (_seconds if key in ("iteration_time", "time_to_target")
          else _FMT.get(key, lambda v: f"{v:.4g}"))
-    return f"{f(band['median'])} [{f(band['p05'])}, {f(band['p95'])}]"
+    return f"{f(m)} [{f(band['p05'])}, {f(band['p95'])}]"
 
 
 def band_title(key: str, what: str, band: Mapping[str, float]) -> str:

@@ -82,8 +82,14 @@ class PointMetrics:
 
 
 def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: RunResult,
-                  measured: int) -> PointMetrics:
-    """Metrics of one run; ``batch[w]`` is worker w's batch, ``measured`` the iterations counted."""
+                  measured: int, queueing: bool = True) -> PointMetrics:
+    """Metrics of one run; ``batch[w]`` is worker w's batch, ``measured`` the iterations counted.
+
+    ``queueing``: the run's servers serve workers one exchange at a time as they come, so
+    that their saturation point ``W*`` means something.  A synchronous server (``sync_ps``)
+    applies one update per round for everyone: every worker waits for it at every step at
+    any count, there is no knee to find, and ``step / service`` would be ~1 - no
+    ``saturation_workers`` for it (its ``service_time`` per update, a whole round, stays)."""
     # per worker and measured iteration, as numpy columns (a point has up to thousands of
     # workers): (counter - its value at the mark) / n - the same float64 operations, element
     # by element, as a loop over the workers; each column contiguous, so that the means
@@ -125,7 +131,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         flows=run.flows,
         makespan=run.makespan,
         service_time=service,
-        saturation_workers=it / service if service is not None else None,
+        saturation_workers=it / service if service is not None and queueing else None,
     )
 
 

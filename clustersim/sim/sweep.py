@@ -162,7 +162,8 @@ def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                         fidelity=scn.run.fidelity, trace=trace, warmup=scn.run.warmup)
         res = engine.run()
     m = point_metrics(alg.title, workers, [batch] * workers, res,
-                      scn.run.iterations - scn.run.warmup)
+                      scn.run.iterations - scn.run.warmup,
+                      queueing=get_algorithm(alg.name).family != "sync")
     # emulate: the emulated task is the measure (its analytic twin is printed beside it)
     profile = (scn.workload.convergence if scn.run.convergence in ("auto", "analytic")
                else None)
