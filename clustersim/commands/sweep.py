@@ -166,7 +166,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
              executor: str, files: dict, saturation: list) -> None:
-    from clustersim.units import format_time
+    from clustersim.explore.saturation import saturation_text
 
     rate = res.ran / wall if wall > 0 and res.ran else 0.0
     print(f"{scn.name}: {len(points)} points - {res.cached} from the cache, {res.ran} run "
@@ -175,9 +175,7 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
         print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
                                                 if len(res.skipped) > 1 else ""))
     for label, w_star, s, step, w0 in saturation[:MAX_SATURATION_LINES]:
-        print(f"  master saturates at ~{w_star:,.0f} workers ({label}): service "
-              f"{format_time(s)} per exchange x workers > a step of {format_time(step)} "
-              f"(measured at {w0} workers); throughput stops growing beyond")
+        print(f"  {label}: {saturation_text(w_star, s, step, w0)}")
     if len(saturation) > MAX_SATURATION_LINES:
         print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups: "
               f"saturation_workers in the table")

@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["master_figures", "saturation_summary"]
+__all__ = ["master_figures", "saturation_summary", "saturation_text"]
 
 
 def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
@@ -77,3 +77,21 @@ def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
         out.append((label, w_star, float(first["service_time"]), float(first["iteration_time"]),
                     int(first["workers"])))
     return out
+
+
+def saturation_text(w_star: float, service: float, step: float, workers: int) -> str:
+    """The line ``predict`` and ``sweep`` print for one master: ``W*``, what the master
+    spends per worker step (``step / W*``) and, where that differs from its service time
+    per exchange (an exchange every ``tau`` steps, or through a group leader every ``k``),
+    both."""
+    from clustersim.units import format_time
+
+    per_step = step / w_star
+    if abs(per_step - service) <= 0.01 * service:
+        busy = f"service {format_time(service)} per exchange"
+    else:
+        busy = (f"busy {format_time(per_step)} per worker step (service "
+                f"{format_time(service)} per exchange, not one exchange per step)")
+    return (f"master saturates at ~{w_star:,.0f} workers: {busy} x workers > a step of "
+            f"{format_time(step)} (measured at {workers} workers); throughput stops "
+            f"growing beyond")

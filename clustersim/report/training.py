@@ -187,11 +187,9 @@ def saturation_line(pts: Any) -> str | None:
     w_star = p.saturation_workers
     if w_star is None or not math.isfinite(w_star):
         return None
-    from clustersim.units import format_time
+    from clustersim.explore.saturation import saturation_text
 
-    return (f"master saturates at ~{w_star:,.0f} workers: service {format_time(p.service_time)} "
-            f"per exchange x workers > a step of {format_time(p.iteration_time)} (measured "
-            f"at {p.workers} workers); throughput stops growing beyond")
+    return saturation_text(w_star, p.service_time, p.iteration_time, p.workers)
 
 
 def print_assumed(console: Console, scn: Any) -> None:

@@ -86,6 +86,10 @@ class ActorStats:
     wait: float = 0.0
     comm_total: float = 0.0
     bytes_sent: float = 0.0
+    #: servers only: seconds the busiest link direction its messages cross (sent and
+    #: received) needs for them at the link's full rate - its service demand on that link,
+    #: load-independent (Engine._link_demand; sim/metrics.py master_service_time)
+    link_demand: float = 0.0
     iterations: list[float] = field(default_factory=list)  # start time of each iteration
     end: float = 0.0
     #: counters when the actor started its first measured iteration (after warmup)
@@ -212,6 +216,10 @@ class Engine(CollectiveRunner, PointToPoint):
         # non-blocking Recv processes under way per actor (a message is handed straight to a
         # blocked actor only when none could take it first; see _arrived)
         self._nb_recv = [0] * len(self.actors)
+        # messages with bytes to or from a server, by (sender, receiver, bytes): what the
+        # servers' link demand is summed from after the run (None: no server)
+        self._servers = frozenset(i for i, a in enumerate(self.actors) if a.role != "worker")
+        self._tally: dict[tuple[int, int, float], int] | None = {} if self._servers else None
         # what _Actor reads of the cost model, looked up once instead of once per actor
         self._cost_hooks = (getattr(costs, "op_table", None),
                             getattr(costs, "jitter_buffer", None),
@@ -250,10 +258,46 @@ class Engine(CollectiveRunner, PointToPoint):
         for st in self.stats:
             if not st.end:
                 st.end = env.now
+        if self._tally:
+            self._link_demand()
         # SimPy numbers every scheduled event from an itertools.count: the next id is the total
         scheduled = next(env._eid)  # noqa: SLF001
         return RunResult(env.now, self.stats, self.events, self.net.flows_started,
                          scheduled)
+
+    def _link_demand(self) -> None:
+        """Each server's ``link_demand``: per link direction, the drain time
+        (``message_plan``'s bytes at capacity x efficiency) of every message it sent or
+        received across it, counted as often as it was sent; the busiest direction's total.
+
+        Why not the time its messages spent on the wire (``comm_total``): answers that
+        overlap each other each count in full, and a message slowed at the *receiver's* link
+        (four shards answering one worker) counts as if the server's link were slow - both
+        make a server look slower than it is and its saturation point too low.  The demand
+        is what the bottleneck law needs (Lazowska et al. 1984, ch. 5): the link can carry
+        at most its rate, however many messages share it, so ``1 / demand per update`` is
+        a ceiling it cannot pass at any load (the route is the minimal one under adaptive
+        routing)."""
+        rate = self._queues.rate if self._queues is not None else [
+            float(c) * self.params.efficiency for c in self.platform.capacity]
+        per: dict[int, dict[int, float]] = {a: {} for a in self._servers}
+        placement = self.placement
+        times: dict[tuple[int, int, float], tuple[tuple[int, ...], list[float]]] = {}
+        for (i, j, nbytes), count in self._tally.items():  # type: ignore[union-attr]
+            key = (placement[i], placement[j], nbytes)
+            hit = times.get(key)
+            if hit is None:
+                route = tuple(self.platform.route(key[0], key[1]))
+                drain = self.net.message_plan(route, nbytes)[1] if route else 0.0
+                hit = times[key] = (route, [drain / rate[lk] for lk in route])
+            route, dts = hit
+            for a in (i, j):
+                d = per.get(a)
+                if d is not None:
+                    for lk, dt in zip(route, dts):
+                        d[lk] = d.get(lk, 0.0) + count * dt
+        for a, d in per.items():
+            self.stats[a].link_demand = max(d.values(), default=0.0)
 
     def _compute(self, i: int, spec: ActorSpec, op: Compute) -> Handle:
         """Non-blocking compute: runs beside the actor; the handle's event succeeds with the

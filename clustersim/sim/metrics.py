@@ -101,13 +101,16 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     comp, comm, wait, tot, sent, its = np.ascontiguousarray(((now - marks) / n).T)
     it = float(np.mean(its))
     thr = float(sum(b / t for b, t in zip(batch, its.tolist()) if t > 0))
-    srv_util = upd = service = None
+    srv_util = upd = service = demand = None
     if ss:
         wall = run.makespan or 1.0
         srv_util = float(np.mean([a.compute / wall for a in ss]))
         nupd = sum(len(a.records.get("update", [])) for a in ss)
         upd = nupd / wall if nupd else None
-        service = master_service_time(ss)
+        load = master_demand(ss, sum(len(a.iterations) - 1 for a in run.actors
+                                     if a.role == "worker"))
+        if load is not None:
+            service, demand = load
     return PointMetrics(
         algorithm=algorithm,
         workers=workers,
@@ -131,8 +134,15 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         flows=run.flows,
         makespan=run.makespan,
         service_time=service,
-        saturation_workers=it / service if service is not None and queueing else None,
+        saturation_workers=it / demand if demand is not None and queueing else None,
     )
+
+
+def _busy(a: Any) -> float:
+    """A server's busy time over the run: the slowest of its thread, processor and link
+    (:func:`master_service_time`)."""
+    idle = a.wait - math.fsum(a.records.get("serving", ()))
+    return max(a.end - idle, a.compute, a.link_demand)
 
 
 def master_service_time(servers: Sequence[Any]) -> float | None:
@@ -148,8 +158,8 @@ def master_service_time(servers: Sequence[Any]) -> float | None:
       (``wait``), except the receives marked ``Recv(serving=True)``, where a master without
       a prefetch sits through a worker's transfer at any load (``records["serving"]``);
     * its processor: ``compute``, for updates that run beside the thread (Hogwild);
-    * its link: ``comm_total``, the time its answers are on the wire (the pushes coming in
-      carry as many bytes on the other direction of a full-duplex link).
+    * its link: ``link_demand``, what its messages (answers out, pushes in) need of the
+      busiest link direction they cross at that link's full rate (``Engine._link_demand``).
 
     Why not their sum (compute plus time on the wire, as before): a non-blocking answer
     overlaps the next push and the update, and a prefetching master takes the next push in
@@ -158,20 +168,43 @@ def master_service_time(servers: Sequence[Any]) -> float | None:
     push that the round-robin master sits through, its point 25% too high).  And why not
     the thread alone: at a light load a prefetching master finds nobody waiting and sits
     through the next push, which under load it would not - that wait is waiting for work.
-    Sends that overlap each other (a burst of answers
-    sharing the link) each count in ``comm_total``, so the link term is an upper bound on
-    the link's busy time; it binds only where the link is the bottleneck.
+    Why the link's demand rather than the time the answers spent on the wire: answers that
+    overlap each counted in full (a link-bound parameter server of 16 workers came out 3x
+    slower than the throughput it was simulated at), and an answer slowed by the receiver's
+    link counted against the server's.
     """
-    per = []
+    busiest = _busiest(servers, 1)
+    return None if busiest is None else busiest[0]
+
+
+def _busiest(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
+    """(service time per update, busy time per worker iteration) of the server with the
+    most busy time per worker iteration - the one that saturates first."""
+    best = None
     for a in servers:
         updates = len(a.records.get("update", ()))
         if not updates:
             continue
-        idle = a.wait - math.fsum(a.records.get("serving", ()))
-        per.append(max(a.end - idle, a.compute, a.comm_total) / updates)
-    if not per or max(per) <= 0:
+        busy = _busy(a)
+        if busy > 0 and (best is None or busy > best[0]):
+            best = (busy, updates)
+    if best is None:
         return None
-    return max(per)
+    return best[0] / best[1], best[0] / max(worker_iterations, 1)
+
+
+def master_demand(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
+    """``(s, D)``: the busiest server's service time per update (:func:`master_service_time`)
+    and its busy time per *worker iteration* ``D`` (``worker_iterations``: every worker's
+    iterations in the run, as the servers' busy time covers the whole run).
+
+    ``D`` is what the saturation point needs: ``W`` workers ask ``W / step`` iterations a
+    second of it, so it is busy all the time once ``W = step / D`` (the utilisation law).
+    ``D = s`` when every worker iteration is one exchange; with an exchange every ``tau``
+    steps it is ``s / tau``, with a group of ``g`` workers pushing through a leader every
+    ``k`` steps (hybrid) ``s / (g k)`` - so ``step / s``, what was printed before, put
+    those masters' saturation ``tau`` or ``g k`` times too low."""
+    return _busiest(servers, worker_iterations)
 
 
 _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total", "comm_share",

@@ -47,6 +47,8 @@ class PointToPoint:
     _mail_wait: list
     _nb_recv: list[int]
     _adaptive: bool
+    _tally: dict | None
+    _servers: frozenset
 
     # -- point to point ----------------------------------------------------------------------
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
@@ -89,6 +91,10 @@ class PointToPoint:
         plan = self._shared_plans.get(key)
         if plan is None:
             plan = self._shared_plans[key] = self._new_plan(*key)
+        tally = self._tally
+        if tally is not None and op.nbytes and (i in self._servers or op.dst in self._servers):
+            k = (i, op.dst, op.nbytes)
+            tally[k] = tally.get(k, 0) + 1
         mode = plan[0]
         env = self.env
         t0 = env._now
