@@ -215,3 +215,21 @@ def test_console_script_exit_code_and_no_traceback(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and "did you mean 'k80'" in r.stderr
+
+
+def test_set_a_field_of_a_platform_named_by_its_file(tmp_path, capsys):
+    """``--set platform.X=...`` on a scenario whose platform is a file name changes that
+    file's field (as a sweep's platform.* axis does) instead of replacing the platform by a
+    one-field mapping: the error named 'topology', which nobody had touched."""
+    from clustersim.scenario.schema import load_scenario
+
+    knl = "scenarios/knl_unsaturated.yaml"
+    root = Path(__file__).resolve().parents[1]
+    scn = load_scenario(root / knl, ["platform.routing.policy=ugal"])
+    assert scn.platform.routing.policy == "ugal"
+    assert load_scenario(root / knl).platform.num_devices == scn.platform.num_devices
+    code, _, err = run_cli(capsys, "validate", str(root / knl), "--set",
+                           "platform.host_link.bandwidth=0 Gb/s")
+    assert code == 2
+    assert "platform.host_link.bandwidth" in err and "positive" in err
+    assert "topology" not in err

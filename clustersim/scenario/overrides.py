@@ -38,6 +38,14 @@ def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
     node = raw
     for i, p in enumerate(parts):
         last = i == len(parts) - 1
+        if i == 0 and p == "platform" and not last and isinstance(node.get(p), str):
+            # a platform named by its file: a field of it changes that file's field
+            # ({file: name, field: value}), as a sweep's platform.* axis does - not a
+            # one-field inline platform missing its topology
+            named = LineDict(file=node[p])
+            named.key_lines = {}
+            named.line = getattr(node, "key_lines", {}).get(p, getattr(node, "line", None))
+            node[p] = named
         if not last and isinstance(node.get(p), dict):
             node = node[p]
             continue
