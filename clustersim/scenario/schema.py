@@ -36,6 +36,7 @@ from clustersim.scenario.fields import (
     as_time,
 )
 from clustersim.scenario.overrides import apply_overrides, parse_variants, with_points
+from clustersim.scenario.placement import check_servers, group_devices, parse_placement
 from clustersim.scenario.platform_file import PROJECT_ROOT, parse_platform
 from clustersim.scenario.specs import (
     AlgorithmSpec,
@@ -53,7 +54,7 @@ __all__ = ["Scenario", "BenchmarkSpec", "WorkloadSpec", "AlgorithmSpec", "SweepS
 FIDELITIES = ("flow", "analytic", "auto")
 
 _TOP = ("name", "about", "platform", "catalog", "network", "benchmark", "workload", "algorithm",
-        "compare", "sweep", "run", "assumptions", "variants", "label", "uncertain")
+        "compare", "sweep", "run", "assumptions", "variants", "label", "uncertain", "placement")
 
 
 def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
@@ -279,8 +280,16 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
     s = Section(raw, (), _TOP, what="scenario section")
     base = Path(file).resolve().parent if file else None
     catalog = builtin_catalog().extended(s.get("catalog", default=None))
-    platform, praw = built if built is not None else \
-        parse_platform(s.get("platform", default=None), base, catalog, file)
+    placement = parse_placement(s.get("placement", default=None))
+    if built is not None:  # grouped already, if placement asks for it
+        platform, praw = built
+    else:
+        platform, praw = parse_platform(s.get("platform", default=None), base, catalog, file)
+        if placement.devices_per_worker > 1:
+            from clustersim.platform.describe import build_platform
+
+            praw, grouped = group_devices(dict(praw), catalog, placement.devices_per_worker)
+            platform = build_platform(praw, grouped, ("platform",))
     bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
     workload = _parse_workload(s.raw["workload"], base) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
@@ -311,6 +320,8 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
             if w > ndev:
                 raise InputError(f"{w} workers but the platform has only {ndev} devices",
                                  path=("sweep", "workers", i))
+    if placement.server == "machine" and sweep is not None:
+        check_servers(platform, sweep.workers, (algorithm, *compare) if algorithm else ())
     assumptions = tuple(as_list(s.get("assumptions", default=[]), ("assumptions",), as_str,
                                 nonempty=False))
     name = s.get("name", as_str, Path(file).stem if file else "scenario")
@@ -337,6 +348,7 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
         assumptions=assumptions,
         label=label,
         uncertain=uncertain,
+        placement=placement,
     )
 
 
@@ -355,7 +367,7 @@ def load_scenario(path: str | Path, sets: Sequence[str] = ()) -> Scenario:
         from clustersim.scenario.uncertain import check_applied
 
         def parse_set(sraw: Any, field: str) -> Any:
-            keep = field.split(".", 1)[0] not in ("platform", "catalog")
+            keep = field.split(".", 1)[0] not in ("platform", "catalog", "placement")
             return _parse(sraw, str(path), (scn.platform, scn.platform_raw) if keep else None)
 
         check_applied(raw, str(path), scn.uncertain, parse_set)

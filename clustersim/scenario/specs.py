@@ -113,6 +113,8 @@ class Scenario:
     points: tuple[tuple[int, Scenario], ...] = ()
     #: ``uncertain:`` inputs (clustersim.uncertainty.spec.UncertainInput), as written
     uncertain: tuple[Any, ...] = ()
+    #: devices per worker and where servers sit (clustersim.scenario.placement)
+    placement: Any = None
 
     @property
     def algorithms(self) -> tuple[AlgorithmSpec, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 from clustersim._pool import stop_pool
 from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
 from clustersim.errors import InputError, RunFailed
+from clustersim.scenario.placement import machine_servers
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.costs import CostModel
 from clustersim.sim.emulate import EmulationResult, emulate_point
@@ -75,11 +76,14 @@ def batch_per_worker(scn: Scenario, workers: int) -> int:
 
 
 def place_actors(num_workers: int, num_servers: int, num_devices: int,
-                 colocate: Sequence[int | None] = ()) -> list[int]:
+                 colocate: Sequence[int | None] = (),
+                 devices: Sequence[int] | None = None) -> list[int]:
     """Workers on devices 0..w-1; servers on the next free devices, or shared with the first
     workers' devices when the platform is full (documented in the output).  A server whose
     ``colocate[s]`` names a worker rank shares that worker's device instead (node-local
-    processes) and takes no free device."""
+    processes) and takes no free device.  ``devices``: the devices the other servers take,
+    in order (``placement.server: machine``, :func:`~clustersim.scenario.placement.
+    machine_servers`)."""
     place = list(range(num_workers))
     k = 0  # servers placed on free devices so far
     for s in range(num_servers):
@@ -87,7 +91,7 @@ def place_actors(num_workers: int, num_servers: int, num_devices: int,
         if c is not None:
             place.append(place[c])
             continue
-        d = num_workers + k
+        d = num_workers + k if devices is None else devices[k]
         place.append(d if d < num_devices else k % max(num_workers, 1))
         k += 1
     return place
@@ -143,8 +147,17 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     if [a.rank for a in actors] != list(range(len(actors))):
         raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
     servers = [a for a in actors if a.role != "worker"]
-    placement = place_actors(workers, len(servers), scn.platform.num_devices,
-                             [a.colocate for a in servers])
+    colocate = [a.colocate for a in servers]
+    if scn.placement is not None and scn.placement.server == "machine" and servers:
+        own = machine_servers(scn.platform, workers, sum(c is None for c in colocate))
+        placement = place_actors(workers, len(servers), scn.platform.num_devices, colocate,
+                                 own)
+        from clustersim.platform.gang import whole_machine
+
+        scn = replace(scn, platform=whole_machine(scn.platform, tuple(own)))
+        costs = CostModel(scn, batch, seed)  # the servers' devices are whole machines now
+    else:
+        placement = place_actors(workers, len(servers), scn.platform.num_devices, colocate)
     costs.share_devices(placement, [a.role for a in actors])
     return scn, job, actors, placement, costs
 
