@@ -95,3 +95,21 @@ def test_command_errors(capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err and "'nope'" in err and "allowed: Sync EASGD" in err
     assert "--algorithm: --algorithm" not in err
+
+
+def test_morris_takes_unbounded_inputs_at_quantiles_not_at_their_ends():
+    """A normal input without a clip: Morris's levels 0 and 1 were the distribution's ends,
+    -inf and +inf (refused mid-run); they are now the medians of 4 equally likely bins, so
+    every value is finite and inside the 12.5-87.5% quantiles."""
+    inputs = Inputs(parse_uncertain({"workload.a": {"normal": [10.0, 1.0]},
+                                     "workload.b": {"uniform": [0, 1]}}))
+    seen = []
+
+    def model(sample):
+        seen.append(sample.fields["workload.a"])
+        return {"y": 2.0 * sample.fields["workload.a"]}
+
+    res = run_sensitivity(inputs, 10, "morris", 0, model, {"y": "y"})
+    assert all(8.84 < v < 11.16 for v in seen)  # 10 -+ 1.15 sd: the 12.5/87.5% quantiles
+    assert res["metrics"]["y"]["mu_star"][1] == 0.0
+    assert res["metrics"]["y"]["mu_star"][0] > 0
