@@ -97,6 +97,10 @@ def test_worker_axis_values_are_checked(workers, needle) -> None:
 def test_repeated_axis_values_and_a_dotted_set_are_refused() -> None:
     with pytest.raises(InputError, match="given twice"):
         parse_axes({"x": [1, 2, 1]}, None, [])
+    with pytest.raises(InputError, match="given twice"):  # one value: both read as 64
+        parse_axes({"workload.batch_per_worker": [64, 64.0]}, None, [])
+    with pytest.raises(InputError, match="placement"):  # an uncertainty is not an axis
+        parse_axes({"uncertain.workload.jitter": [0, 0.1]}, None, [])
     with pytest.raises(InputError, match=r"sweep.axes=\{workload.batch_per_worker"):
         parse_axes({"workload": {"batch_per_worker": [32, 64]}}, None, [])
     with pytest.raises(InputError, match="must be a mapping {method") as exc:

@@ -113,3 +113,20 @@ def test_morris_takes_unbounded_inputs_at_quantiles_not_at_their_ends():
     assert all(8.84 < v < 11.16 for v in seen)  # 10 -+ 1.15 sd: the 12.5/87.5% quantiles
     assert res["metrics"]["y"]["mu_star"][1] == 0.0
     assert res["metrics"]["y"]["mu_star"][0] > 0
+
+
+def test_an_algorithm_name_shared_by_several_cases_is_refused():
+    """theano_mpi_alexnet's six cases are all ``bsp``: ``--algorithm bsp`` analysed the first
+    without a word; it now asks for one of their labels."""
+    from clustersim.errors import InputError
+    from clustersim.uncertainty.focus import focus_raw
+
+    raw = {"algorithm": {"name": "bsp", "label": "a"},
+           "compare": [{"name": "bsp", "label": "b"}, {"name": "gosgd", "label": "g"}]}
+    from clustersim.scenario.yamlio import LineDict
+
+    with pytest.raises(InputError, match="names 2 algorithms.*a, b"):
+        focus_raw(LineDict(raw), "bsp")
+    out, title = focus_raw(LineDict(raw), "gosgd")
+    assert title == "g" and out["algorithm"]["name"] == "gosgd"
+    assert focus_raw(LineDict(raw), "b")[1] == "b"

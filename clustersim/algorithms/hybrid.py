@@ -172,7 +172,7 @@ HYBRID = AlgorithmDef(
                            "Kim et al. 2020 use MPI collectives; ring = NCCL's default",
                            kind=str),
         "shards": Param(1, "global parameter-server shards (the gradient split evenly)",
-                        "Li et al., OSDI 2014", kind=int, minimum=1),
+                        "Li et al., OSDI 2014", kind=int, minimum=1, maximum=1024),
     },
     actors=_actors,
     servers=lambda params: int(params["shards"]),

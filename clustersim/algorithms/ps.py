@@ -325,7 +325,8 @@ def _sync_actors(job: JobInfo) -> list[ActorSpec]:
 def _shards_param() -> Param:
     return Param(1, "server shards: the gradient is split evenly over this many server actors, "
                  "each on its own device and link", "Dean et al., NIPS 2012 (DistBelief "
-                 "parameter-server shards); Li et al., OSDI 2014", kind=int, minimum=1)
+                 "parameter-server shards); Li et al., OSDI 2014", kind=int, minimum=1,
+                 maximum=1024)  # a server group far beyond any published one: more is a typo
 
 
 def _tau_param() -> Param:

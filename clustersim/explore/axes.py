@@ -43,7 +43,7 @@ __all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "WORKERS"]
 #: the axis that sets the worker count (not a scenario field)
 WORKERS = "workers"
 #: top-level sections an axis may not change: the sweep itself and the case list
-_FORBIDDEN = ("sweep", "variants", "name", "label")
+_FORBIDDEN = ("sweep", "variants", "name", "label", "uncertain")
 #: a design larger than this is a typo, not a plan (10^6 points x >= 10 ms each = hours)
 MAX_POINTS = 1_000_000
 
@@ -121,7 +121,10 @@ def _check_values(name: str, values: list, path: tuple) -> None:
     for i, v in enumerate(values):
         if name == WORKERS:
             _worker(v, (*path, i))
-        key = json.dumps(v, sort_keys=True, default=str) + type(v).__name__
+        # 64 and 64.0 are one value (the scenario reads both as 64): by value, not type
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        key = (repr(float(v)) if number
+               else json.dumps(v, sort_keys=True, default=str) + type(v).__name__)
         if key in seen:
             raise InputError(f"the value {v!r} is given twice (items {seen[key]} and {i}); "
                              f"each value once", path=(*path, i))
@@ -131,8 +134,9 @@ def _check_values(name: str, values: list, path: tuple) -> None:
 def _axis(name: str, raw: Any, path: tuple) -> Axis:
     top = name.split(".", 1)[0]
     if top in _FORBIDDEN:
-        raise InputError(f"an axis cannot change {top!r}; allowed: workers or any other "
-                         f"field (platform.*, workload.*, algorithm.*, network.*, run.*)", path=path)
+        raise InputError(f"an axis cannot change {top!r}; allowed: workers or a field of "
+                         f"platform.*, workload.*, algorithm.*, network.*, run.*, catalog.* or "
+                         f"placement.*", path=path)
     if isinstance(raw, list):
         if not raw:
             raise InputError("must not be empty", path=path)

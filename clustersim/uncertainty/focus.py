@@ -28,12 +28,23 @@ def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
     out = copy.deepcopy(raw)
     if label is not None:
         entries = list(out.get("compare") or [])
-        for e in [out.get("algorithm"), *entries]:
-            name = e if isinstance(e, str) else (e or {}).get("name")
-            lab = None if isinstance(e, str) else (e or {}).get("label")
-            if label in (lab, name):
-                out["algorithm"] = e
-                break
+
+        def ids(e: Any) -> tuple[Any, Any]:
+            if isinstance(e, str):
+                return None, e
+            return (e or {}).get("label"), (e or {}).get("name")
+
+        cases = [out.get("algorithm"), *entries]
+        by_label = [e for e in cases if ids(e)[0] == label]
+        by_name = [e for e in cases if ids(e)[0] is None and ids(e)[1] == label] or \
+            [e for e in cases if ids(e)[1] == label]
+        hits = by_label or by_name
+        if len(hits) > 1:  # six cases of name bsp: analysing the first would be a guess
+            labels = [str(ids(e)[0] or ids(e)[1]) for e in hits]
+            raise InputError(f"--algorithm {label!r} names {len(hits)} algorithms; give "
+                             f"one of their labels: {', '.join(labels)}")
+        if hits:
+            out["algorithm"] = hits[0]
         else:
             known = [n for e in [out.get("algorithm"), *entries]
                      for n in ([e] if isinstance(e, str) else
