@@ -233,3 +233,15 @@ def test_set_a_field_of_a_platform_named_by_its_file(tmp_path, capsys):
     assert code == 2
     assert "platform.host_link.bandwidth" in err and "positive" in err
     assert "topology" not in err
+
+
+def test_an_uncertain_entry_from_set_is_named_not_line_1(capsys):
+    """A refused value of an ``uncertain:`` entry given with ``--set`` names that item; it
+    pointed at line 1 of the file, which does not hold it."""
+    root = Path(__file__).resolve().parents[1]
+    item = "uncertain={algorithm.strategy: {choice: [nccl32, bogus]}}"
+    code, _, err = run_cli(capsys, "validate", str(root / "scenarios" / "theano_mpi_alexnet.yaml"),
+                           "--set", item)
+    assert code == 2
+    assert f"(--set {item})" in err and ".yaml:1," not in err
+    assert "uncertain.algorithm.strategy.choice[1]" in err

@@ -57,7 +57,7 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
     Why here and not only when predicting: ``clustersim validate`` must catch what a
     prediction would refuse (a value drawn with weight 0 never is, and would pass forever)."""
     from clustersim.scenario.overrides import set_fields
-    from clustersim.scenario.yamlio import line_of
+    from clustersim.scenario.yamlio import line_of, origin_of
 
     plain = {k: v for k, v in raw.items() if k not in ("uncertain", "variants")}
     keys = {str(k).strip(): k for k in (raw.get("uncertain") or {})}
@@ -80,5 +80,8 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
                     advice = ("remove it from the choice" if inp.dist == "choice" else
                               "narrow the distribution or clip it")
                     msg = f"{what} {inp.format(value)} is refused: {inner} ({advice})"
-                raise InputError(msg, file=file, path=path,
-                                 line=line_of(raw, path) or line_of(raw, entry)) from None
+                origin = origin_of(raw, path) or origin_of(raw, entry)
+                # from a --set item: name it, not a line of the file that does not hold it
+                raise InputError(msg, file=file, path=path, origin=origin,
+                                 line=None if origin else
+                                 line_of(raw, path) or line_of(raw, entry)) from None
