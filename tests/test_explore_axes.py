@@ -138,3 +138,15 @@ def test_constraints_cannot_compute_huge_values(constraint, needle) -> None:
 def test_constraints_that_leave_no_point_are_an_input_error() -> None:
     with pytest.raises(InputError, match=r"leave no point \(2 of 2 points excluded\)"):
         expand(parse_axes({"workers": [1, 2]}, None, ["workers > 100"]))
+
+
+def test_seed_means_keep_a_count_whole() -> None:
+    """With run.repeats the master's figures are averaged over seeds; ``servers`` (the same
+    count in each) came out 1.0, a float column in the table."""
+    from clustersim.explore.points import _mean_figures
+
+    out = _mean_figures([{"servers": 1, "service_time": 0.02, "saturation_workers": None},
+                         {"servers": 1, "service_time": 0.04, "saturation_workers": 9.0}])
+    assert out == {"servers": 1, "service_time": pytest.approx(0.03),
+                   "saturation_workers": None}
+    assert type(out["servers"]) is int

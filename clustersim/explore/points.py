@@ -331,10 +331,17 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
 
 
 def _mean_figures(figs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The master's figures over the seeds: means, but a count the same in every seed
+    (``servers``) stays that whole number (a mean made it 1.0, a float column)."""
     out: dict[str, Any] = {}
     for k in figs[0]:
         vals = [f[k] for f in figs if f[k] is not None]
-        out[k] = sum(vals) / len(vals) if len(vals) == len(figs) else None
+        if len(vals) != len(figs):
+            out[k] = None
+        elif all(type(v) is int for v in vals) and len(set(vals)) == 1:
+            out[k] = vals[0]
+        else:
+            out[k] = sum(vals) / len(vals)
     return out
 
 
