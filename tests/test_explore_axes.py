@@ -150,3 +150,13 @@ def test_seed_means_keep_a_count_whole() -> None:
     assert out == {"servers": 1, "service_time": pytest.approx(0.03),
                    "saturation_workers": None}
     assert type(out["servers"]) is int
+
+
+def test_the_table_carries_every_time_to_accuracy_figure() -> None:
+    """samples_to_target and epochs_to_target were left out of the tidy table (predict's
+    JSON had them)."""
+    from clustersim.explore.points import METRICS
+    from clustersim.sim.metrics import PointMetrics
+
+    tta = [f for f in PointMetrics.__dataclass_fields__ if f.endswith("_to_target")]
+    assert tta and set(tta) <= set(METRICS)
