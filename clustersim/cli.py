@@ -106,6 +106,10 @@ def _predict(args: argparse.Namespace) -> int:
         if args.uncertainty is not None:
             raise InputError("--uncertainty propagates into training predictions; this "
                              "scenario is a collective benchmark")
+        if args.plot:  # it wrote nothing and said nothing (exit 0): refuse before simulating
+            raise InputError("--plot draws time to accuracy for training scenarios; this "
+                             "scenario is a collective benchmark (its charts: clustersim "
+                             "whatif)")
         return _predict_benchmark(scn, args, console)
     return _predict_training(scn, args, console)
 

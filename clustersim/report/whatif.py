@@ -29,10 +29,17 @@ import numpy as np
 
 from clustersim.report.htmlpage import escape_text as _esc
 from clustersim.report.htmlpage import figure_script, script_json, standalone_page
+from clustersim.report.plot_axes import log_ticks, tick_text
+from clustersim.report.whatif_bench_chart import benchmark_figures
 from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, series_style
+from clustersim.report.whatif_tta import progress_figure, tta_figure
 from clustersim.scenario.schema import Scenario
 
-__all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html"]
+__all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html",
+           "log_ticks"]
+
+#: the name the tests and older callers know (the chart lives in whatif_tta now)
+_progress_figure = progress_figure
 
 
 def scaled_platform(platform: Any, bandwidth: float = 1.0, latency: float = 1.0) -> Any:
@@ -174,7 +181,7 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     ys = [y for tr in thr.data if tr.fill is None for y in tr.y if y]
     if ys and max(ys) > 100 * min(ys):
         ticks = log_ticks(ys)
-        yt = {"type": "log", "tickvals": ticks, "ticktext": [f"{t:,.6g}" for t in ticks]}
+        yt = {"type": "log", "tickvals": ticks, "ticktext": tick_text(ticks)}
     else:
         yt = {"tickformat": "~s", "rangemode": "tozero"}
     thr.update_layout(_LAYOUT, title={"text": "Throughput vs workers"}, xaxis=xw,
@@ -204,110 +211,11 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                               "tickvals": list(bws), "ticktext": [factor_label(b) for b in bws]},
                        yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
     figs = [thr, eff, brk, sens]
-    tta = _tta_figure(go, grid, combos, algs, names, style, xw)
+    tta = tta_figure(go, grid, combos, algs, names, style, xw, _LAYOUT)
     if tta is not None:
         figs.append(tta[0])
         owners.append(tta[1])
     return figs, owners
-
-
-def _progress_figure(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]],
-                     style: dict[str, tuple[str, str]]) -> tuple[Any, list[int]] | None:
-    """Modelled progress to the target against simulated time at the largest point, one line
-    per algorithm (clustersim.report.convergence's chart) and cell, in the other charts'
-    colours and dashes: the panel switches it with them (it showed the scenario as given
-    whatever the panel said, in a palette of its own)."""
-    from types import SimpleNamespace
-
-    from clustersim.report.convergence import chart_data
-    from clustersim.report.convergence_chart import convergence_figures
-
-    fig, own = None, []
-    for k, cell in enumerate(combos):
-        result = SimpleNamespace(points={a: [SimpleNamespace(**p) for p in pts]
-                                         for a, pts in grid["cells"][cell].items()})
-        curves, _ = chart_data(scn, result)
-        if not curves:
-            continue
-        part = convergence_figures(scn.name, curves, {})[0]
-        for title, trace in zip(curves, part.data):
-            if title in style:
-                trace.line = {"color": style[title][0], "dash": style[title][1], "width": 2.5}
-            trace.legendgroup = title
-        if fig is None:
-            fig = part
-        else:
-            fig.add_traces(list(part.data))
-        own += [k] * len(part.data)
-    return None if fig is None else (fig, own)
-
-
-def log_ticks(values: Sequence[float | None]) -> list[float]:
-    """Ticks for a log axis over ``values``: 1-2-5 per decade, or the powers of ten alone
-    when that would be more than eight (plotly's own minor labels collided: "6 7 8 9 10")."""
-    vals = [v for v in values if v is not None and v > 0]
-    if not vals:
-        return []
-    lo, hi = np.floor(np.log10(min(vals))), np.ceil(np.log10(max(vals)))
-    decades = [10.0 ** e for e in range(int(lo), int(hi) + 1)]
-    ticks = [m * d for d in decades for m in (1, 2, 5)]
-    ticks = [t for t in ticks if min(vals) / 1.5 <= t <= max(vals) * 1.5]
-    if len(ticks) > 8:
-        ticks = [d for d in decades if min(vals) / 10 < d < max(vals) * 10]
-    return ticks
-
-
-def _tta_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
-                algs: list[str], names: dict[str, str], style: dict[str, Any],
-                xw: dict[str, Any]) -> tuple[Any, list[int]] | None:
-    """Time to target vs workers, one line per algorithm and cell (the panel switches cells),
-    when the scenario has a convergence profile (clustersim.convergence); gaps: never."""
-    if not any(p.get("time_to_target") is not None
-               for cell in grid["cells"].values() for pts in cell.values() for p in pts):
-        return None
-    fig, own = go.Figure(), []
-    for k, cell in enumerate(combos):
-        for a in algs:
-            pts = grid["cells"][cell][a]
-            color, dash = style[a]
-            t = [None if p.get("time_to_target") is None else p["time_to_target"] / 3600.0
-                 for p in pts]
-            fig.add_trace(go.Scatter(x=[p["workers"] for p in pts], y=t, name=names[a],
-                                     mode="lines+markers", legendgroup=a, connectgaps=False,
-                                     line={"color": color, "dash": dash, "width": 2.5},
-                                     hovertemplate="%{x} workers: %{y:.3g} h to target"))
-            own.append(k)
-    ticks = log_ticks([y for tr in fig.data for y in tr.y])
-    fig.update_layout(_LAYOUT, title={"text": "Time to target vs workers (analytic "
-                                              "convergence model; gaps: never)"}, xaxis=xw,
-                      yaxis={"title": {"text": "time to target (hours)"}, "type": "log",
-                             "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]})
-    return fig, own
-
-
-def _benchmark_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
-                       ) -> tuple[list[Any], list[list[int]]]:
-    import plotly.graph_objects as go
-
-    rows0 = grid["cells"][combos[0]]
-    keys = list(dict.fromkeys((r["algorithm"], r["ranks"]) for r in rows0))
-    fig = go.Figure()
-    owners: list[int] = []
-    for k, cell in enumerate(combos):
-        rows = grid["cells"][cell]
-        for i, (alg, ranks) in enumerate(keys):
-            color, dash = series_style(i)
-            sel = [r for r in rows if r["algorithm"] == alg and r["ranks"] == ranks]
-            fig.add_trace(go.Scatter(x=[r["size"] for r in sel], y=[r["busbw"] / 1e9 for r in sel],
-                                     name=_esc(f"{alg}, {ranks} ranks"), mode="lines+markers",
-                                     line={"color": color, "dash": dash, "width": 2.5},
-                                     hovertemplate="%{x:.3s}B: %{y:.3f} GB/s"))
-            owners.append(k)
-    fig.update_layout(_LAYOUT, height=620, title={"text": "Bus bandwidth by message size"},
-                      xaxis={"title": {"text": "message size (bytes)"}, "type": "log",
-                             "tickformat": "~s"},
-                      yaxis={"title": {"text": "busbw (GB/s)"}})
-    return [fig], [owners]
 
 
 def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
@@ -317,10 +225,10 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     script (hashed by the page's CSP like every other) toggles them in every chart at once."""
     combos = grid_points(grid["bandwidths"], grid["latencies"])
     active = combos.index((1.0, 1.0))
-    figs, owners = (_benchmark_figures(scn, grid, combos) if scn.benchmark is not None
+    figs, owners = (benchmark_figures(grid, combos, _LAYOUT) if scn.benchmark is not None
                     else _training_figures(scn, grid, combos))
     if scn.benchmark is None:
-        prog = _progress_figure(scn, grid, combos, _styles(grid, combos))
+        prog = progress_figure(scn, grid, combos, _styles(grid, combos))
         if prog is not None:
             figs.append(prog[0])
             owners.append(prog[1])

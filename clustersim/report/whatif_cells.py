@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -171,6 +172,26 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for cell, (a, b) in zip(combos, spans):
         res = assemble_sweep(cases[a:b], results, first=a)
-        cells[(float(cell[0]), float(cell[1]))] = {t: [p.to_dict() for p in pts]
-                                                   for t, pts in res.points.items()}
+        cells[(float(cell[0]), float(cell[1]))] = {
+            t: [_with_emulation(p.to_dict(), res, t, i) for i, p in enumerate(pts)]
+            for t, pts in res.points.items()}
     return cells
+
+
+def _with_emulation(point: dict[str, Any], res: Any, title: str, i: int) -> dict[str, Any]:
+    """The point, with its emulated run (``run.convergence: emulate``) under ``"emulation"``.
+
+    Why: the sweep emulates every point but keeps the runs beside its points, and the page
+    drew only the points, so ``whatif emulate_digits`` had no time to target at all.  A dict
+    (explore's table skips dict values); never reached: ``time_to_target`` None, as in JSON."""
+    runs = (getattr(res, "emulation", None) or {}).get(title) or []
+    if i >= len(runs):
+        return point
+    r = runs[i]
+    twins = (getattr(res, "emulation_analytic", None) or {}).get(title) or []
+    point["emulation"] = {
+        "time_to_target": r.time_to_target if math.isfinite(r.time_to_target) else None,
+        "analytic_time_to_target": twins[i] if i < len(twins) else None,
+        "metric_name": r.metric_name, "target": r.target,
+        "time": list(r.time), "metric": list(r.metric)}
+    return point
