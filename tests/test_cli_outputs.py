@@ -125,3 +125,37 @@ def test_process_pool_gives_the_same_bytes(tmp_path, small, capsys):
     assert main(["predict", str(small), "-q", "--json", str(one), "--jobs", "1"]) == 0
     assert main(["predict", str(small), "-q", "--json", str(two), "--jobs", "2"]) == 0
     assert one.read_bytes() == two.read_bytes()
+
+
+def test_csv_rows_carry_the_emulated_time_to_target_with_units():
+    """An emulated scenario's CSV had every time-to-target cell empty: the emulation's
+    figures were only in the JSON.  They are columns now, with their units, and a target
+    never reached is an empty cell, not inf."""
+    import math
+    from types import SimpleNamespace
+
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
+    from clustersim.report.training import training_rows
+    from clustersim.sim.emulate import EmulationResult
+    from clustersim.sim.metrics import PointMetrics
+
+    zero = dict.fromkeys(("compute", "comm", "wait", "comm_total", "comm_share",
+                          "comm_share_total", "worker_utilization", "bytes_per_iteration",
+                          "makespan"), 0.0)
+    none = dict.fromkeys(("server_utilization", "update_rate", "staleness_mean",
+                          "staleness_p90", "staleness_max"))
+    pts = [PointMetrics(algorithm="BSP", workers=w, batch_per_worker=8.0, iteration_time=1.0,
+                        throughput=8.0 * w, sim_events=0, flows=0, **zero, **none)
+           for w in (4, 16)]
+    ems = [EmulationResult("BSP", 4, "digits", "accuracy", 0.9, time_to_target=294.0,
+                           steps_to_target=1200, samples_to_target=9600,
+                           updates_to_target=300),
+           EmulationResult("BSP", 16, "digits", "accuracy", 0.9)]  # never reached: inf
+    result = SimpleNamespace(points={"BSP": pts}, emulation={"BSP": ems},
+                             emulation_analytic={"BSP": [264.0, None]})
+    rows = with_units(training_rows(None, result), TRAINING_CSV_COLUMNS)
+    assert rows[0]["emulated_time_to_target_s"] == 294.0
+    assert rows[0]["emulated_samples_to_target_samples"] == 9600
+    assert rows[0]["analytic_time_to_target_s"] == 264.0
+    assert rows[1]["emulated_time_to_target_s"] is None and math.isinf(ems[1].time_to_target)
+    assert "efficiency_fraction" in rows[0] and "service_time_s" in rows[0]

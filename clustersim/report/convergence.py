@@ -116,14 +116,23 @@ def plot_html(scn: Any, result: Any) -> str:
     from clustersim.report.htmlpage import escape_text, figure_script, standalone_page
 
     curves, tta = chart_data(scn, result)
-    figs = convergence_figures(scn.name, curves, tta)
+    emulated = getattr(result, "emulation", {}) or {}
+    analytic = getattr(result, "emulation_analytic", {}) or {}
+    # the analytic model's prediction for each emulated run, drawn beside it
+    model_tta = {t: [(r.workers, a) for r, a in zip(runs, analytic.get(t, []))]
+                 for t, runs in emulated.items()} or None
+    figs = convergence_figures(scn.name, curves, tta, model_tta=model_tta)
     config = {"displaylogo": False, "responsive": True}
     parts = [figure_script(f, f"clustersim-tta-{k}", config) for k, f in enumerate(figs)]
-    if figs:
-        note = ("Lines marked <em>emulated</em> are a real small task trained with each "
-                "algorithm's own arithmetic in simulated-time order; lines marked "
-                "<em>model</em> are the analytic convergence model's progress "
+    if figs and emulated:
+        note = ("Lines marked <em>(emulated)</em> are a real small task trained with each "
+                "algorithm's own arithmetic in simulated-time order; the open circles are "
+                "the analytic convergence model's time to target for the same runs "
                 "(docs/convergence.md).")
+    elif figs:
+        note = ("Lines marked <em>(model)</em> are the analytic convergence model's "
+                "progress, from the workload's convergence profile and each algorithm's "
+                "simulated throughput and staleness (docs/convergence.md).")
     else:
         note = ("No time to accuracy: the workload has no convergence profile "
                 "(give workload.convergence, or run.convergence: emulate).")

@@ -84,6 +84,13 @@ TRAINING_CSV_COLUMNS = {
     "time_to_target": "time_to_target_s",
     "statistical_efficiency": "statistical_efficiency_fraction",
     "goodput": "goodput_samples_per_s",
+    "efficiency": "efficiency_fraction",
+    "service_time": "service_time_s",
+    "emulated_time_to_target": "emulated_time_to_target_s",
+    "emulated_steps_to_target": "emulated_steps_to_target_steps",
+    "emulated_samples_to_target": "emulated_samples_to_target_samples",
+    "emulated_updates_to_target": "emulated_updates_to_target_updates",
+    "analytic_time_to_target": "analytic_time_to_target_s",
 }
 BENCH_CSV_COLUMNS = {
     "size": "size_B",

@@ -169,12 +169,25 @@ def _print_comparison(console: Console, result: Any, wide: bool = False) -> list
 
 
 def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
+    """The CSV's rows: one per point; with ``run.convergence: emulate`` also the emulated
+    time, steps, samples and updates to the target and the analytic model's time for the
+    same run (empty where the target was not reached) - the figures a spreadsheet user came
+    for, which were only in the JSON's ``emulation``."""
     rows = []
-    for pts in result.points.values():
-        for p in pts:
+    emulated = getattr(result, "emulation", {}) or {}
+    analytic = getattr(result, "emulation_analytic", {}) or {}
+    for title, pts in result.points.items():
+        ems, ans = emulated.get(title, []), analytic.get(title, [])
+        for i, p in enumerate(pts):
             d = p.to_dict()
             d.pop("interval", None)
             d.pop("convergence_terms", None)
+            if i < len(ems):
+                em = ems[i]
+                for key in ("time", "steps", "samples", "updates"):
+                    v = getattr(em, f"{key}_to_target")
+                    d[f"emulated_{key}_to_target"] = v if math.isfinite(v) else None
+                d["analytic_time_to_target"] = ans[i] if i < len(ans) else None
             rows.append(d)
     return rows
 
