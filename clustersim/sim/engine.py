@@ -266,38 +266,28 @@ class Engine(CollectiveRunner, PointToPoint):
                          scheduled)
 
     def _link_demand(self) -> None:
-        """Each server's ``link_demand``: per link direction, the drain time
-        (``message_plan``'s bytes at capacity x efficiency) of every message it sent or
-        received across it, counted as often as it was sent; the busiest direction's total.
+        """Each server's ``link_demand`` (:mod:`clustersim.sim.linkdemand`: the bottleneck
+        law's demand of its messages on its busiest link direction; the route is the minimal
+        one under adaptive routing)."""
+        from clustersim.sim.linkdemand import RouteTable, link_demands
 
-        Why not the time its messages spent on the wire (``comm_total``): answers that
-        overlap each other each count in full, and a message slowed at the *receiver's* link
-        (four shards answering one worker) counts as if the server's link were slow - both
-        make a server look slower than it is and its saturation point too low.  The demand
-        is what the bottleneck law needs (Lazowska et al. 1984, ch. 5): the link can carry
-        at most its rate, however many messages share it, so ``1 / demand per update`` is
-        a ceiling it cannot pass at any load (the route is the minimal one under adaptive
-        routing)."""
         rate = self._queues.rate if self._queues is not None else [
             float(c) * self.params.efficiency for c in self.platform.capacity]
-        per: dict[int, dict[int, float]] = {a: {} for a in self._servers}
-        placement = self.placement
-        times: dict[tuple[int, int, float], tuple[tuple[int, ...], list[float]]] = {}
-        for (i, j, nbytes), count in self._tally.items():  # type: ignore[union-attr]
-            key = (placement[i], placement[j], nbytes)
-            hit = times.get(key)
-            if hit is None:
-                route = tuple(self.platform.route(key[0], key[1]))
-                drain = self.net.message_plan(route, nbytes)[1] if route else 0.0
-                hit = times[key] = (route, [drain / rate[lk] for lk in route])
-            route, dts = hit
-            for a in (i, j):
-                d = per.get(a)
-                if d is not None:
-                    for lk, dt in zip(route, dts):
-                        d[lk] = d.get(lk, 0.0) + count * dt
-        for a, d in per.items():
-            self.stats[a].link_demand = max(d.values(), default=0.0)
+        memo = getattr(self.platform, "memo", None)
+        try:  # kept with the platform's message plans for every later run (_shared_plans)
+            table = memo.setdefault(("link demand", self.params), RouteTable()) \
+                if memo is not None else RouteTable()
+        except TypeError:  # parameters that do not hash
+            table = RouteTable()
+
+        def plan(src: int, dst: int, nbytes: float) -> tuple[tuple[int, ...], list[float]]:
+            route = tuple(self.platform.route(src, dst))
+            drain = self.net.message_plan(route, nbytes)[1] if route else 0.0
+            return route, [drain / rate[lk] for lk in route]
+
+        demands = link_demands(self._tally or {}, self._servers, self.placement, table, plan)
+        for a, d in demands.items():
+            self.stats[a].link_demand = d
 
     def _compute(self, i: int, spec: ActorSpec, op: Compute) -> Handle:
         """Non-blocking compute: runs beside the actor; the handle's event succeeds with the

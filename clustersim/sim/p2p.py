@@ -48,7 +48,6 @@ class PointToPoint:
     _nb_recv: list[int]
     _adaptive: bool
     _tally: dict | None
-    _servers: frozenset
 
     # -- point to point ----------------------------------------------------------------------
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
@@ -91,8 +90,8 @@ class PointToPoint:
         plan = self._shared_plans.get(key)
         if plan is None:
             plan = self._shared_plans[key] = self._new_plan(*key)
-        tally = self._tally
-        if tally is not None and op.nbytes and (i in self._servers or op.dst in self._servers):
+        tally = self._tally  # for the servers' link demand (sim/linkdemand.py), which
+        if tally is not None and op.nbytes:  # keeps the messages a server sent or received
             k = (i, op.dst, op.nbytes)
             tally[k] = tally.get(k, 0) + 1
         mode = plan[0]
