@@ -36,13 +36,16 @@ def wait_for(driver, script: str, timeout: float = 90.0):
         lambda d: d.execute_script(f"return {script};"))
 
 
-#: pairs of overlapping text boxes among a figure's tick labels, titles and legend entries
+#: pairs of overlapping text boxes among a figure's tick labels and axis titles (every
+#: subplot's: plotly names them xtick, x2tick, ... and g-xtitle, g-x2title, g-y3title, ...),
+#: title, annotations (a facet's label, a facet grid's shared axis title) and legend entries
 OVERLAPS_JS = """
 var out = [];
 document.querySelectorAll('.js-plotly-plot').forEach(function (g) {
   var boxes = [];
-  g.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .gtitle, '
-                     + '.legendtext').forEach(function (t) {
+  g.querySelectorAll('[class^="x"][class$="tick"] text, [class^="y"][class$="tick"] text, '
+                     + '[class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text, '
+                     + '.gtitle, .annotation-text, .legendtext').forEach(function (t) {
     var r = t.getBoundingClientRect();
     if (r.width > 0 && r.height > 0) { boxes.push([t.textContent, r]); }
   });

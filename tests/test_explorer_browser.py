@@ -3,7 +3,9 @@ thread, driven by headless Chromium: the chart draws (axis titles with units, th
 fixed at the scenario's 1x), choosing another metric changes it, asking for a bandwidth factor
 not yet computed runs it with the progress bar moving while it runs (every poll answered: no
 HTTP 500 in the server's log or the browser's console) and the new factor joins the controls;
-the server is stopped at the end (nothing left running)."""
+a factor out of the CLI's range is refused with that range, and the answer stays (the next
+poll overwrote it with the last "added ..."); a facet grid's titles and labels do not
+overlap; the server is stopped at the end (nothing left running)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import browser, wait_for
+from _browser import OVERLAPS_JS, browser, wait_for
 
 from clustersim.scenario.schema import parse_scenario
 
@@ -41,6 +43,7 @@ def _choose(driver, dropdown_id: str, text: str) -> None:
     options[-1].click()
 
 
+_STATUS = "document.getElementById('status').textContent"
 _PROGRESS = ("(function () { var p = document.getElementById('progress');"
              " return p ? p.getAttribute('value') + '/' + p.getAttribute('max') : null; })()")
 
@@ -99,6 +102,16 @@ def test_explorer_in_browser(tmp_path, caplog):
         wait_for(driver, "(function () { var p = document.getElementById('progress');"
                  " return p.getAttribute('value') === '6' && p.getAttribute('max') === '6'; })()",
                  timeout=30)
+        # a factor the CLI refuses: the page says the range, and says it until the next action
+        for bad, said in (("0.0001", "bandwidth: the factor '0.0001' is outside 0.001 to 1000"),
+                          ("5000", "bandwidth: the factor '5000' is outside 0.001 to 1000")):
+            bw.clear()
+            bw.send_keys(bad)
+            driver.find_element("id", "go").click()
+            wait_for(driver, f"{_STATUS}.indexOf({said!r}) === 0", timeout=30)
+            time.sleep(1.6)  # three polls
+            assert driver.execute_script(f"return {_STATUS};").startswith(said)
+        assert not (ex.table.bandwidth_factor > 4.0).any()
         # the new factor is offered by the linked control of its axis
         wait_for(driver, "document.getElementById('{\"axis\":\"bandwidth_factor\",\"type\":"
                  "\"fix\"}') !== null")
@@ -118,3 +131,51 @@ def test_explorer_in_browser(tmp_path, caplog):
     assert left == []
     failed = [r.getMessage() for r in caplog.records if '" 500 ' in r.getMessage()]
     assert not failed, failed[:3]
+
+
+def test_facet_grid_in_browser(tmp_path):
+    """Eight facets (a 3x3 grid, the last row short) of a metric with a long title: one y and
+    one x title for the grid, nothing overlapping (each row's own y title ran into the next
+    row's and over the plot to its left), x tick labels under every column."""
+    pytest.importorskip("dash")
+    import pandas as pd
+
+    from clustersim.explorer.app import Explorer, make_app
+    from clustersim.explorer.server import serve
+    from clustersim.explorer.table import split_columns
+
+    df = pd.DataFrame([{"algorithm": f"algorithm {a}", "workers": w, "bandwidth_factor": 1.0,
+                        "latency_factor": 1.0, "throughput": 100.0 * w + a,
+                        "time_to_target": 1e6 / w + a} for a in range(8) for w in (17, 34, 68)])
+    served = serve(make_app(Explorer(df, *split_columns(df)), "facets"), "127.0.0.1", 0)
+    driver = browser()
+    try:
+        driver.get(served.url)
+        wait_for(driver, _Y)
+        _choose(driver, "y", "time_to_target")
+        _choose(driver, "facet", "algorithm")
+        wait_for(driver, "Array.from(document.querySelectorAll('#chart .annotation-text'))"
+                 ".filter(function (t) { return t.textContent.indexOf('algorithm=') === 0; })"
+                 ".length === 8")
+        time.sleep(0.5)  # the relayout after the facets are drawn
+        assert driver.execute_script(OVERLAPS_JS) == []
+        shared = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#chart .annotation-text'))"
+            ".map(function (t) { return t.textContent; });")
+        assert shared.count("time to target accuracy (s)") == 1 and "workers" in shared
+        # x tick labels under each of the three columns (the third's bottom cell is empty)
+        columns = driver.execute_script(
+            "var xs = new Set(); document.querySelectorAll('#chart .xaxislayer-above')"
+            ".forEach(function (g) { var l = Array.from(g.querySelectorAll("
+            "'[class^=x][class$=tick] text'))"
+            ".map(function (t) { return t.getBoundingClientRect(); }).filter(function (r) {"
+            " return r.width > 0; }).map(function (r) { return r.left; });"
+            " if (l.length) { xs.add(Math.round(Math.min.apply(null, l) / 50)); } });"
+            " return xs.size;")
+        assert columns == 3, columns
+        shots = Path(os.environ.get("CLUSTERSIM_SCREENSHOTS", tmp_path))
+        shots.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(shots / "explorer_facets.png"))
+    finally:
+        driver.quit()
+        served.stop()

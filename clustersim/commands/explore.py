@@ -3,7 +3,8 @@
 A scenario is simulated at the starting bandwidth/latency factors (one process pool for all
 of them) and served; more factors can be asked for from the page.  A Parquet table is served
 as it is (``--scenario`` lets it grow: its rows are the scenario's network as written, 1x, and
-rows computed later carry the scenario's values of the table's other axes).  The server binds
+rows computed later carry the scenario's values of the table's other axes; so a scenario that
+is not the table's - a benchmark, another study - is refused at the start).  The server binds
 to 127.0.0.1 unless ``--host`` says otherwise - and binds before anything is simulated, so a
 port in use is an error at once, not after minutes of simulation - and runs until Ctrl-C.
 dash is imported only here, inside the command.
@@ -38,6 +39,8 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
         ins, mets = split_columns(df, inputs, path)
         if args.scenario:
             scn, study = _scenario(args.scenario, args)
+            _training(scn, f"--scenario {args.scenario}")
+            _same_study(path, df, scn, study, args.scenario)
             for col in ("bandwidth_factor", "latency_factor"):  # the file's rows: 1x
                 if col not in df.columns:
                     df[col] = 1.0
@@ -47,9 +50,7 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
     else:
         _not_a_table(path)
         scn, study = _scenario(path, args)
-        if scn.benchmark is not None:
-            raise InputError(f"{path}: explore takes a training scenario (a collective "
-                             "benchmark has no sweep to explore: use 'clustersim whatif')")
+        _training(scn, path)
         bws, lats = _factors(args.bandwidth, "bandwidth"), _factors(args.latency, "latency")
         from clustersim.report.whatif import grid_points
 
@@ -96,6 +97,49 @@ def _not_a_table(path: str) -> None:
         raise InputError("explore reads a .parquet results table (clustersim sweep writes "
                          "sweep.parquet beside sweep.json and sweep.csv) or a scenario YAML, "
                          "not a JSON or CSV table", file=path)
+
+
+def _training(scn: Any, source: str) -> None:
+    """Refuse a scenario that is not a training study, at start: explore simulates its sweep
+    (given with a table, a collective benchmark started, and then every compute was an HTTP
+    500 with a traceback in the log and nothing on the page)."""
+    if scn.benchmark is not None or scn.workload is None or not scn.algorithms:
+        raise InputError(f"{source}: explore takes a training scenario (a collective "
+                         "benchmark has no sweep to explore: use 'clustersim whatif')")
+
+
+def _same_study(path: str, df: Any, scn: Any, study: Any, source: str) -> None:
+    """``explore TABLE --scenario S``: S computes the rows that join the table, so it must be
+    the study the table came from - another scenario's rows (another model, other
+    algorithms) joined unannounced as this study at another bandwidth.  Checked: S's name
+    against the sweep's JSON beside the table (where there is one: the Parquet file does not
+    carry the name), and the table's algorithm (and variant) labels against S's cases (the
+    sweep writes its cases' labels there).  Called before the factor columns are added (the
+    JSON is the table's only while its columns are the same)."""
+    from clustersim.explorer.table import sweep_meta
+
+    differ = []
+    meta = sweep_meta(path, list(df.columns)) or {}
+    name = meta.get("scenario")
+    if isinstance(name, str) and name != scn.name:
+        differ.append(f"the table is a sweep of {name!r} (sweep.json beside it), the scenario "
+                      f"is {scn.name!r}")
+    for col in ("variant", "algorithm"):
+        if col not in df.columns:
+            continue
+        own = {getattr(c, col) for c in study.cases}
+        extra = sorted(set(df[col].dropna().astype(str)) - own)
+        if extra:
+            differ.append(f"the table's {col}s {_listed(extra)} are not the scenario's "
+                          f"({_listed(sorted(own))})")
+    if differ:
+        raise InputError(f"--scenario {source} does not match the table: {'; '.join(differ)} "
+                         "- give the scenario the table was swept from", file=path)
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > most else "")
 
 
 def _scenario_values(scn: Any, study: Any, inputs: list[str]) -> dict[str, Any]:
@@ -183,8 +227,8 @@ def add_parser(sub: Any) -> None:
                                     "axes, compute new bandwidth/latency factors on request.")
     ex.add_argument("source", metavar="SCENARIO|RESULTS.parquet",
                     help="scenario YAML (or a shipped scenario's name), or a Parquet table")
-    ex.add_argument("--scenario", help="with a Parquet table: the scenario that computes "
-                    "new points")
+    ex.add_argument("--scenario", help="with a Parquet table: the scenario it was swept from, "
+                    "which computes new points")
     ex.add_argument("--bandwidth", default="0.5,1,2", metavar="FACTORS",
                     help="link bandwidth factors simulated at the start (default %(default)s)")
     ex.add_argument("--latency", default="1", metavar="FACTORS",

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Explorer", "make_app", "figure", "options", "default_value"]
+from clustersim.errors import InputError
+from clustersim.explorer import chart
+from clustersim.explorer.chart import NONE, sort_key
 
-NONE = "(none)"
+__all__ = ["Explorer", "make_app", "figure", "options", "default_value", "page_factors", "NONE"]
 
 
 @dataclass
@@ -44,6 +46,10 @@ class Explorer:
     todo: int = 0
     message: str = ""
     version: int = 0
+    #: counts the changes of ``message``: a page's poll shows the message only when it has
+    #: changed since that page last showed it, so a page's own answer (an invalid factor)
+    #: stays until the next event instead of being overwritten by the next poll
+    said: int = 0
 
     def start(self, bw: float, lat: float) -> str:
         """Begin computing one cell in the background; a message for the page."""
@@ -60,6 +66,7 @@ class Explorer:
                 return "a computation is already running"
             self.done, self.todo = 0, max(1, self.total())
             self.message = f"computing bandwidth {bw:g}x, latency {lat:g}x"
+            self.said += 1
 
         def advance(n: int = 1) -> None:
             with self.lock:
@@ -81,6 +88,7 @@ class Explorer:
                 if table is not None:
                     self.table = table
                 self.message = message
+                self.said += 1
                 self.done = self.todo
                 self.version += 1
 
@@ -88,17 +96,31 @@ class Explorer:
         return self.message
 
 
-def _key(v: Any) -> tuple[int, Any]:
-    """Sort key of a column's values: numbers by value, then text (a column may mix both)."""
-    try:
-        return (0, float(v))
-    except (TypeError, ValueError):
-        return (1, str(v))
+def page_factors(bw: Any, lat: Any) -> tuple[float, float]:
+    """The page's bandwidth and latency factors, checked as the command line checks them
+    (:func:`clustersim.cli._factors`: 0.001 to 1000) - the page once simulated 1e308x, which
+    the CLI refuses - or an :class:`InputError` that says the allowed range.  ``None`` is what
+    the page sends for an empty box or one that is not a number."""
+    from clustersim.cli import FACTOR_RANGE, _factors
+
+    out = []
+    for what, val in (("bandwidth", bw), ("latency", lat)):
+        if val is None or isinstance(val, bool) or str(val).strip() == "":
+            lo, hi = FACTOR_RANGE
+            raise InputError(f"{what}: enter a factor from {lo:g} to {hi:g}")
+        try:
+            vals = _factors(str(val), what)
+        except InputError as exc:  # the CLI names its flag; the page's box has no "--"
+            raise InputError(exc.message.removeprefix("--")) from None
+        if len(vals) != 1:
+            raise InputError(f"{what}: give one factor, not {val!r}")
+        out.append(vals[0])
+    return out[0], out[1]
 
 
 def options(table: Any, col: str) -> list[str]:
     """A fixed control's choices: the column's values, in order, as text."""
-    return [str(v) for v in sorted(table[col].dropna().unique(), key=_key)]
+    return [str(v) for v in sorted(table[col].dropna().unique(), key=sort_key)]
 
 
 def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
@@ -108,73 +130,17 @@ def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
     want = ex.defaults.get(col)
     if want is not None:
         for o in opts:
-            if o == str(want) or _key(o) == _key(want):
+            if o == str(want) or sort_key(o) == sort_key(want):
                 return o
     if not opts:
         return None
     return opts[-1] if col == "workers" else opts[0]
 
 
-def _slice(ex: Explorer, fixed: dict[str, Any], free: set[str]) -> Any:
-    df = ex.table
-    for col, val in fixed.items():
-        if col not in free and val is not None and col in df.columns:
-            df = df[df[col].astype(str) == str(val)]
-    return df
-
-
-def _named(col: str, val: Any) -> str:
-    if col in ("bandwidth_factor", "latency_factor"):
-        return f"{col.split('_')[0]} {_key(val)[1]:g}x" if _key(val)[0] == 0 else f"{col} {val}"
-    return f"{col} {val}"
-
-
 def figure(ex: Explorer, x: str, y: str, color: str, facet: str, fixed: dict[str, Any]) -> Any:
-    """The chart for the current choices (a plotly figure); a message in place of the chart
-    when the fixed values select no rows (a combination not computed, an empty table)."""
-    import plotly.express as px
-    import plotly.graph_objects as go
-
-    from clustersim.explorer.table import metric_title
-
-    free = {x, color, facet} - {NONE}
-    df = _slice(ex, fixed, free)
-    df = df[df[y].notna()] if y in df.columns else df.iloc[:0]
-    if not len(df):
-        held = [_named(c, v) for c, v in fixed.items() if c not in free and v is not None]
-        fig = go.Figure(layout={"template": "plotly_white", "height": 560,
-                                "xaxis": {"visible": False}, "yaxis": {"visible": False}})
-        fig.add_annotation(text=(f"no rows for {', '.join(held) or 'this choice'}: compute it "
-                                 "or pick another value"), showarrow=False, font={"size": 16},
-                           x=0.5, y=0.5, xref="paper", yref="paper")
-        return fig
-    order = [c for c in (color, facet, x) if c != NONE]
-    df = df.iloc[sorted(range(len(df)), key=lambda i: [_key(df[c].iat[i]) for c in order])]
-    kw: dict[str, Any] = {"x": x, "y": y, "markers": True, "template": "plotly_white"}
-    if color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
-        df = df.assign(_colour=df[color].astype(str))
-        kw.update(color="_colour", line_dash="_colour", labels={"_colour": color})
-    if facet != NONE:
-        kw["facet_col"] = facet
-        kw["facet_col_wrap"] = 3
-    if f"{y}_lo" in df.columns and f"{y}_hi" in df.columns:
-        kw["error_y"] = df[f"{y}_hi"] - df[y]
-        kw["error_y_minus"] = df[y] - df[f"{y}_lo"]
-    fig = px.line(df, **kw)
-    title, fmt = metric_title(y)
-    fig.update_yaxes(title_text=title, tickformat=fmt, rangemode="tozero")
-    if x in ex.metrics:
-        xtitle, xfmt = metric_title(x)
-        fig.update_xaxes(title_text=xtitle, tickformat=xfmt)
-    vals = sorted(df[x].unique(), key=_key) if x in ex.inputs else []
-    if x in ("workers", "bandwidth_factor", "latency_factor"):
-        text = ([f"{v:,}" for v in vals] if x == "workers" else [f"{v:g}x" for v in vals])
-        fig.update_xaxes(type="log", tickvals=vals, ticktext=text)
-    elif 1 < len(vals) <= 12 and all(_key(v)[0] == 0 for v in vals):  # a numeric axis: its
-        fig.update_xaxes(tickvals=vals)  # values, not ticks between them (64, 128; not 70)
-    fig.update_layout(height=560, legend={"orientation": "h", "y": -0.15},
-                      margin={"t": 40, "b": 40})
-    return fig
+    """The chart for the current choices over the explorer's table
+    (:func:`clustersim.explorer.chart.figure`)."""
+    return chart.figure(ex.table, ex.inputs, ex.metrics, x, y, color, facet, fixed)
 
 
 def make_app(ex: Explorer, title: str) -> Any:
@@ -193,7 +159,7 @@ def make_app(ex: Explorer, title: str) -> Any:
 
     def page() -> Any:
         with ex.lock:
-            table, version = ex.table, ex.version
+            table, version, said, message = ex.table, ex.version, ex.said, ex.message
         controls = []
         for col in ex.inputs:
             opts = options(table, col)
@@ -213,17 +179,20 @@ def make_app(ex: Explorer, title: str) -> Any:
             dcc.Graph(id="chart"),
             html.Div([
                 html.B("compute new points: "), "bandwidth x ",
-                dcc.Input(id="bw", type="number", value=1.5, min=0.001, step="any",
+                # no min/max: the browser sends nothing for a number outside them, and the
+                # page could not say what the allowed range is (page_factors says it)
+                dcc.Input(id="bw", type="number", value=1.5, step="any",
                           style={"width": "6em"}),
                 " latency x ",
-                dcc.Input(id="lat", type="number", value=1, min=0.001, step="any",
+                dcc.Input(id="lat", type="number", value=1, step="any",
                           style={"width": "6em"}),
                 html.Button("compute", id="go", n_clicks=0, style={"marginLeft": "1em"}),
                 html.Progress(id="progress", value="0", max="1", style={"marginLeft": "1em"}),
-                html.Span(id="status", style={"marginLeft": "1em"}),
+                html.Span(message, id="status", style={"marginLeft": "1em"}),
             ], style={"display": "block" if ex.compute else "none"}),
             dcc.Interval(id="tick", interval=500),
             dcc.Store(id="version", data=version),
+            dcc.Store(id="said", data=said),
         ], style={"fontFamily": "sans-serif", "maxWidth": "1200px", "margin": "auto"})
 
     app.layout = page
@@ -244,21 +213,27 @@ def make_app(ex: Explorer, title: str) -> Any:
                   Input("go", "n_clicks"), State("bw", "value"), State("lat", "value"),
                   prevent_initial_call=True)
     def _go(_n, bw, lat):
-        if not bw or not lat or bw <= 0 or lat <= 0:
-            return "factors must be positive numbers"
-        return ex.start(float(bw), float(lat))
+        try:
+            return ex.start(*page_factors(bw, lat))
+        except InputError as exc:
+            return str(exc)
 
     @app.callback(Output("progress", "value"), Output("progress", "max"),
-                  Output("status", "children"), Output("version", "data"),
-                  Output({"type": "fix", "axis": ALL}, "options"),
-                  Input("tick", "n_intervals"), State("version", "data"))
-    def _tick(_n, seen):
+                  Output("status", "children"), Output("said", "data"),
+                  Output("version", "data"), Output({"type": "fix", "axis": ALL}, "options"),
+                  Input("tick", "n_intervals"), State("version", "data"),
+                  State("said", "data"))
+    def _tick(_n, seen, heard):
         with ex.lock:
-            done, todo, msg, ver = ex.done, ex.todo, ex.message, ex.version
+            done, todo, msg, ver, said = ex.done, ex.todo, ex.message, ex.version, ex.said
             table = ex.table
+        # the message only when it changed since this page showed it: an answer of _go's
+        # (an invalid factor) stays until the next event
+        status = (msg, said) if said != heard else (no_update, no_update)
+        progress = (str(done), str(max(todo, 1)))
         if ver == seen:  # nothing new: leave the chart (and the user's zoom) alone; an ALL
             # output takes one no_update per control (a bare one fails the whole callback)
-            return str(done), str(max(todo, 1)), msg, no_update, [no_update] * len(ex.inputs)
-        return str(done), str(max(todo, 1)), msg, ver, [options(table, c) for c in ex.inputs]
+            return (*progress, *status, no_update, [no_update] * len(ex.inputs))
+        return (*progress, *status, ver, [options(table, c) for c in ex.inputs])
 
     return app

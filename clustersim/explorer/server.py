@@ -5,6 +5,10 @@ thread; ``make_server`` gives a server with ``shutdown()``, and port 0 picks a f
 Why :func:`bind` apart: the command binds the port before it simulates the starting points,
 so a port in use (or a host that is not this machine's) is one clear error at once, not a
 werkzeug message and exit 1 after minutes of simulation; the server then takes that socket.
+Why :class:`_Quiet`: the page polls the server twice a second per open tab, and werkzeug logs
+every request - hundreds of lines a minute that bury anything worth reading.  Requests that
+succeed are not logged (with ``-q`` or without: the bar and the page say what happens); the
+ones that fail (4xx, 5xx) still are, and an exception's traceback is logged by Flask.
 """
 
 from __future__ import annotations
@@ -17,6 +21,18 @@ from typing import Any
 from clustersim.errors import InputError
 
 __all__ = ["Served", "bind", "serve"]
+
+
+def _quiet_handler() -> type:
+    """werkzeug's request handler, logging only the requests that fail (status 400 and up)."""
+    from werkzeug.serving import WSGIRequestHandler
+
+    class _Quiet(WSGIRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            if str(code)[:1] in ("4", "5"):
+                super().log_request(code, size)
+
+    return _Quiet
 
 
 class Served:
@@ -78,7 +94,8 @@ def serve(app: Any, host: str = "127.0.0.1", port: int = 8050,
     if sock is None:
         sock = bind(host, port)
     try:
-        server = make_server(host, port, app.server, threaded=True, fd=sock.fileno())
+        server = make_server(host, port, app.server, threaded=True, fd=sock.fileno(),
+                             request_handler=_quiet_handler())
     finally:
         if own:
             sock.close()

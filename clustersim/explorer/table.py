@@ -33,7 +33,7 @@ from typing import Any
 from clustersim.errors import InputError
 
 __all__ = ["INPUTS", "METRIC_NAMES", "sweep_table", "compute_cells", "read_table",
-           "split_columns", "metric_title"]
+           "split_columns", "metric_title", "sweep_meta"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
@@ -102,6 +102,8 @@ def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
     import pyarrow.parquet as pq
 
     path = Path(path)
+    if path.is_dir():  # "file not found" would send the user looking for a missing file
+        raise InputError(f"is a directory, not a Parquet file ({EXPECTED})", file=str(path))
     if not path.is_file():
         raise InputError(f"file not found ({EXPECTED})", file=str(path))
     try:
@@ -118,18 +120,25 @@ def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
     return t.to_pandas(), names
 
 
-def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
-    """The ``inputs`` of ``clustersim sweep``'s JSON beside the Parquet file, when it is that
-    table's (the same columns); None otherwise."""
+def sweep_meta(path: str | Path, columns: Sequence[str]) -> dict[str, Any] | None:
+    """``clustersim sweep``'s JSON beside the Parquet file (``scenario``, ``inputs``, the
+    design) when it is that table's (the same columns); None otherwise."""
     import json
 
-    twin = path.with_suffix(".json")
+    twin = Path(path).with_suffix(".json")
     try:
         head = json.loads(twin.read_text()) if twin.is_file() else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if (not isinstance(head, dict) or head.get("columns") != list(columns)
-            or not isinstance(head.get("inputs"), list)):
+    if not isinstance(head, dict) or head.get("columns") != list(columns):
+        return None
+    return {k: v for k, v in head.items() if k != "rows"}
+
+
+def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
+    """The ``inputs`` of the sweep's JSON beside the Parquet file (:func:`sweep_meta`)."""
+    head = sweep_meta(path, columns)
+    if head is None or not isinstance(head.get("inputs"), list):
         return None
     return [c for c in head["inputs"] if c in columns]
 

@@ -1,0 +1,141 @@
+"""The explorer's chart: one plotly figure for the page's choices (x, metric, colour, facet,
+the fixed values of the other axes).
+
+Facets: plotly express repeats the axis titles on every facet row (and this module set the
+metric's title on every facet), so a title taller than its row ran into the next row's and
+over the plot to its left.  A facet grid therefore gets one y title and one x title for the
+whole grid, in a margin kept for them, and each column's lowest drawn cell shows the x tick
+labels (plotly express shows them on the bottom row only: a column whose bottom cell is empty
+had none).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["NONE", "figure", "sort_key"]
+
+NONE = "(none)"
+HEIGHT = 560  # the chart without facets, and a facet grid of up to two rows (px)
+ROW = 230  # px per facet row past two
+WRAP = 3  # facets per row
+#: px: a shared title's distance from the grid's edge (room for the tick labels: "0.0012",
+#: "100%", "1.2k"), and the margins that hold it
+Y_TITLE_SHIFT, X_TITLE_SHIFT = 62, 34
+MARGIN = {"t": 40, "b": 40}
+FACET_MARGIN = {"t": 50, "b": 70, "l": 100, "r": 20}
+
+
+def sort_key(v: Any) -> tuple[int, Any]:
+    """Sort key of a column's values: numbers by value, then text (a column may mix both)."""
+    try:
+        return (0, float(v))
+    except (TypeError, ValueError):
+        return (1, str(v))
+
+
+def _slice(table: Any, fixed: dict[str, Any], free: set[str]) -> Any:
+    df = table
+    for col, val in fixed.items():
+        if col not in free and val is not None and col in df.columns:
+            df = df[df[col].astype(str) == str(val)]
+    return df
+
+
+def _named(col: str, val: Any) -> str:
+    if col in ("bandwidth_factor", "latency_factor"):
+        num = sort_key(val)
+        return f"{col.split('_')[0]} {num[1]:g}x" if num[0] == 0 else f"{col} {val}"
+    return f"{col} {val}"
+
+
+def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, color: str,
+           facet: str, fixed: dict[str, Any]) -> Any:
+    """The chart for the current choices (a plotly figure); a message in place of the chart
+    when the fixed values select no rows (a combination not computed, an empty table)."""
+    import plotly.express as px
+    import plotly.graph_objects as go
+
+    from clustersim.explorer.table import metric_title
+
+    free = {x, color, facet} - {NONE}
+    df = _slice(table, fixed, free)
+    df = df[df[y].notna()] if y in df.columns else df.iloc[:0]
+    if not len(df):
+        held = [_named(c, v) for c, v in fixed.items() if c not in free and v is not None]
+        fig = go.Figure(layout={"template": "plotly_white", "height": HEIGHT,
+                                "xaxis": {"visible": False}, "yaxis": {"visible": False}})
+        fig.add_annotation(text=(f"no rows for {', '.join(held) or 'this choice'}: compute it "
+                                 "or pick another value"), showarrow=False, font={"size": 16},
+                           x=0.5, y=0.5, xref="paper", yref="paper")
+        return fig
+    order = [c for c in (color, facet, x) if c != NONE]
+    df = df.iloc[sorted(range(len(df)), key=lambda i: [sort_key(df[c].iat[i]) for c in order])]
+    kw: dict[str, Any] = {"x": x, "y": y, "markers": True, "template": "plotly_white"}
+    if color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
+        df = df.assign(_colour=df[color].astype(str))
+        kw.update(color="_colour", line_dash="_colour", labels={"_colour": color})
+    rows = 0
+    if facet != NONE:
+        rows = math.ceil(df[facet].nunique() / WRAP)
+        kw.update(facet_col=facet, facet_col_wrap=WRAP, facet_col_spacing=0.06,
+                  facet_row_spacing=min(0.12, 0.3 / rows) if rows > 1 else 0.0)
+    if f"{y}_lo" in df.columns and f"{y}_hi" in df.columns:
+        kw["error_y"] = df[f"{y}_hi"] - df[y]
+        kw["error_y_minus"] = df[y] - df[f"{y}_lo"]
+    fig = px.line(df, **kw)
+    title, fmt = metric_title(y)
+    fig.update_yaxes(title_text=title, tickformat=fmt, rangemode="tozero")
+    xtitle = x
+    if x in metrics:
+        xtitle, xfmt = metric_title(x)
+        fig.update_xaxes(title_text=xtitle, tickformat=xfmt)
+    vals = sorted(df[x].unique(), key=sort_key) if x in inputs else []
+    if x in ("workers", "bandwidth_factor", "latency_factor"):
+        text = ([f"{v:,}" for v in vals] if x == "workers" else [f"{v:g}x" for v in vals])
+        fig.update_xaxes(type="log", tickvals=vals, ticktext=text)
+    elif 1 < len(vals) <= 12 and all(sort_key(v)[0] == 0 for v in vals):  # a numeric axis: its
+        fig.update_xaxes(tickvals=vals)  # values, not ticks between them (64, 128; not 70)
+    if rows:
+        _facet_grid(fig, xtitle, title, rows)
+    else:
+        fig.update_layout(height=HEIGHT, legend={"orientation": "h", "y": -0.15},
+                          margin=MARGIN)
+    return fig
+
+
+def _facet_grid(fig: Any, xtitle: str, ytitle: str, rows: int) -> None:
+    """One y and one x title for the whole grid (annotations beside and below it), the x tick
+    labels on each column's lowest drawn cell, empty cells hidden, and a height that gives
+    every row room for its plot, its tick labels and the next row's facet label."""
+    height = HEIGHT + ROW * max(0, rows - 2)
+    fig.update_xaxes(title_text=None)
+    fig.update_yaxes(title_text=None)
+    layout = fig.layout
+    drawn = {t.xaxis for t in fig.data}
+    lowest: dict[tuple[float, float], tuple[float, str]] = {}
+    for name in [k for k in layout.to_plotly_json() if k.startswith("xaxis")]:
+        ref = "x" + name[len("xaxis"):]
+        axis = layout[name]
+        yaxis = layout["yaxis" + name[len("xaxis"):]]
+        if ref not in drawn:  # an empty cell of the last row: no frame, no ticks
+            axis.visible = False
+            yaxis.visible = False
+            continue
+        col = tuple(axis.domain)
+        bottom = yaxis.domain[0]
+        if col not in lowest or bottom < lowest[col][0]:
+            lowest[col] = (bottom, name)
+    for _bottom, name in lowest.values():
+        layout[name].showticklabels = True
+    plot_h = height - FACET_MARGIN["t"] - FACET_MARGIN["b"]
+    fig.add_annotation(text=ytitle, textangle=-90, showarrow=False, xref="paper", x=0,
+                       xanchor="right", xshift=-Y_TITLE_SHIFT, yref="paper", y=0.5,
+                       yanchor="middle", font={"size": 14})
+    fig.add_annotation(text=xtitle, showarrow=False, xref="paper", x=0.5, xanchor="center",
+                       yref="paper", y=0, yanchor="top", yshift=-X_TITLE_SHIFT,
+                       font={"size": 14})
+    fig.update_layout(height=height, margin=FACET_MARGIN,
+                      legend={"orientation": "h", "yanchor": "top",
+                              "y": -(X_TITLE_SHIFT + 30) / plot_h})
