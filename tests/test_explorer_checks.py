@@ -68,16 +68,16 @@ def test_table_with_another_scenario_is_refused(swept, tmp_path, capsys):
     g.write_text(yaml.safe_dump(other))
     err = _explore(capsys, str(pq), "--scenario", str(g))
     assert f"{pq}: --scenario {g} does not match the table" in err
-    assert "the table is a sweep of 'scn' (sweep.json beside it), the scenario is 'other'" in err
+    assert "the table is a sweep of 'scn', the scenario is 'other'" in err
     assert "the table's algorithms bsp, ps are not the scenario's (async_sgd)" in err
     # the same study under another name: the name alone differs
     (tmp_path / "same.yaml").write_text(f.read_text())
     err = _explore(capsys, str(pq), "--scenario", str(tmp_path / "same.yaml"))
     assert "sweep of 'scn'" in err and "algorithms" not in err
-    # no sweep.json beside the table: the labels still tell
+    # no sweep.json beside the table: the Parquet file names its scenario itself
     (pq.parent / "sweep.json").unlink()
     err = _explore(capsys, str(pq), "--scenario", str(g))
-    assert "sweep of" not in err and "algorithms bsp, ps are not the scenario's" in err
+    assert "sweep of 'scn'" in err and "algorithms bsp, ps are not the scenario's" in err
 
 
 def test_directory_named_parquet_is_called_a_directory(tmp_path, capsys):

@@ -112,8 +112,8 @@ def _same_study(path: str, df: Any, scn: Any, study: Any, source: str) -> None:
     """``explore TABLE --scenario S``: S computes the rows that join the table, so it must be
     the study the table came from - another scenario's rows (another model, other
     algorithms) joined unannounced as this study at another bandwidth.  Checked: S's name
-    against the sweep's JSON beside the table (where there is one: the Parquet file does not
-    carry the name), and the table's algorithm (and variant) labels against S's cases (the
+    against the name the sweep wrote in the Parquet file (or, for older tables, in the
+    sweep's JSON beside it), and the table's algorithm (and variant) labels against S's cases (the
     sweep writes its cases' labels there).  Called before the factor columns are added (the
     JSON is the table's only while its columns are the same)."""
     from clustersim.explorer.table import sweep_meta
@@ -122,7 +122,7 @@ def _same_study(path: str, df: Any, scn: Any, study: Any, source: str) -> None:
     meta = sweep_meta(path, list(df.columns)) or {}
     name = meta.get("scenario")
     if isinstance(name, str) and name != scn.name:
-        differ.append(f"the table is a sweep of {name!r} (sweep.json beside it), the scenario "
+        differ.append(f"the table is a sweep of {name!r}, the scenario "
                       f"is {scn.name!r}")
     for col in ("variant", "algorithm"):
         if col not in df.columns:

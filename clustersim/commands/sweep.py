@@ -155,7 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cols = [*inputs, *(c for c in (rows[0] if rows else METRICS) if c not in inputs)]
     meta = {"scenario": scn.name, "inputs": inputs, "points": len(points),
             **design_description(study.spec)}
-    write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs)),
+    write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs, scn.name)),
                    (files["--csv"], lambda: csv_bytes(rows, cols)),
                    (files["--json"], lambda: json_bytes(meta, rows, cols))])
     if not args.quiet:

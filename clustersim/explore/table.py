@@ -97,12 +97,13 @@ def _arrow_type(values: list[Any]) -> Any:
 
 
 def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
-                  inputs: Sequence[str] = ()) -> bytes:
+                  inputs: Sequence[str] = (), scenario: str = "") -> bytes:
     """Typed columns (int64, float64, bool, string; a mixed column as text); no index, no
     pandas metadata: the bytes depend on the rows only (and on the pyarrow version).
     ``inputs``: the sweep's axes, named in the schema metadata ``clustersim.inputs`` so that
     a reader (``clustersim explore``) tells them from the metrics without guessing - an
-    integer counter such as ``sim_events`` looks like an axis."""
+    integer counter such as ``sim_events`` looks like an axis.  ``scenario``: its name, as
+    ``clustersim.scenario`` (``explore TABLE --scenario S`` checks that S is the table's)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -117,8 +118,10 @@ def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
             vals = [None if v is None else float(v) for v in vals]
         arrays.append(pa.array(vals, type=t))
         fields.append(pa.field(c, t))
-    meta = {b"clustersim.inputs": ",".join(inputs).encode()} if inputs else None
-    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
+    meta = {b"clustersim.inputs": ",".join(inputs).encode()} if inputs else {}
+    if scenario:
+        meta[b"clustersim.scenario"] = scenario.encode()
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta or None))
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     return buf.getvalue()

@@ -125,14 +125,31 @@ def sweep_meta(path: str | Path, columns: Sequence[str]) -> dict[str, Any] | Non
     design) when it is that table's (the same columns); None otherwise."""
     import json
 
+    named = _parquet_scenario(path)  # the sweep's name in the table itself, when written
     twin = Path(path).with_suffix(".json")
     try:
         head = json.loads(twin.read_text()) if twin.is_file() else None
     except (OSError, ValueError, UnicodeDecodeError):
-        return None
+        head = None
     if not isinstance(head, dict) or head.get("columns") != list(columns):
+        return {"scenario": named} if named else None
+    out = {k: v for k, v in head.items() if k != "rows"}
+    if named:
+        out["scenario"] = named
+    return out
+
+
+def _parquet_scenario(path: str | Path) -> str | None:
+    """The scenario name ``clustersim sweep`` writes in the Parquet schema metadata
+    (``clustersim.scenario``), None for another table."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError):
         return None
-    return {k: v for k, v in head.items() if k != "rows"}
+    name = meta.get(b"clustersim.scenario")
+    return name.decode(errors="replace") if name else None
 
 
 def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
