@@ -86,15 +86,15 @@ class ActorStats:
     wait: float = 0.0
     comm_total: float = 0.0
     bytes_sent: float = 0.0
-    #: servers only: seconds the busiest link direction its messages cross (sent and
-    #: received) needs for them at the link's full rate - its service demand on that link,
-    #: load-independent (Engine._link_demand; sim/metrics.py master_service_time)
-    link_demand: float = 0.0
     iterations: list[float] = field(default_factory=list)  # start time of each iteration
     end: float = 0.0
     #: counters when the actor started its first measured iteration (after warmup)
     mark: tuple[float, float, float, float, float, float] | None = None
     records: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: servers only: seconds the busiest link direction its messages cross (sent and
+    #: received) needs for them at the link's full rate - its service demand on that link,
+    #: load-independent (Engine._link_demand; sim/metrics.py master_service_time)
+    link_demand: float = 0.0
 
 
 def counter_rows(stats: Sequence[ActorStats]) -> tuple[np.ndarray, np.ndarray]:
