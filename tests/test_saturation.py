@@ -192,20 +192,17 @@ def test_a_link_bound_master_never_beats_its_ceiling(name: str) -> None:
 
 
 def test_link_demand_sums_each_link_over_the_servers_messages() -> None:
-    """Server 0 answers workers 1 and 2 (routes share link 7, then links 8 / 9) and gets a
-    push from 1: per link, count x drain time; the busiest is the shared one.  A message
-    between two workers is not the server's."""
+    """Server on device 0 answers workers on devices 1 and 2 (routes share link 7, then
+    links 8 / 9) and gets a push from 1: per link, count x drain time; the busiest is the
+    shared one.  A message between two workers is not the server's."""
     from clustersim.sim.linkdemand import RouteTable, link_demands
 
-    routes = {(0, 1): (7, 8), (0, 2): (7, 9), (1, 0): (18, 17), (1, 2): (8, 9)}
-
-    def plan(src: int, dst: int, nbytes: float) -> tuple[tuple[int, ...], list[float]]:
-        return routes[(src, dst)], [nbytes / 10.0] * 2  # every link 10 B/s
-
-    tally = {(0, 1, 20.0): 3, (0, 2, 20.0): 2, (1, 0, 40.0): 1, (1, 2, 1000.0): 5}
     table = RouteTable()
-    out = link_demands(tally, frozenset({0}), [0, 1, 2], table, plan)
-    assert out == {0: pytest.approx(5 * 2.0)}  # link 7: 3 x 2 s + 2 x 2 s; link 18: 4 s
-    # the table is reused: a second run plans nothing new
-    assert link_demands(tally, frozenset({0}), [0, 1, 2], table,
-                        lambda *k: pytest.fail(f"planned {k} again")) == out
+    ans1 = table.add(0, 1, (7, 8), [2.0, 2.0])
+    ans2 = table.add(0, 2, (7, 9), [2.0, 2.0])
+    push = table.add(1, 0, (18, 17), [4.0, 4.0])
+    other = table.add(1, 2, (8, 9), [100.0, 100.0])
+    log = [ans1] * 3 + [ans2] * 2 + [push] + [other] * 5
+    assert link_demands(log, table, [0]) == {0: pytest.approx(5 * 2.0)}  # link 7: 3x2 + 2x2
+    assert link_demands(log, table, [1])[1] == pytest.approx(3 * 2.0 + 5 * 100.0)  # link 8
+    assert link_demands([], table, [0]) == {0: 0.0}

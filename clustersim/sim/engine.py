@@ -62,6 +62,7 @@ from clustersim.sim.collective_run import (
     _Rendezvous,
 )
 from clustersim.sim.events import _at, _Environment, _new, _set_handle_id
+from clustersim.sim.linkdemand import RouteTable, link_demands
 from clustersim.sim.mailbox import Mailbox
 from clustersim.sim.p2p import P2P_FLOW_MAX_ACTORS, PointToPoint
 from clustersim.trace import TraceEvent
@@ -210,16 +211,20 @@ class Engine(CollectiveRunner, PointToPoint):
         key = ("p2p plans", params, queued)
         try:
             shared = memo.setdefault(key, {}) if memo is not None else {}
+            # the plans' routes by plan id (plan[5]), for the servers' link demand
+            table = memo.setdefault(("plan routes", params, queued), RouteTable()) \
+                if memo is not None else RouteTable()
         except TypeError:  # parameters that do not hash: plans for this run only
-            shared = {}
+            shared, table = {}, RouteTable()
         self._shared_plans: dict[tuple[int, int, float], tuple] = shared
+        self._plan_routes = table
         # non-blocking Recv processes under way per actor (a message is handed straight to a
         # blocked actor only when none could take it first; see _arrived)
         self._nb_recv = [0] * len(self.actors)
-        # messages with bytes to or from a server, by (sender, receiver, bytes): what the
-        # servers' link demand is summed from after the run (None: no server)
+        # the plan id of every message: what the servers' link demand is summed from after
+        # the run (None: no server)
         self._servers = frozenset(i for i, a in enumerate(self.actors) if a.role != "worker")
-        self._tally: dict[tuple[int, int, float], int] | None = {} if self._servers else None
+        self._msg_log: list[int] | None = [] if self._servers else None
         # what _Actor reads of the cost model, looked up once instead of once per actor
         self._cost_hooks = (getattr(costs, "op_table", None),
                             getattr(costs, "jitter_buffer", None),
@@ -258,7 +263,7 @@ class Engine(CollectiveRunner, PointToPoint):
         for st in self.stats:
             if not st.end:
                 st.end = env.now
-        if self._tally:
+        if self._msg_log:
             self._link_demand()
         # SimPy numbers every scheduled event from an itertools.count: the next id is the total
         scheduled = next(env._eid)  # noqa: SLF001
@@ -269,25 +274,10 @@ class Engine(CollectiveRunner, PointToPoint):
         """Each server's ``link_demand`` (:mod:`clustersim.sim.linkdemand`: the bottleneck
         law's demand of its messages on its busiest link direction; the route is the minimal
         one under adaptive routing)."""
-        from clustersim.sim.linkdemand import RouteTable, link_demands
-
-        rate = self._queues.rate if self._queues is not None else [
-            float(c) * self.params.efficiency for c in self.platform.capacity]
-        memo = getattr(self.platform, "memo", None)
-        try:  # kept with the platform's message plans for every later run (_shared_plans)
-            table = memo.setdefault(("link demand", self.params), RouteTable()) \
-                if memo is not None else RouteTable()
-        except TypeError:  # parameters that do not hash
-            table = RouteTable()
-
-        def plan(src: int, dst: int, nbytes: float) -> tuple[tuple[int, ...], list[float]]:
-            route = tuple(self.platform.route(src, dst))
-            drain = self.net.message_plan(route, nbytes)[1] if route else 0.0
-            return route, [drain / rate[lk] for lk in route]
-
-        demands = link_demands(self._tally or {}, self._servers, self.placement, table, plan)
-        for a, d in demands.items():
-            self.stats[a].link_demand = d
+        demand = link_demands(self._msg_log or [], self._plan_routes,
+                              [self.placement[a] for a in self._servers])
+        for a in self._servers:
+            self.stats[a].link_demand = demand[self.placement[a]]
 
     def _compute(self, i: int, spec: ActorSpec, op: Compute) -> Handle:
         """Non-blocking compute: runs beside the actor; the handle's event succeeds with the

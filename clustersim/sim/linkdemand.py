@@ -7,16 +7,16 @@ al., *Quantitative System Performance*, 1984, ch. 5) - not the time its answers 
 wire, which counts overlapping answers in full and charges the server for a slow receiver
 (:func:`clustersim.sim.metrics.master_service_time`).
 
-Why numpy and a table kept with the platform: a 4,253-worker parameter server exchanges with
-8,500 distinct (device, device, size) routes per run; their links and drain times are the
-same in every run on the platform (kept in its ``memo``, as the engine keeps its message
-plans), and summing ``count x drain`` per link over ~40,000 (route, link) pairs is one
-``bincount`` instead of a Python loop that cost 15% of such a point.
+Why numpy and the plans' ids: a 4,253-worker parameter server exchanges with 8,500 distinct
+(device, device, size) routes per run.  The engine numbers each message plan when it makes it
+(once per platform and parameters, kept in its ``memo``) and logs one integer per message;
+the routes' links and drain times sit in flat arrays beside the plans, so the demand is a
+few ``bincount``s - a Python loop over the messages cost 15% of such a point.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -24,22 +24,29 @@ __all__ = ["RouteTable", "link_demands"]
 
 
 class RouteTable:
-    """Routes as flat arrays: for route ``k``, links ``links[start[k]:start[k] + size[k]]``
+    """The engine's message plans' routes as flat arrays, by plan id: for plan ``k`` (source
+    device ``src[k]``, destination ``dst[k]``), links ``links[start[k]:start[k] + size[k]]``
     and their drain times ``dts[...]`` (seconds at the link's full rate)."""
 
     def __init__(self) -> None:
-        self.ids: dict[tuple[int, int, float], int] = {}
         self._links: list[int] = []
         self._dts: list[float] = []
         self._start: list[int] = []
         self._size: list[int] = []
+        self._src: list[int] = []
+        self._dst: list[int] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
 
-    def add(self, key: tuple[int, int, float], route: Sequence[int],
-            dts: Sequence[float]) -> int:
-        k = self.ids[key] = len(self._start)
+    def __len__(self) -> int:
+        return len(self._start)
+
+    def add(self, src: int, dst: int, route: Sequence[int], dts: Sequence[float]) -> int:
+        """The new plan's id."""
+        k = len(self._start)
         self._start.append(len(self._links))
         self._size.append(len(route))
+        self._src.append(src)
+        self._dst.append(dst)
         self._links.extend(route)
         self._dts.extend(dts)
         self._arrays = None
@@ -47,47 +54,32 @@ class RouteTable:
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         if self._arrays is None:
-            self._arrays = (np.array(self._links, dtype=np.int64), np.array(self._dts),
-                            np.array(self._start, dtype=np.int64),
-                            np.array(self._size, dtype=np.int64))
+            i64 = np.int64
+            self._arrays = (np.array(self._links, dtype=i64), np.array(self._dts, dtype=float),
+                            np.array(self._start, dtype=i64), np.array(self._size, dtype=i64),
+                            np.array(self._src, dtype=i64), np.array(self._dst, dtype=i64))
         return self._arrays
 
 
-def link_demands(tally: Mapping[tuple[int, int, float], int], servers: frozenset[int],
-                 placement: Sequence[int], table: RouteTable,
-                 plan: Callable[[int, int, float], tuple[Sequence[int], Sequence[float]]]
+def link_demands(log: Sequence[int], table: RouteTable, devices: Iterable[int]
                  ) -> dict[int, float]:
-    """Each server's busiest link direction's demand: ``tally[(sender, receiver, bytes)]``
-    messages, ``plan(src device, dst device, bytes)`` -> (route, drain time per link) for a
-    route not in ``table`` yet."""
-    mine: dict[int, tuple[list[int], list[int]]] = {a: ([], []) for a in servers}
-    ids = table.ids
-    for (i, j, nbytes), count in tally.items():
-        key = (placement[i], placement[j], nbytes)
-        k = ids.get(key)
-        if k is None:
-            k = table.add(key, *plan(*key))
-        for a in (i, j):
-            got = mine.get(a)
-            if got is not None:
-                got[0].append(k)
-                got[1].append(count)
-    links, dts, start, size = table.arrays()
+    """For each of ``devices`` (the servers'), the busiest link direction's demand of the
+    messages it sent or received: ``log`` holds the plan id of every message of the run.
+
+    A message is the server's when it leaves or reaches the server's device: on a platform
+    so full that a server shares a worker's device, that worker's messages count too."""
+    links, dts, start, size, src, dst = table.arrays()
+    counts = np.bincount(np.asarray(log, dtype=np.int64), minlength=len(start))
     out: dict[int, float] = {}
-    for a, (ks, counts) in mine.items():
-        if not ks:
-            out[a] = 0.0
-            continue
-        k = np.array(ks, dtype=np.int64)
+    for d in sorted(set(devices)):
+        k = np.flatnonzero(((src == d) | (dst == d)) & (counts > 0))
         n = size[k]
         total = int(n.sum())
         if total == 0:
-            out[a] = 0.0
+            out[d] = 0.0
             continue
-        # every (route, link) pair of this server's messages, flat: route k's start plus 0..n-1
-        first = np.repeat(start[k], n)
-        offset = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        at = first + offset
-        weight = dts[at] * np.repeat(np.array(counts, dtype=float), n)
-        out[a] = float(np.bincount(links[at], weights=weight).max())
+        # every (message, link) pair, flat: plan k's start plus 0..n-1, weighted by its count
+        at = np.repeat(start[k], n) + np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        weight = dts[at] * np.repeat(counts[k].astype(float), n)
+        out[d] = float(np.bincount(links[at], weights=weight).max())
     return out

@@ -47,7 +47,9 @@ class PointToPoint:
     _mail_wait: list
     _nb_recv: list[int]
     _adaptive: bool
-    _tally: dict | None
+    _msg_log: list | None
+    _plan_routes: Any
+    params: Any
 
     # -- point to point ----------------------------------------------------------------------
     def _new_plan(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
@@ -72,6 +74,21 @@ class PointToPoint:
             lat = self._latency[route] = self.net.message_latency(route, 0.0)
         return _HEADER, route, lat, 0.0, ()
 
+    def _numbered(self, src_dev: int, dst_dev: int, nbytes: float) -> tuple:
+        """:meth:`_new_plan` with its id (``plan[5]``) in the plans' route table: each link's
+        drain time at its full rate, for the servers' link demand."""
+        plan = self._new_plan(src_dev, dst_dev, nbytes)
+        route = plan[1]
+        if plan[0] == _QUEUED:
+            dts: Any = plan[4]
+        elif nbytes > 0 and route:
+            drain = self.net.message_plan(route, nbytes)[1]
+            eff = self.params.efficiency
+            dts = [drain / (float(self.platform.capacity[lk]) * eff) for lk in route]
+        else:
+            dts = [0.0] * len(route)
+        return (*plan, self._plan_routes.add(src_dev, dst_dev, route, dts))
+
     def _start_send(self, i: int, op: Send) -> simpy.Event | None:
         """Start a point-to-point message; the returned event fires when it has arrived
         (``None``: delivered already, sender and receiver share a device).
@@ -89,11 +106,10 @@ class PointToPoint:
         key = (placement[i], placement[op.dst], op.nbytes)
         plan = self._shared_plans.get(key)
         if plan is None:
-            plan = self._shared_plans[key] = self._new_plan(*key)
-        tally = self._tally  # for the servers' link demand (sim/linkdemand.py), which
-        if tally is not None and op.nbytes:  # keeps the messages a server sent or received
-            k = (i, op.dst, op.nbytes)
-            tally[k] = tally.get(k, 0) + 1
+            plan = self._shared_plans[key] = self._numbered(*key)
+        log = self._msg_log  # the servers' link demand (sim/linkdemand.py)
+        if log is not None:
+            log.append(plan[5])
         mode = plan[0]
         env = self.env
         t0 = env._now
