@@ -107,8 +107,8 @@ class PointToPoint:
         plan = self._shared_plans.get(key)
         if plan is None:
             plan = self._shared_plans[key] = self._numbered(*key)
-        log = self._msg_log  # the servers' link demand (sim/linkdemand.py)
-        if log is not None:
+        log = self._msg_log  # the servers' link demand (sim/linkdemand.py); a header
+        if log is not None and op.nbytes:  # drains nothing
             log.append(plan[5])
         mode = plan[0]
         env = self.env
