@@ -100,3 +100,22 @@ def test_placement_is_a_sweep_axis() -> None:
     rows = tidy_rows(study, points, run_study(study, points, jobs=1).results)
     by = {r["placement.devices_per_worker"]: r["throughput"] for r in rows}
     assert by[4] > 3.5 * by[1]
+
+
+def test_every_algorithm_declares_the_servers_that_take_a_device_of_their_own() -> None:
+    """``server: machine`` gives each of ``AlgorithmDef.servers(params)`` a machine before
+    the actors exist (the cost model is built once, on the grouped platform): that count
+    must be the servers the algorithm does not colocate with a worker, for every algorithm
+    (hybrid's group-local servers sit on their leaders' devices)."""
+    from clustersim.algorithms.base import REGISTRY
+    from clustersim.sim.costs import CostModel
+    from clustersim.sim.sweep import batch_per_worker, build_job
+
+    raw = yaml.safe_load((ROOT / "scenarios" / "hetero_hybrid.yaml").read_text())
+    for name, defn in REGISTRY.items():
+        for params in ({}, {"shards": 2}) if "shards" in defn.params else ({},):
+            scn = parse_scenario({**raw, "algorithm": {"name": name, **params}, "compare": []})
+            alg = scn.algorithms[0]
+            job = build_job(scn, alg, defn, 8, 0, CostModel(scn, batch_per_worker(scn, 8), 0))
+            own = [a for a in defn.actors(job) if a.role != "worker" and a.colocate is None]
+            assert len(own) == defn.servers(alg.params), (name, params)

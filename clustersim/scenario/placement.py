@@ -110,9 +110,6 @@ def group_devices(merged: dict[str, Any], catalog: Any, g: int) -> tuple[dict[st
     return out, grouped
 
 
-
-
-
 def machine_servers(platform: Any, workers: int, count: int) -> list[int]:
     """The first device of each of the ``count`` machines after the last worker's
     (``placement.server: machine``), or a located error naming how many are free."""

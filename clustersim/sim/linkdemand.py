@@ -37,9 +37,6 @@ class RouteTable:
         self._dst: list[int] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
 
-    def __len__(self) -> int:
-        return len(self._start)
-
     def add(self, src: int, dst: int, route: Sequence[int], dts: Sequence[float]) -> int:
         """The new plan's id."""
         k = len(self._start)

@@ -72,8 +72,8 @@ class PointMetrics:
     convergence_terms: dict[str, float] = field(default_factory=dict)
     #: master-based methods: the busiest server's seconds per update at full load (the
     #: slowest of its thread, processor and link: master_service_time), and the worker count
-    #: where it is busy all the time, W* = iteration time / service time
-    #: (clustersim.explore.saturation)
+    #: where it is busy all the time, W* = iteration time / its busy time per worker
+    #: iteration (master_demand; clustersim.explore.saturation)
     service_time: float | None = None
     saturation_workers: float | None = None
 
@@ -173,13 +173,22 @@ def master_service_time(servers: Sequence[Any]) -> float | None:
     slower than the throughput it was simulated at), and an answer slowed by the receiver's
     link counted against the server's.
     """
-    busiest = _busiest(servers, 1)
+    busiest = master_demand(servers, 1)
     return None if busiest is None else busiest[0]
 
 
-def _busiest(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
-    """(service time per update, busy time per worker iteration) of the server with the
-    most busy time per worker iteration - the one that saturates first."""
+def master_demand(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
+    """``(s, D)`` of the server with the most busy time - the one that saturates first: its
+    service time per update (:func:`master_service_time`) and its busy time per *worker
+    iteration* ``D`` (``worker_iterations``: every worker's iterations in the run, as the
+    servers' busy time covers the whole run).
+
+    ``D`` is what the saturation point needs: ``W`` workers ask ``W / step`` iterations a
+    second of it, so it is busy all the time once ``W = step / D`` (the utilisation law).
+    ``D = s`` when every worker iteration is one exchange; with an exchange every ``tau``
+    steps it is ``s / tau``, with a group of ``g`` workers pushing through a leader every
+    ``k`` steps (hybrid) ``s / (g k)`` - so ``step / s``, what was printed before, put
+    those masters' saturation ``tau`` or ``g k`` times too low."""
     best = None
     for a in servers:
         updates = len(a.records.get("update", ()))
@@ -191,20 +200,6 @@ def _busiest(servers: Sequence[Any], worker_iterations: int) -> tuple[float, flo
     if best is None:
         return None
     return best[0] / best[1], best[0] / max(worker_iterations, 1)
-
-
-def master_demand(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
-    """``(s, D)``: the busiest server's service time per update (:func:`master_service_time`)
-    and its busy time per *worker iteration* ``D`` (``worker_iterations``: every worker's
-    iterations in the run, as the servers' busy time covers the whole run).
-
-    ``D`` is what the saturation point needs: ``W`` workers ask ``W / step`` iterations a
-    second of it, so it is busy all the time once ``W = step / D`` (the utilisation law).
-    ``D = s`` when every worker iteration is one exchange; with an exchange every ``tau``
-    steps it is ``s / tau``, with a group of ``g`` workers pushing through a leader every
-    ``k`` steps (hybrid) ``s / (g k)`` - so ``step / s``, what was printed before, put
-    those masters' saturation ``tau`` or ``g k`` times too low."""
-    return _busiest(servers, worker_iterations)
 
 
 _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total", "comm_share",

@@ -139,6 +139,14 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     scn = scn.at_workers(workers)  # the point's own fields (sweep.at), if it has any
     defn = get_algorithm(alg.name)
     batch = batch_per_worker(scn, workers)
+    own = None  # placement.server: machine - each server's device is its own machine
+    if scn.placement is not None and scn.placement.server == "machine":
+        count = defn.servers(alg.params)  # the servers that take a device of their own
+        if count:
+            from clustersim.platform.gang import whole_machine
+
+            own = machine_servers(scn.platform, workers, count)
+            scn = replace(scn, platform=whole_machine(scn.platform, tuple(own)))
     costs = CostModel(scn, batch, seed)
     job = build_job(scn, alg, defn, workers, seed, costs)
     if iterations is not None:
@@ -147,17 +155,8 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     if [a.rank for a in actors] != list(range(len(actors))):
         raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
     servers = [a for a in actors if a.role != "worker"]
-    colocate = [a.colocate for a in servers]
-    if scn.placement is not None and scn.placement.server == "machine" and servers:
-        own = machine_servers(scn.platform, workers, sum(c is None for c in colocate))
-        placement = place_actors(workers, len(servers), scn.platform.num_devices, colocate,
-                                 own)
-        from clustersim.platform.gang import whole_machine
-
-        scn = replace(scn, platform=whole_machine(scn.platform, tuple(own)))
-        costs = CostModel(scn, batch, seed)  # the servers' devices are whole machines now
-    else:
-        placement = place_actors(workers, len(servers), scn.platform.num_devices, colocate)
+    placement = place_actors(workers, len(servers), scn.platform.num_devices,
+                             [a.colocate for a in servers], own)
     costs.share_devices(placement, [a.role for a in actors])
     return scn, job, actors, placement, costs
 
