@@ -33,6 +33,8 @@ __all__ = [
     "format_size",
     "format_time",
     "format_bandwidth",
+    "format_duration",
+    "DURATION_UNITS",
 ]
 
 
@@ -196,7 +198,7 @@ def format_time(seconds: float) -> str:
 
 
 #: the units a duration is read in at a glance (a time to target: seconds to days)
-_DURATIONS = (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
+DURATION_UNITS = (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0))
 
 
 def format_duration(seconds: float | None, like: float | None = None) -> str:
@@ -210,7 +212,7 @@ def format_duration(seconds: float | None, like: float | None = None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "never"
     ref = seconds if like is None or not math.isfinite(like) else like
-    name, size = next(((n, z) for n, z in _DURATIONS if abs(ref) >= z), _DURATIONS[-1])
+    name, size = next(((n, z) for n, z in DURATION_UNITS if abs(ref) >= z), DURATION_UNITS[-1])
     if like is None or not math.isfinite(like):
         return f"{seconds / size:.3g} {name}"
     lead = math.floor(math.log10(abs(like) / size)) if like else 0

@@ -23,7 +23,8 @@ def test_predict_plot_of_a_benchmark_is_refused_before_simulating(tmp_path, caps
 
 
 def test_tick_helpers():
-    from clustersim.report.plot_axes import log_ticks, size_label, size_ticks, tick_text, time_unit
+    from clustersim.report.plot_axes import log_ticks, size_ticks, tick_text, time_unit
+    from clustersim.units import format_size as size_label
 
     assert tick_text(log_ticks([20.0, 300.0])) == ["20", "50", "100", "200"]
     assert [size_label(t) for t in size_ticks([2 ** 26, 2 ** 33])] == [

@@ -86,8 +86,10 @@ def test_core_imports_no_plotly_mpi_cupy(module):
 
 def test_progress_chart_follows_the_panel_in_the_other_charts_styles():
     # it showed the 1x cell whatever the panel said, in a palette of its own
-    from clustersim.report.whatif import _progress_figure, _training_figures, log_ticks
+    from clustersim.report.plot_axes import log_ticks
+    from clustersim.report.whatif import _training_figures
     from clustersim.report.whatif_panel import series_style
+    from clustersim.report.whatif_tta import progress_figure as _progress_figure
 
     scn = parse_scenario({**SMALL, "workload": {**SMALL["workload"], "batch_per_worker": 64}})
     grid = whatif_grid(scn, [0.25], [1.0], jobs=1)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-__all__ = ["log_ticks", "tick_text", "time_unit", "size_label", "size_ticks", "wide_span"]
+from clustersim.units import DURATION_UNITS
+
+__all__ = ["log_ticks", "tick_text", "time_unit", "size_ticks", "wide_span"]
 
 
 def log_ticks(values: Iterable[float | None]) -> list[float]:
@@ -44,9 +46,10 @@ def wide_span(values: Iterable[float | None], ratio: float = 100.0) -> bool:
     return bool(vals) and max(vals) > ratio * min(vals)
 
 
-#: (divisor in seconds, axis word, short word) from the longest unit down
-_UNITS = ((86400.0, "days", "d"), (3600.0, "hours", "h"), (60.0, "minutes", "min"),
-          (1.0, "seconds", "s"))
+_WORDS = {"d": "days", "h": "hours", "min": "minutes", "s": "seconds"}
+#: (divisor in seconds, axis word, short word) from the longest unit down: the units the
+#: tables write durations in (clustersim.units.format_duration)
+_UNITS = tuple((size, _WORDS[short], short) for short, size in DURATION_UNITS)
 
 
 def time_unit(seconds: Iterable[float | None]) -> tuple[float, str, str]:
@@ -59,18 +62,9 @@ def time_unit(seconds: Iterable[float | None]) -> tuple[float, str, str]:
     return next((u for u in _UNITS if top >= 2 * u[0]), _UNITS[-1])
 
 
-_BINARY = ((2.0 ** 40, "TiB"), (2.0 ** 30, "GiB"), (2.0 ** 20, "MiB"), (2.0 ** 10, "KiB"),
-           (1.0, "B"))
-
-
-def size_label(nbytes: float) -> str:
-    """Binary units, as the scenarios give message sizes: 65536 -> "64 KiB", 2**30 -> "1 GiB"."""
-    scale, name = next(((s, n) for s, n in _BINARY if nbytes >= s), _BINARY[-1])
-    return f"{nbytes / scale:.4g} {name}"
-
-
 def size_ticks(sizes: Iterable[float], most: int = 8) -> list[float]:
-    """Powers of two over ``sizes``: every 1st, 2nd, 5th, 10th, ... exponent (steps that
+    """Powers of two over ``sizes`` (labelled by :func:`clustersim.units.format_size`, in
+    binary units as the scenarios give message sizes): every 1st, 2nd, 5th, 10th, ... exponent (steps that
     divide 10, so 1 KiB, 1 MiB and 1 GiB are ticks wherever they fall in the range) so that
     at most ``most`` remain."""
     vals = [float(s) for s in sizes if s and s > 0]

@@ -46,11 +46,14 @@ _PRIORITY = {"efficiency": 1, "throughput": 1, "time_to_target": 1, "iteration_t
              "comm_share": 2, "speedup": 3, "statistical_efficiency": 3, "goodput": 4}
 
 
+def _duration_band(m: float, lo: float, hi: float) -> str:
+    """``median [p05, p95]`` of durations, the ends in the median's unit and decimals."""
+    return f"{format_duration(m)} [{format_duration(lo, m)}, {format_duration(hi, m)}]"
+
+
 def _cell(key: str, b: Any) -> str:
-    if key == "time_to_target":  # the ends in the median's unit and decimals
-        m = b.median
-        return (f"{format_duration(m)} [{format_duration(b.low, m)}, "
-                f"{format_duration(b.high, m)}]")
+    if key == "time_to_target":
+        return _duration_band(b.median, b.low, b.high)
     f = _FMT[key]
     return f"{f(b.median)} [{f(b.low)}, {f(b.high)}]"
 
@@ -64,9 +67,8 @@ def band_text(key: str, band: Mapping[str, float]) -> str:
     ``80.1%``, ``5.53 s``; was ``1574``, ``8.151e+04`` in the sensitivity tables and charts),
     times with their unit."""
     m = band["median"]
-    if key == "time_to_target" and m >= 1:  # the ends in the median's unit and decimals
-        return (f"{format_duration(m)} [{format_duration(band['p05'], m)}, "
-                f"{format_duration(band['p95'], m)}]")
+    if key == "time_to_target" and m >= 1:
+        return _duration_band(m, band["p05"], band["p95"])
     f = (_seconds if key in ("iteration_time", "time_to_target")
          else _FMT.get(key, lambda v: f"{v:.4g}"))
     return f"{f(m)} [{f(band['p05'])}, {f(band['p95'])}]"

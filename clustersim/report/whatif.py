@@ -35,11 +35,7 @@ from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, s
 from clustersim.report.whatif_tta import progress_figure, tta_figure
 from clustersim.scenario.schema import Scenario
 
-__all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html",
-           "log_ticks"]
-
-#: the name the tests and older callers know (the chart lives in whatif_tta now)
-_progress_figure = progress_figure
+__all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html"]
 
 
 def scaled_platform(platform: Any, bandwidth: float = 1.0, latency: float = 1.0) -> Any:

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from clustersim.report.htmlpage import escape_text as _esc
-from clustersim.report.plot_axes import size_label, size_ticks
+from clustersim.report.plot_axes import size_ticks
 from clustersim.report.whatif_panel import series_style
+from clustersim.units import format_size
 
 __all__ = ["benchmark_figures"]
 
@@ -37,7 +38,7 @@ def benchmark_figures(grid: dict[str, Any], combos: list[tuple[float, float]],
     sizes = sorted({r["size"] for r in rows0})
     ticks = size_ticks(sizes)
     xaxis = {"title": {"text": "message size"}, "type": "log", "tickvals": ticks,
-             "ticktext": [size_label(t) for t in ticks]}
+             "ticktext": [format_size(t) for t in ticks]}
     figs, owners = [], []
     for n in ranks:
         fig, own = go.Figure(), []
@@ -50,7 +51,7 @@ def benchmark_figures(grid: dict[str, Any], combos: list[tuple[float, float]],
                 color, dash = style[alg]
                 fig.add_trace(go.Scatter(
                     x=[r["size"] for r in sel], y=[r["busbw"] / 1e9 for r in sel],
-                    customdata=[size_label(r["size"]) for r in sel], name=_esc(alg),
+                    customdata=[format_size(r["size"]) for r in sel], name=_esc(alg),
                     legendgroup=_esc(alg), mode="lines+markers",
                     line={"color": color, "dash": dash, "width": 2.5},
                     hovertemplate=f"{_esc(alg)}, %{{customdata}}: %{{y:.3f}} GB/s"
