@@ -91,8 +91,7 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
     """
     from clustersim.algorithms.base import get_algorithm
     from clustersim.scenario.schema import load_scenario
-    from clustersim.sim.costs import CostModel
-    from clustersim.sim.sweep import batch_per_worker, build_job, place_actors, worker_counts
+    from clustersim.sim.sweep import prepare_point, worker_counts
 
     sets = list(sets)
     if iterations is not None:
@@ -128,16 +127,11 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
     sets.append(f"sweep.workers=[{workers}]")
     scn = load_scenario(scenario, sets)
     alg = _pick_algorithm(scn, algorithm)
-    batch = batch_per_worker(scn, workers)
-    costs = CostModel(scn, batch, scn.run.seed)
-    job = build_job(scn, alg, defn, workers, scn.run.seed, costs)
-    actors = defn.actors(job)
-    if [a.rank for a in actors] != list(range(len(actors))):
-        raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
+    # the simulator's own preparation of the point: the same job, actors and placement
+    # (``placement.server: machine`` included: each server on a machine of its own)
+    scn, job, actors, placement, costs = prepare_point(scn, alg, workers, scn.run.seed)
     srv = [a for a in actors if a.role != "worker"]
-    placement = place_actors(workers, len(srv), scn.platform.num_devices,
-                             [a.colocate for a in srv])
-    return TrainSetup(scn, alg, workers, len(srv), batch, costs, job, actors, placement,
+    return TrainSetup(scn, alg, workers, len(srv), costs.batch, costs, job, actors, placement,
                       tuple(sets))
 
 

@@ -119,3 +119,20 @@ def test_every_algorithm_declares_the_servers_that_take_a_device_of_their_own() 
             job = build_job(scn, alg, defn, 8, 0, CostModel(scn, batch_per_worker(scn, 8), 0))
             own = [a for a in defn.actors(job) if a.role != "worker" and a.colocate is None]
             assert len(own) == defn.servers(alg.params), (name, params)
+
+
+def test_a_real_run_places_its_actors_where_the_simulator_does(tmp_path: Path) -> None:
+    """``run --real`` builds its point with the simulator's own preparation: the master of
+    ``server: machine`` gets its own machine there too (it took the next core before, so a
+    real run and its prediction disagreed on where the master sat)."""
+    from realrun.train import prepare
+
+    raw = copy.deepcopy(RAW)
+    raw.update(algorithm=ASYNC, compare=[], placement={"server": "machine"})
+    path = tmp_path / "machine.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    setup = prepare(path, workers=17, iterations=2)
+    sim = prepare_point(setup.scenario, setup.algorithm, 17, setup.scenario.run.seed)
+    assert setup.placement == sim[3] and setup.placement[-1] == 68
+    assert setup.hosts[17] == 1 and {setup.hosts[w] for w in range(17)} == {0}
+    assert setup.job == sim[1]
