@@ -180,7 +180,7 @@ def test_covariance_blocks_of_devices_not_on_the_platform_are_not_inputs(capsys)
     assert h200.covariance and collect_inputs(alex, h200).dims == len(alex.uncertain)
 
 
-def test_profile_draws_outside_what_the_model_accepts_are_redrawn_not_piled_up():
+def test_profile_draws_below_a_rates_floor_are_redrawn_beyond_a_physical_limit_clipped():
     from clustersim.calibration.covariance import CovBlock
 
     # a rate whose sd is 17 times its value: half its Gaussian is below 1 % of the fit
@@ -189,10 +189,35 @@ def test_profile_draws_outside_what_the_model_accepts_are_redrawn_not_piled_up()
     xs = np.array([[s.profile[p] for p in blk.parameters]
                    for s in draw(Inputs(blocks=(blk,)), 512, 0)])
     assert np.all(xs[:, 0] >= 1e7) and np.all((xs[:, 1] > 0) & (xs[:, 1] <= 1.0))
-    assert np.sum(xs[:, 0] == 1e7) == 0 and np.sum(xs[:, 1] == 1.0) == 0
+    assert np.sum(xs[:, 0] == 1e7) == 0  # redrawn, not piled on the floor
+    # the efficiency's Gaussian above 1 (the peak) is projected onto it: P(N(0.9, 0.2) > 1)
+    # = 30.9 %, +- 3 binomial sd at n = 512 (the two are independent here)
+    assert abs(np.mean(xs[:, 1] == 1.0) - 0.3085) < 3 * (0.3085 * 0.6915 / 512) ** 0.5
     again = np.array([[s.profile[p] for p in blk.parameters]
                       for s in draw(Inputs(blocks=(blk,)), 512, 0)])
     assert xs.tobytes() == again.tobytes()
+
+
+def test_parameters_fitted_on_a_physical_limit_keep_their_fit_as_median():
+    """An efficiency fitted at 1 and an overhead at 0 (what calibrate writes when a GEMM beats
+    the nominal peak, or an overhead is too small to resolve): half their draws sit on the
+    limit, so each median is the fitted value.  Truncated instead, every efficiency drawn
+    was below 1 and every overhead above 0, and a calibrated CPU run's band (24.0 [22.5,
+    26.2] ms) missed its own nominal prediction (21.6 ms)."""
+    from clustersim.calibration.covariance import CovBlock
+
+    blk = CovBlock(("devices.d.efficiency_by_class.fc", "devices.d.overhead",
+                    "devices.d.efficiency_by_class.conv"), (1.0, 2.5e-20, 0.7),
+                   ((0.22 ** 2, 1e-6, 0.0), (1e-6, 1.3e-4 ** 2, 0.0), (0.0, 0.0, 0.05 ** 2)),
+                   "gemm")
+    xs = np.array([[s.profile[p] for p in blk.parameters]
+                   for s in draw(Inputs(blocks=(blk,)), 1024, 0)])
+    # (the median of 1,024 is the mean of the two middle draws: one may be just off the limit)
+    assert np.median(xs[:, 0]) > 1.0 - 0.01 * 0.22 and np.median(xs[:, 1]) < 0.01 * 1.3e-4
+    for col in (0, 1):  # half on the limit, +- 3 binomial sd
+        assert abs(np.mean(xs[:, col] == blk.value[col] * (col == 0)) - 0.5) < 3 * 0.5 / 32
+    assert np.all(xs[:, 1] >= 0.0) and np.all(xs[:, 0] <= 1.0)
+    assert np.median(xs[:, 2]) == pytest.approx(0.7, abs=0.01)
 
 
 def test_a_misspelled_field_is_not_blamed_on_the_distribution():
