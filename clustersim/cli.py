@@ -90,7 +90,7 @@ def _predict(args: argparse.Namespace) -> int:
     if args.calibration:
         from clustersim.calibration.applyprofile import apply_profile
 
-        scn = apply_profile(scn, args.calibration)
+        scn = apply_profile(scn, args.calibration, quiet=bool(getattr(args, "quiet", False)))
     from clustersim.report.output import check_outputs
 
     # before any simulating: a bad output path is an input error, not a traceback later

@@ -133,10 +133,13 @@ def test_predict_with_calibration_cli(tmp_path, capsys):
     p = tmp_path / "p.yaml"
     p.write_text(dump_profile(profile()))
     out = tmp_path / "o.json"
-    assert main(["predict", str(BSP), "--calibration", str(p), "--json", str(out), "-q"]) == 0
+    assert main(["predict", str(BSP), "--calibration", str(p), "--json", str(out)]) == 0
     err = capsys.readouterr().err
     assert "parameters moved" in err
     assert json.loads(out.read_text())
+    # -q: no table, no progress - and no report of what moved (it printed ~35 lines)
+    assert main(["predict", str(BSP), "--calibration", str(p), "--json", str(out), "-q"]) == 0
+    assert capsys.readouterr().err == ""
     bad = tmp_path / "bad.yaml"
     bad.write_text("format: nope\n")
     assert main(["predict", str(BSP), "--calibration", str(bad), "-q"]) == 2

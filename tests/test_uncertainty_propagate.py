@@ -134,6 +134,52 @@ def test_a_bad_covariance_names_its_field(tmp_path, capsys):
     assert f"{prof}:4" in err and "covariance[0].parameters[1]" in err
 
 
+_SHM = ("format: clustersim-calibration/1\n"
+        "devices: {localhost_core: {efficiency: 0.5, mem_efficiency: 0.6}}\n"
+        "links: {localhost_shm: {bandwidth: 4 GB/s, latency: 1 us}}\n")
+
+
+@pytest.mark.parametrize("block, where, says", [
+    # a value apart from the profile's own number: the band was centred on it, silently
+    ("[links.localhost_shm.bandwidth]\n    value: [-5.0]\n    matrix: [[1.0e16]]",
+     "covariance[0].value[0]", "-5 is not the profile's links.localhost_shm.bandwidth (4e+09)"),
+    # a correlation of 48 between mixed-scale entries: passed a check scaled by the largest
+    ("[devices.localhost_core.efficiency, devices.localhost_core.mem_efficiency, "
+     "links.localhost_shm.bandwidth]\n    value: [0.5, 0.6, 4.0e9]\n"
+     "    matrix: [[0.01, 0.48, 0], [0.48, 0.01, 0], [0, 0, 1.0e29]]",
+     "covariance[0].matrix", "largest |correlation| 48,"),
+    ("[links.localhost_shm.latency]\n    value: [1.0e-6]\n    matrix: [[-1.0e-14]]",
+     "covariance[0].matrix", "a variance on its diagonal is negative"),
+])
+def test_a_covariance_apart_from_its_profile_is_refused(tmp_path, capsys, block, where, says):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(_SHM + "covariance:\n  - parameters: " + block + "\n")
+    assert main(["predict", "real_bsp_mlp", "--calibration", str(prof), "-q",
+                 "--uncertainty", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and where in err and says in err, err
+
+
+def test_a_profile_that_applies_to_nothing_is_refused_and_q_is_quiet(tmp_path, capsys):
+    """A profile of another machine (the H200 node's on the KNL platform) was "0 parameters
+    moved" and the catalog's prediction, exit 0; one that applies is reported, but not
+    under ``-q``."""
+    h200 = ROOT / "tests" / "data" / "gpu_h200" / "h200_profile.yaml"
+    assert main(["predict", "knl_unsaturated", "--calibration", str(h200), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {h200}: applies to nothing in platform 'cori_knl_cores'")
+    assert "device 'h200_rank'" in err and "'knl_core'" in err
+    prof = tmp_path / "p.yaml"
+    prof.write_text(_SHM)
+    out = tmp_path / "o.json"
+    assert main(["predict", "real_bsp_mlp", "--calibration", str(prof), "-q",
+                 "--json", str(out)]) == 0
+    assert capsys.readouterr().err == "" and out.exists()
+    assert main(["predict", "real_bsp_mlp", "--calibration", str(prof), "--json",
+                 str(out)]) == 0
+    assert "calibration profile" in capsys.readouterr().err
+
+
 def test_a_badly_scaled_covariance_block_is_sampled_with_its_moments():
     # an efficiency (sd 0.05) and a rate in B/s (sd 1e9), correlation 0.6: eigh of the raw
     # matrix loses the efficiency in round-off; the samples must keep both and their coupling

@@ -29,6 +29,7 @@ class _Applied:
     scenario: Any
     changes: list[Change]
     notes: list[str]
+    applied: bool  # a device or link class of the profile is in the platform (or a variant's)
 
 
 def _device_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,16 +100,18 @@ def _apply_one(scn: Any, prof: Profile) -> _Applied:
                  for n, lk in catalog.links.items()}  # LinkSpec has bandwidth/latency/duplex
         catalog = Catalog(devices, links)
     variants = []
+    applied = bool(dev_over or link_over)
     for label, v in scn.variants:
         sub = _apply_one(v, prof)
         variants.append((label, sub.scenario))
+        applied = applied or sub.applied
     new = replace(scn, platform=new_plat, network=net, workload=wl, catalog=catalog,
                   variants=tuple(variants))
     before, after = scenario_values(scn), scenario_values(new)
     changes = [Change(k, before.get(k), v) for k, v in after.items()
                if before.get(k) is None or not math.isclose(before[k], v, rel_tol=1e-9,
                                                              abs_tol=0.0)]
-    return _Applied(new, changes, notes)
+    return _Applied(new, changes, notes, applied)
 
 
 def apply_profile_data(scn: Any, prof: Profile) -> tuple[Any, list[Change], list[str]]:
@@ -135,15 +138,41 @@ def format_changes(changes: Sequence[Change], notes: Sequence[str] = (),
     return "\n".join(lines)
 
 
-def apply_profile(scenario: Any, path: str | Path, *, stream: IO[str] | None = None) -> Any:
+def apply_profile(scenario: Any, path: str | Path, *, stream: IO[str] | None = None,
+                  quiet: bool = False) -> Any:
     """``scenario`` with the calibration profile at ``path`` applied.
 
     Prints which parameters moved and by how much to ``stream`` (default stderr, so that
-    machine-readable output on stdout stays clean).  Bad profiles raise
+    machine-readable output on stdout stays clean; nothing with ``quiet``, a command's
+    ``-q``).  Bad profiles raise
     :class:`~clustersim.errors.InputError` naming the file, field and line.
     """
     prof = load_profile(path)
-    new, changes, notes = apply_profile_data(scenario, prof)
-    out = stream if stream is not None else sys.stderr
-    print(format_changes(changes, notes, title=f"calibration profile {path}"), file=out)
+    res = _apply_one(scenario, prof)
+    if not res.applied:
+        _applies_to_nothing(scenario, prof, path)
+    new, changes, notes = res.scenario, res.changes, res.notes
+    if not quiet:
+        out = stream if stream is not None else sys.stderr
+        print(format_changes(changes, notes, title=f"calibration profile {path}"), file=out)
     return new
+
+
+def _applies_to_nothing(scn: Any, prof: Profile, path: str | Path) -> None:
+    """A profile none of whose devices or link classes is in the scenario's platform is an
+    input error, not a note.  Why: everything it holds - network parameters and protocol
+    tables included - is applied only beside a device or link it calibrated, so the run was
+    the catalog's uncalibrated prediction under a ``--calibration`` flag, with exit 0 (a
+    profile of an H200 node on ``knl_4253``).  Partly applying profiles keep their notes."""
+    from clustersim.errors import InputError
+
+    plat = scn.platform
+    mine = sorted({plat.spec(d).name for d in range(plat.num_devices)})
+    theirs = [f"device {n!r}" for n in sorted(prof.devices)]
+    theirs += [f"link class {c!r}" for c in sorted(prof.links)]
+    raise InputError(f"applies to nothing in platform {plat.name!r}: the profile calibrated "
+                     f"{', '.join(theirs) or 'no device or link class'}; the platform has "
+                     f"device(s) {', '.join(map(repr, mine))} and link class(es) "
+                     f"{', '.join(map(repr, sorted(set(plat.link_kind))))} (calibrate on this "
+                     f"platform: clustersim calibrate --real, docs/calibration.md)",
+                     file=str(path))

@@ -50,7 +50,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         from clustersim.scenario.yamlio import files_read
 
         with files_read() as seen:  # the profile's bytes, as parsed: part of the cache key
-            scn = apply_profile(scn, args.calibration)
+            scn = apply_profile(scn, args.calibration, quiet=args.quiet)
         extra = json.dumps(sorted(seen.values()))
     out = Path(args.output)
     from clustersim.report.output import atomic_write, check_outputs
