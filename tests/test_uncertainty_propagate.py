@@ -288,3 +288,87 @@ def test_uncertainty_json_reports_a_choice_of_names_as_names(tmp_path):
     inputs = json.loads((tmp_path / "a.json").read_bytes())["uncertainty"]["inputs"]
     kinds = {i["field"]: i["kind"] for i in inputs}
     assert kinds["algorithm.allreduce"] == "name" and kinds["algorithm.tau"] == "int"
+
+
+def test_a_communication_bound_band_carries_the_collective_fits_uncertainty(tmp_path, capsys):
+    """The refitted H200 profile (tests/data/gpu_h200_pinned): the collective efficiency of
+    the segment its 48 MiB all-reduce falls in is 0.223 with a 95 % interval of +-0.083, and
+    the run is ~88 % communication.  Its covariance now carries the collective efficiencies
+    the fit determined (not the one stuck at the fit's bound of 100) and each segment's
+    lone-message overhead and efficiency that the ping-pong determined, and the band is that
+    wide; it was +-2 % (only the step overhead was in it)."""
+    from clustersim.calibration.profile import load_profile
+
+    prof = tmp_path / "h200.yaml"
+    data = ROOT / "tests" / "data" / "gpu_h200_pinned"
+    assert main(["calibrate", str(data / "bench"), "--platform",
+                 str(ROOT / "topologies" / "h200_shared.yaml"), "--out", str(prof), "-q"]) == 0
+    p = load_profile(prof)
+    blocks = {b.source: b for b in p.covariance}
+    coll = blocks["collective"]
+    name = "network.protocols.gpu_hoststaged.2.collective_efficiency"
+    k = coll.parameters.index(name)
+    fit = next(f for f in p.fit if f["parameter"] == "network.protocol.gpu_hoststaged.2."
+                                                      "collective_efficiency")
+    half = (fit["ci95"][1] - fit["ci95"][0]) / 2
+    # the profile's 95 % interval is the fit's t-interval: ~2 sd (t at 8 points and 3
+    # parameters is 2.57; 1.96 would be the normal's)
+    assert coll.matrix[k][k] ** 0.5 * 1.96 < half < coll.matrix[k][k] ** 0.5 * 2.6
+    assert all(p.protocols["gpu_hoststaged"][int(n.split(".")[3])].collective_efficiency < 100
+               for n in coll.parameters[1:])  # the one at the fit's bound is not sampled
+    sampled = {n for b in p.covariance for n in b.parameters}
+    assert "network.protocols.gpu_hoststaged.0.overhead" in sampled
+    # segment 2's lone-message efficiency: its beta's interval reaches 0, so its own
+    # reaches infinity - undetermined, named in the report, not sampled
+    assert "network.protocols.gpu_hoststaged.2.efficiency" not in sampled
+    capsys.readouterr()
+    out = tmp_path / "u.json"
+    assert main(["predict", "real_gpu_bsp_mlp", "--calibration", str(prof), "--uncertainty",
+                 "64", "-q", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    it = doc["uncertainty"]["algorithms"]["bsp"][0]["iteration_time"]
+    nominal = doc["algorithms"]["bsp"][0]["iteration_time"]
+    assert it["p95"] / it["p05"] > 1.3  # was 1.04
+    assert it["p05"] < nominal < it["p95"]
+
+
+def test_a_collective_efficiency_follows_its_sampled_lone_message_efficiency():
+    """``bandwidth x efficiency x collective_efficiency`` of a segment keeps the collective
+    fit's draw: the collective efficiencies were fitted given the ping-pong values."""
+    from clustersim.calibration.covariance import CovBlock
+
+    seg = "network.protocols.c.2."
+    pp = CovBlock((seg + "efficiency",), (0.9,), ((0.4,),), "pingpong")
+    bw = CovBlock(("links.c.bandwidth",), (5e9,), ((1e16,),), "pingpong")
+    co = CovBlock((seg + "collective_efficiency",), (0.22,), ((0.0015,),), "collective")
+    spread = [s.profile[seg + "collective_efficiency"]
+              for s in draw(Inputs(blocks=(pp, bw, co)), 64, 0)]
+    assert min(spread) < 0.2 < 0.24 < max(spread)  # the collective fit's own spread stays
+    # with the collective block held at its fit (variance 0), the product is the fitted one
+    fixed = CovBlock((seg + "collective_efficiency",), (0.22,), ((0.0,),), "collective")
+    for s in draw(Inputs(blocks=(pp, bw, fixed)), 64, 0):
+        v = s.profile
+        product = v["links.c.bandwidth"] * v[seg + "efficiency"] * v[seg + "collective_efficiency"]
+        assert product == pytest.approx(5e9 * 0.9 * 0.22, rel=1e-12)
+
+
+def test_undetermined_fits_are_named_by_one_rule():
+    from clustersim.calibration.fitlines import FitLine, covariance_name, undetermined
+
+    def line(name, v, lo, hi, unit="1"):
+        return FitLine(name, v, lo, hi, unit, 8, 0.01, "collective")
+
+    lines = [line("network.step_overhead", 0.0, 0.0, 25e-6, "s"),       # at 0, bounded
+             line("network.protocol.c.0.collective_efficiency", 100.0, -1e6, 1e6),
+             line("network.protocol.c.2.collective_efficiency", 0.22, 0.14, 0.31),
+             line("network.protocol.c.2.efficiency", 0.9, 0.09, float("inf")),
+             line("device.d.pack_rate", 8e13, 2e12, float("inf"), "B/s"),
+             line("compute.efficiency.fc", 0.4, 0.0, 1.8)]               # sd 0.46 > 0.4
+    assert [ln.parameter for ln in undetermined(lines)] == [
+        "network.protocol.c.0.collective_efficiency", "network.protocol.c.2.efficiency",
+        "device.d.pack_rate", "compute.efficiency.fc"]
+    assert covariance_name("compute.efficiency.fc", "d") == "devices.d.efficiency_by_class.fc"
+    assert covariance_name("device.d.reduce_bw", "d") == "devices.d.reduce_rate"
+    assert covariance_name("network.protocol.c.2.efficiency", "d") == \
+        "network.protocols.c.2.efficiency"
+    assert covariance_name("link.c.bandwidth", "d") == "links.c.bandwidth"

@@ -19,12 +19,20 @@ Profile format::
         matrix: [[1.1e-04, -2.0e-10], [-2.0e-10, 3.1e-13]]
 
 Names are paths into the profile (``devices.NAME.FIELD``, ``devices.NAME.efficiency_by_class
-.CLASS``, ``links.CLASS.bandwidth|latency``, ``network.step_overhead``), values SI.
+.CLASS``, ``links.CLASS.bandwidth|latency``, ``network.step_overhead``, ``network.
+collective_efficiency``, ``network.protocols.CLASS.K.overhead|efficiency|
+collective_efficiency`` for segment K of a link class's protocol table), values SI.
+
+Only *identified* parameters get a covariance: a fit whose standard error exceeds its value,
+or that sits on the optimiser's bound (a collective efficiency of 100 with a 95 % interval
+of +-187,000), says the measurements did not determine it - its Gaussian would be noise
+(:func:`identified`); ``calibrate`` names them in its report instead.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +42,7 @@ import numpy as np
 from clustersim.errors import InputError
 
 __all__ = ["CovBlock", "calibration_blocks", "parse_covariance", "dump_covariance",
-           "resolve", "with_values"]
+           "resolve", "with_values", "without", "identified"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,94 @@ def _one(name: str, value: float, fit: Any, fit_name: str, d: float, source: str
     return _block([name], [value], np.array([[d]]), var, source)
 
 
+def identified(value: float, var: float, bounds: tuple[float, float] | None = None) -> bool:
+    """Whether a fitted ``value`` with variance ``var`` is determined by the measurements:
+    a finite standard error at most the value itself, and not on the fit's ``bounds``."""
+    if not (math.isfinite(value) and math.isfinite(var)) or var < 0:
+        return False
+    if bounds is not None and any(math.isclose(value, b, rel_tol=1e-6) for b in bounds):
+        return False
+    return math.sqrt(var) <= abs(value)
+
+
+def _collective_block(cfit: Any, cls: str | None, prof: Any) -> CovBlock | None:
+    """Step overhead and the identified collective efficiencies of one fit, together (they
+    share the fit: their errors are correlated).  Why these matter: on a communication-
+    bound run the collective efficiency of the segment its all-reduce falls in sets most of
+    the step, and with only the step overhead in the covariance the band of a refitted H200
+    run was +-2 % around a parameter known to +-37 %."""
+    from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
+
+    f = cfit.fit
+    if f is None or "step_overhead" not in prof.network:
+        return None
+    cov = np.asarray(f.cov, dtype=float)
+    names, values, cols = ["network.step_overhead"], [cfit.step_overhead], [0]
+    table = prof.protocols.get(cls) if cls is not None else None
+    for i, fname in enumerate(f.names):
+        if not fname.startswith("collective_efficiency["):
+            continue
+        key = fname[len("collective_efficiency["):-1]
+        value = float(f.values[i])
+        if not identified(value, cov[i, i], EFFICIENCY_BOUNDS):
+            continue
+        if key == "None":
+            if not math.isclose(prof.network.get("collective_efficiency", math.nan), value,
+                                rel_tol=1e-9):
+                continue
+            name = "network.collective_efficiency"
+        else:
+            k = int(key)
+            if table is None or k >= len(table) or not math.isclose(
+                    table[k].collective_efficiency, value, rel_tol=1e-9):
+                continue  # not the profile's table (never written so): not sampled
+            name = f"network.protocols.{cls}.{k}.collective_efficiency"
+        names.append(name)
+        values.append(value)
+        cols.append(i)
+    jac = np.zeros((len(cols), len(f.names)))
+    for r, c in enumerate(cols):
+        jac[r, c] = 1.0
+    return _block(names, values, jac, cov, "collective")
+
+
+def _segment_blocks(cal: Any, cls: str) -> list[CovBlock | None]:
+    """Each ping-pong segment's protocol overhead and efficiency (delta method from its
+    alpha-beta fit: overhead = alpha - hops x latency, efficiency = 1 / (beta x bandwidth)),
+    one block per segment.  Left out, as carried elsewhere or not determined: the overhead
+    of the segment that defines the hop latency and the efficiency of the one that defines
+    the bandwidth (both are the link's, in ``links.CLASS``), a bandwidth term the segment's
+    sizes do not show, and anything :func:`identified` refuses."""
+    lm, prof = cal.link, cal.profile
+    table = prof.protocols.get(cls) or ()
+    out: list[CovBlock | None] = []
+    for p in cal.pingpong.pieces:
+        k = next((j for j, seg in enumerate(table) if seg.start == p.start), None)
+        if k is None or p.fit is None or "alpha" not in p.fit.names:
+            continue
+        seg = table[k]
+        cov = np.asarray(p.fit.cov, dtype=float)
+        ia, ib = p.fit.names.index("alpha"), p.fit.names.index("beta")
+        names, values, rows = [], [], []
+        if seg.overhead > 0 and identified(seg.overhead, cov[ia, ia]):
+            row = np.zeros(len(p.fit.names))
+            row[ia] = 1.0
+            names.append(f"network.protocols.{cls}.{k}.overhead")
+            values.append(seg.overhead)
+            rows.append(row)
+        d_eff = -1.0 / (p.beta ** 2 * lm.bandwidth) if p.beta > 0 else 0.0
+        if (p.beta > 0 and p.visible and not math.isclose(seg.efficiency, 1.0, rel_tol=1e-9)
+                and identified(seg.efficiency, d_eff ** 2 * cov[ib, ib])):
+            row = np.zeros(len(p.fit.names))
+            row[ib] = d_eff
+            names.append(f"network.protocols.{cls}.{k}.efficiency")
+            values.append(seg.efficiency)
+            rows.append(row)
+        if rows:
+            out.append(_block(names, values, np.array(rows), cov, "pingpong"))
+    return out
+
+
 def calibration_blocks(cal: Any) -> list[CovBlock]:
     """The covariance blocks of a :class:`~.pipeline.Calibration` (what its fits can tell)."""
     out: list[CovBlock | None] = []
@@ -118,11 +214,28 @@ def calibration_blocks(cal: Any) -> list[CovBlock]:
         if lm.hops > 0:
             out.append(_one(f"links.{cls}.latency", lm.latency, lat.fit, "alpha",
                             1.0 / lm.hops, "pingpong"))
-    cfit = cal.collective
-    if cfit is not None and cfit.fit is not None and "step_overhead" in prof.network:
-        out.append(_one("network.step_overhead", cfit.step_overhead, cfit.fit,
-                        "step_overhead", 1.0, "collective"))
-    return [b for b in out if b is not None]
+    if cal.pingpong is not None and cal.link is not None and target.link in prof.protocols:
+        out += _segment_blocks(cal, target.link)
+    if cal.collective is not None:
+        out.append(_collective_block(cal.collective, target.link, prof))
+    from clustersim.calibration.fitlines import covariance_name, undetermined
+
+    # what the report calls undetermined is not sampled either (one rule for both)
+    loose = {covariance_name(ln.parameter, target.device)
+             for ln in undetermined(getattr(cal, "lines", ()))}
+    return [b for b in (without(b, loose) for b in out if b is not None) if b is not None]
+
+
+def without(block: CovBlock, names: set[str]) -> CovBlock | None:
+    """``block`` without ``names`` (their rows and columns: the marginal of the rest)."""
+    keep = [i for i, n in enumerate(block.parameters) if n not in names]
+    if len(keep) == len(block.parameters):
+        return block
+    if not keep:
+        return None
+    return CovBlock(tuple(block.parameters[i] for i in keep),
+                    tuple(block.value[i] for i in keep),
+                    tuple(tuple(block.matrix[i][j] for j in keep) for i in keep), block.source)
 
 
 def dump_covariance(blocks: Sequence[CovBlock]) -> list[dict[str, Any]]:
@@ -135,13 +248,43 @@ def dump_covariance(blocks: Sequence[CovBlock]) -> list[dict[str, Any]]:
              "matrix": [[g(x) for x in row] for row in b.matrix]} for b in blocks]
 
 
-def resolve(prof: Any, name: str) -> tuple[dict[str, Any], str] | None:
-    """(the dict that holds the parameter ``name`` in ``prof``, its key), or None."""
+class _SegmentSlot:
+    """Segment ``k`` of a profile's protocol table for class ``cls`` as a mapping of its
+    fields, so that :func:`resolve` can hand out ``(holder, key)`` for it as for a dict
+    (segments are frozen: setting one replaces it in the profile's table)."""
+
+    def __init__(self, prof: Any, cls: str, k: int) -> None:
+        self.prof, self.cls, self.k = prof, cls, k
+
+    def __getitem__(self, key: str) -> float:
+        return float(getattr(self.prof.protocols[self.cls][self.k], key))
+
+    def __setitem__(self, key: str, value: float) -> None:
+        from dataclasses import replace
+
+        table = list(self.prof.protocols[self.cls])
+        table[self.k] = replace(table[self.k], **{key: float(value)})
+        self.prof.protocols[self.cls] = tuple(table)
+
+
+_SEGMENT_FIELDS = ("overhead", "efficiency", "collective_efficiency")
+
+
+def resolve(prof: Any, name: str) -> tuple[Any, str] | None:
+    """(what holds the parameter ``name`` in ``prof`` - a dict, or a protocol segment's
+    :class:`_SegmentSlot` - and its key), or None."""
     parts = name.split(".")
     if len(parts) < 2:
         return None
     if parts[0] == "network" and len(parts) == 2:
         return (prof.network, parts[1]) if parts[1] in prof.network else None
+    if parts[0] == "network" and parts[1] == "protocols" and len(parts) >= 5:
+        cls, k, fld = ".".join(parts[2:-2]), parts[-2], parts[-1]
+        table = prof.protocols.get(cls)
+        if table is None or not k.isdigit() or int(k) >= len(table) or \
+                fld not in _SEGMENT_FIELDS:
+            return None
+        return _SegmentSlot(prof, cls, int(k)), fld
     if parts[0] not in ("devices", "links") or len(parts) < 3:
         return None
     table = prof.devices if parts[0] == "devices" else prof.links
@@ -175,7 +318,8 @@ def parse_covariance(raw: Any, prof: Any) -> list[CovBlock]:
         for j, n in enumerate(names):
             if resolve(prof, str(n)) is None:
                 raise InputError(f"{n!r} is not a parameter of this profile (devices.NAME."
-                                 f"FIELD, links.CLASS.FIELD, network.FIELD)",
+                                 f"FIELD, links.CLASS.FIELD, network.FIELD, network.protocols."
+                                 f"CLASS.K.overhead|efficiency|collective_efficiency)",
                                  path=(*path, "parameters", j))
         k = len(names)
         try:

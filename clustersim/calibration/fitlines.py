@@ -21,7 +21,8 @@ from clustersim.calibration.collfit import (
 )
 from clustersim.calibration.computefit import ComputeFit
 
-__all__ = ["FitLine", "pingpong_lines", "compute_lines", "split_lines", "split_note"]
+__all__ = ["FitLine", "pingpong_lines", "compute_lines", "split_lines", "split_note",
+           "undetermined", "covariance_name"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,49 @@ class FitLine:
         return {"parameter": self.parameter, "value": g(self.value),
                 "ci95": [g(self.low), g(self.high)], "unit": self.unit,
                 "points": self.points, "rms_rel": g(self.rms_rel), "from": self.bench}
+
+
+def undetermined(lines: Sequence[FitLine]) -> list[FitLine]:
+    """The fitted model parameters the measurements did not determine: a 95 % interval
+    that is not finite or wider than twice the value (standard error above the value), or
+    a collective efficiency on the fit's bound (0.01 or 100).
+
+    Why name them: such a fit is the optimiser's resting place, not a measurement (a
+    collective efficiency of 100 with a 95 % interval of +-187,000 means the sizes measured
+    never showed that segment's rate term), yet it was listed among the moved parameters
+    like any other.  The profile keeps them (a prediction at those sizes needs some value,
+    and the fit's is as good as the default) but leaves them out of its covariance
+    (:func:`clustersim.calibration.covariance.identified`); the report says which, so that
+    a user measures the sizes that would determine them."""
+    from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
+
+    out = []
+    for ln in lines:
+        if ln.parameter.startswith("pingpong.") or ln.unit == "B":
+            continue  # raw alpha/beta (reported through what they derive) and segment starts
+        half = (ln.high - ln.low) / 2
+        stuck = "collective_efficiency" in ln.parameter and any(
+            math.isclose(ln.value, b, rel_tol=1e-6) for b in EFFICIENCY_BOUNDS)
+        # a time fitted at 0 with a finite interval is determined: "below the interval's top"
+        at_zero = ln.unit == "s" and abs(ln.value) < 1e-15
+        if stuck or not math.isfinite(half) or (not at_zero and half / 1.96 > abs(ln.value)):
+            out.append(ln)
+    return out
+
+
+def covariance_name(parameter: str, device: str) -> str:
+    """The covariance's (and profile path's) name of a fit line's ``parameter``."""
+    head, _, rest = parameter.partition(".")
+    if head == "compute" and rest.startswith("efficiency."):
+        return f"devices.{device}.efficiency_by_class.{rest[len('efficiency.'):]}"
+    if head == "device":
+        name, _, fld = rest.rpartition(".")
+        return f"devices.{name}.{'reduce_rate' if fld == 'reduce_bw' else fld}"
+    if head == "link":
+        return f"links.{rest}"
+    if head == "network" and rest.startswith("protocol."):
+        return f"network.protocols.{rest[len('protocol.'):]}"
+    return parameter
 
 
 def pingpong_lines(pw: PiecewiseFit, lm: LinkModel, cls: str) -> list[FitLine]:

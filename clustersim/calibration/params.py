@@ -155,7 +155,9 @@ def format_unit(value: float | None, unit: str) -> str:
     if unit == "s/B":
         return f"{value * 1e9:.4g} ns/B"
     if unit == "s":
-        return format_time(value)
+        # a fitted time below a femtosecond is a fit at its bound of 0 (it printed as
+        # "8.29e-17 ns"); no clock or model resolves it
+        return format_time(0.0 if abs(value) < 1e-15 else value)
     if unit == "B/s":
         return format_bandwidth(value)
     if unit == "B":

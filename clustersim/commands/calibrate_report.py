@@ -68,6 +68,17 @@ def print_fit(console: Any, cal: Any) -> None:
     console.print(t)
     for note in cal.notes:
         console.print(f"  note: {note}")
+    from clustersim.calibration.fitlines import undetermined
+
+    loose = undetermined(cal.lines)
+    if loose:
+        console.print("  not determined by these measurements (a 95% interval wider than "
+                      "the value, or at the fit's bound):", markup=False)
+        console.print("  kept in the profile, not in its covariance; measure the sizes or "
+                      "kernels that show them", markup=False)
+        for ln in loose:
+            console.print(f"    {ln.parameter} = {fmt(ln.value, ln.unit)} "
+                          f"[{fmt(ln.low, ln.unit)} .. {fmt(ln.high, ln.unit)}]", markup=False)
     if cal.collective is not None and cal.collective.table:
         c = Table(title="collectives: measured vs model (fitted overheads)",
                   title_justify="left")

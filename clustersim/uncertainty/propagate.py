@@ -79,7 +79,8 @@ def collect_inputs(scn: Any, profile: Any = None) -> Inputs:
 def _applied(block: Any, platform: Any, profile: Any) -> Any:
     """``block`` reduced to the parameters the profile applies to ``platform`` (None: none),
     by the rules of :func:`clustersim.calibration.applyprofile.apply_profile_data`."""
-    from clustersim.calibration.covariance import CovBlock
+    from clustersim.calibration.covariance import without
+    from clustersim.network.params import ANY_CLASS
 
     devices = {platform.spec(d).name for d in range(platform.num_devices)}
     links = set(platform.link_kind)
@@ -87,20 +88,15 @@ def _applied(block: Any, platform: Any, profile: Any) -> Any:
 
     def applies(name: str) -> bool:
         parts = name.split(".")
+        if parts[0] == "network" and parts[1] == "protocols":  # applied with its link class
+            return any_applied and ".".join(parts[2:-2]) in (links | {ANY_CLASS})
         if parts[0] == "network":
             return any_applied
         end = -2 if parts[0] == "devices" and len(parts) >= 4 and \
             parts[-2] == "efficiency_by_class" else -1
         return ".".join(parts[1:end]) in (devices if parts[0] == "devices" else links)
 
-    keep = [i for i, n in enumerate(block.parameters) if applies(n)]
-    if len(keep) == len(block.parameters):
-        return block
-    if not keep:
-        return None
-    return CovBlock(tuple(block.parameters[i] for i in keep),
-                    tuple(block.value[i] for i in keep),
-                    tuple(tuple(block.matrix[i][j] for j in keep) for i in keep), block.source)
+    return without(block, {n for n in block.parameters if not applies(n)})
 
 
 def _nothing_uncertain(scn: Any, profile: Any) -> None:
@@ -143,6 +139,14 @@ def _accepts(names: Sequence[str], mean: np.ndarray, x: np.ndarray) -> np.ndarra
     return ok
 
 
+def _capped(name: str) -> bool:
+    """A device's efficiency, at most 1 (its peak).  A protocol segment's or a collective's
+    efficiency is relative to the link's fitted bandwidth or to a lone message and may
+    exceed 1 (a segment whose sizes do not show their bandwidth term, a collective whose
+    transfers overlap better than one message)."""
+    return "efficiency" in name and not name.startswith("network.")
+
+
 def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     """A multivariate normal draw of one block at cube coordinates ``u`` (inverse CDF of
     each coordinate, then the covariance's square root), truncated to what the model
@@ -152,8 +156,8 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     a Gaussian has tails the physics does not, and clipping piled them up on the bound (half
     the samples of a rate whose sd is 17 times its value sat at exactly 1 % of it).
 
-    At the physical limits - an efficiency of 1, an overhead or latency of 0 - a draw is
-    clipped instead (projected onto the limit).  Why: fits land on them (a GEMM faster than
+    At the physical limits - a device's efficiency of 1, an overhead or latency of 0 - a
+    draw is clipped instead (projected onto the limit).  Why: fits land on them (a GEMM faster than
     the nominal peak is held at efficiency 1, an overhead too small to resolve at 0), and
     conditioning on the allowed side kept only the half of such a parameter's Gaussian away
     from its fit - every draw below 1, or above 0 - which moved the whole band off the
@@ -190,7 +194,7 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     for name, m, val in zip(names, mean, x[0]):
         last = name.rsplit(".", 1)[-1]
         if "efficiency" in name:
-            val = min(max(val, 1e-6), 1.0)
+            val = min(max(val, 1e-6), 1.0) if _capped(name) else max(val, 1e-6)
         elif last in ("overhead", "latency", "step_overhead"):
             val = max(val, 0.0)
         else:
@@ -205,14 +209,46 @@ def to_samples(inputs: Inputs, units: np.ndarray) -> list[Sample]:
 
     out = []
     k = len(inputs.fields)
+    # the fitted values of the profile's blocks (_hold_products couples two of them)
+    fitted = {n: v for b in inputs.blocks for n, v in zip(b.parameters, b.value)}
     for row in np.atleast_2d(units):
         s = Sample({f.field: to_value(f, row[j]) for j, f in enumerate(inputs.fields)})
         j = k
         for b in inputs.blocks:
             s.profile.update(_profile_values(b, row[j:j + len(b.parameters)]))
             j += len(b.parameters)
+        _hold_products(s.profile, fitted)
         out.append(s)
     return out
+
+
+def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> None:
+    """A protocol segment's collective efficiency follows its link's sampled bandwidth and
+    the segment's sampled lone-message efficiency inversely, where they were fitted:
+    ``bandwidth x efficiency x collective_efficiency`` keeps the collective fit's (sampled)
+    product.
+
+    Why: ``calibrate`` fits the collective efficiencies *given* the ping-pong's bandwidth
+    and segment efficiencies, so the collective measurements fix the product - a collective
+    of that size moves its bytes at ``bandwidth x efficiency x collective_efficiency`` -
+    and the collective fit's covariance is conditional on the ping-pong values.  Drawn
+    independently, a segment efficiency known to +-70 % (a few ping-pong sizes) moved
+    every all-reduce of that size by as much, although the all-reduces themselves were
+    measured to +-17 %: a refitted H200 run's band reached 3.6 times its nominal step (with
+    that efficiency sampled; it is now left out as undetermined, its beta's interval
+    reaching 0)."""
+    for coll in [n for n in fitted if n.startswith("network.protocols.")
+                 and n.endswith(".collective_efficiency")]:
+        seg = coll[:-len("collective_efficiency")]
+        scale = 1.0
+        eff = seg + "efficiency"
+        if eff in fitted and eff in values:
+            scale *= fitted[eff] / values[eff]
+        bw = "links." + ".".join(seg.split(".")[2:-2]) + ".bandwidth"
+        if bw in fitted and bw in values:
+            scale *= fitted[bw] / values[bw]
+        if scale != 1.0:
+            values[coll] = values.get(coll, fitted[coll]) * scale
 
 
 def draw(inputs: Inputs, n: int, seed: int) -> list[Sample]:
