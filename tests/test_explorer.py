@@ -237,5 +237,9 @@ def test_explore_table_and_port_errors(tmp_path, capsys, monkeypatch):
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        assert main(["explore", "x.yaml", "--port", str(port)]) == 2
+        # a bad input is named first, even on a port in use (it was "port ... in use": the
+        # default 8050 taken by another program failed every input check that way)
+        assert main(["explore", str(tmp_path / "missing.parquet"), "--port", str(port)]) == 2
+        assert "missing.parquet: file not found" in capsys.readouterr().err
+        assert main(["explore", "knl_unsaturated", "--port", str(port)]) == 2
     assert f"--port {port}: port {port} on 127.0.0.1 is in use" in capsys.readouterr().err

@@ -25,22 +25,53 @@ def _factors(text: str, what: str) -> list[float]:
     return parse(text, what)
 
 
-def load(args: argparse.Namespace) -> tuple[Any, str]:
-    """The :class:`~clustersim.explorer.app.Explorer` for the command's arguments, and a
-    title."""
-    from clustersim.explorer.app import Explorer
-    from clustersim.explorer.table import count_tasks, read_table, split_columns
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything :func:`load` needs before it simulates - the table read, the scenario
+    parsed, the factors checked - once per command (kept on ``args``).
 
-    scn = study = None
+    Why apart: ``cmd_explore`` checks these before it binds the port and the port before it
+    simulates, so that a missing file is reported as missing even when the default port is
+    taken (it was reported as "port 8050 in use"), and a port in use before minutes of
+    simulation."""
+    done = getattr(args, "_explore_inputs", None)
+    if done is not None:
+        return done
+    from clustersim.explorer.table import read_table, split_columns
+
+    st: dict[str, Any] = {"scn": None, "study": None, "path": args.source,
+                          "defaults": {"bandwidth_factor": 1.0, "latency_factor": 1.0}}
     path = args.source
-    defaults: dict[str, Any] = {"bandwidth_factor": 1.0, "latency_factor": 1.0}
     if _is_parquet(path):
         df, inputs = read_table(path)
-        ins, mets = split_columns(df, inputs, path)
+        ins, _mets = split_columns(df, inputs, path)
         if args.scenario:
             scn, study = _scenario(args.scenario, args)
             _training(scn, f"--scenario {args.scenario}")
             _same_study(path, df, scn, study, args.scenario)
+            st.update(scn=scn, study=study)
+        st.update(df=df, inputs=inputs)
+    else:
+        _not_a_table(path)
+        scn, study = _scenario(path, args)
+        _training(scn, path)
+        st.update(scn=scn, study=study, bws=_factors(args.bandwidth, "bandwidth"),
+                  lats=_factors(args.latency, "latency"))
+    args._explore_inputs = st
+    return st
+
+
+def load(args: argparse.Namespace) -> tuple[Any, str]:
+    """The :class:`~clustersim.explorer.app.Explorer` for the command's arguments, and a
+    title (the sweep simulated here, after :func:`_inputs`)."""
+    from clustersim.explorer.app import Explorer
+    from clustersim.explorer.table import count_tasks, split_columns
+
+    st = _inputs(args)
+    scn, study, path, defaults = st["scn"], st["study"], st["path"], st["defaults"]
+    if "df" in st:
+        df = st["df"]
+        ins, mets = split_columns(df, st["inputs"], path)
+        if scn is not None:
             for col in ("bandwidth_factor", "latency_factor"):  # the file's rows: 1x
                 if col not in df.columns:
                     df[col] = 1.0
@@ -48,13 +79,9 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
             defaults.update(_scenario_values(scn, study, ins))
         title = path
     else:
-        _not_a_table(path)
-        scn, study = _scenario(path, args)
-        _training(scn, path)
-        bws, lats = _factors(args.bandwidth, "bandwidth"), _factors(args.latency, "latency")
         from clustersim.report.whatif import grid_points
 
-        cells = grid_points(sorted({1.0, *bws}), sorted({1.0, *lats}))
+        cells = grid_points(sorted({1.0, *st["bws"]}), sorted({1.0, *st["lats"]}))
         from clustersim.cli import _progress
 
         with _progress(len(cells) * count_tasks(scn), "simulating", not args.quiet) as adv:
@@ -190,6 +217,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from clustersim.explorer.app import make_app
     from clustersim.explorer.server import bind, serve
 
+    _inputs(args)  # a missing or bad input first, then the port, then the simulations
     sock = bind(args.host, args.port)  # before the simulations: a port in use fails at once
     try:
         ex, title = load(args)
