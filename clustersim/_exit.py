@@ -9,8 +9,9 @@ skip this for the same reason (clang's ``-disable-free``).
 What a normal exit does that matters is kept: standard streams flushed, ``atexit`` handlers
 run (multiprocessing joins its children, ``logging`` flushes, ``weakref.finalize`` removes
 temporary directories).  Where that cannot be done safely (a flush fails, e.g. the reader of
-a pipe went away; another thread is still running and the interpreter would wait for it), the
-process takes the normal path instead.  Only the console script ends this way; ``main()``
+a pipe went away; another thread is still running and the interpreter would wait for it; MPI
+was loaded and must be finalized by the interpreter's own exit), the process takes the normal
+path instead.  Only the console script ends this way; ``main()``
 called in-process returns as before.
 """
 
@@ -68,7 +69,11 @@ def exit_now(code: int) -> int:
     only where the normal exit must run instead."""
     global _FAST
     _FAST = False
-    if threading.active_count() > 1 or not _flushed():
+    if threading.active_count() > 1 or not _flushed() or "mpi4py.MPI" in sys.modules:
+        # mpi4py finalizes MPI when the interpreter ends (Py_AtExit), which os._exit skips;
+        # a singleton that spawned workers (``sweep --mpi`` outside mpiexec) and exits
+        # without MPI_Finalize gets its whole process group - the user's job script, the
+        # shell - killed by the mpiexec it started
         return code
     atexit._run_exitfuncs()  # what Py_Finalize would call, in the same (reverse) order
     if not _flushed():
