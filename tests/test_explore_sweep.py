@@ -371,3 +371,23 @@ def test_saturation_summary_is_capped(capsys) -> None:
     out = capsys.readouterr().out
     assert out.count("master saturates") == MAX_SATURATION_LINES
     assert "… 15 more master-based groups" in out
+
+
+def test_two_algorithms_with_one_title_are_refused_as_in_predict(tmp_path: Path, capsys) -> None:
+    """The README's own training example shape (bsp nccl32 + compare bsp ar, no labels):
+    predict refused it, sweep wrote rows with the same inputs and different numbers."""
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: dup\nplatform: crossbar16\n"
+                    "workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}\n"
+                    "algorithm: {name: bsp, strategy: nccl32, overlap: true}\n"
+                    "compare: [ {name: bsp, strategy: ar} ]\n"
+                    "sweep:\n  workers: [2, 4]\nrun: {iterations: 3, warmup: 1, seed: 0}\n")
+    out = tmp_path / "out"
+    for argv in (["sweep", str(path), "--out", str(out), "-q"], ["predict", str(path), "-q"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{path}" in err and "would both be reported as 'bsp'" in err, err
+        assert err.count("\n") == 1
+    assert not out.exists()
+    path.write_text(path.read_text().replace("strategy: ar}", "strategy: ar, label: ar}"))
+    assert main(["sweep", str(path), "--out", str(out), "-q", "--no-cache", "-j", "1"]) == 0

@@ -279,7 +279,7 @@ def sweep_cases(scn: Scenario) -> list[Case]:
     if len(set(titles)) != len(titles):
         dup = next(t for t in titles if titles.count(t) > 1)
         raise InputError(f"two algorithms would both be reported as {dup!r}: give them "
-                         f"distinct 'label's", path=("compare",))
+                         f"distinct 'label's", path=("compare",), file=scn.file)
     return cases
 
 
