@@ -24,6 +24,11 @@ __all__ = ["Outcome", "run_study"]
 
 @dataclass
 class Outcome:
+    """``cached``: points whose row came from the cache; ``ran``: points simulated now.  A
+    skipped point (more workers than devices) is in neither, only in ``skipped``, so that
+    ``cached + ran + len(skipped)`` is the number of points and a rate over ``ran`` is the
+    simulation's (a skip costs nothing: counted as run, it inflated both)."""
+
     results: dict[int, dict[str, Any]] = field(default_factory=dict)
     cached: int = 0
     ran: int = 0
@@ -46,9 +51,9 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
             todo.append(p)
         else:
             out.results[p.index] = row
-            out.cached += 1
-    if advance is not None and out.cached:
-        advance(out.cached)
+            out.cached += "skipped" not in row
+    if advance is not None and len(out.results):
+        advance(len(out.results))
     error: str | None = None
     # closing(): a stop while a batch is stored (Ctrl-C) stops the workers at once, not
     # whenever the suspended generator is collected; deferred(): a batch is stored whole
@@ -72,6 +77,6 @@ def _take(batch: list[tuple[int, dict[str, Any]]], out: Outcome, cache: PointCac
             cache.put_many((keys[i], row) for i, row in batch)
     for i, row in batch:
         out.results[i] = row
-    out.ran += len(batch)
+    out.ran += sum("skipped" not in row for _i, row in batch)
     if advance is not None:
         advance(len(batch))
