@@ -16,6 +16,7 @@ lookups of thousands of keys; only the driver process writes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -100,14 +101,25 @@ class PointCache:
         return self.db
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored rows of ``keys`` that are there and readable.  A row that is not a
+        JSON object (damaged) is left out: a miss, run again and overwritten.  A file whose
+        reads fail (not this cache's table, a damaged page): ``sqlite3.Error``, or with
+        ``tolerant`` reported once and the cache turned off (every key a miss)."""
         if self.db is None:  # nothing stored yet (or no cache)
             return {}
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict[str, Any]] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
-            q = f"SELECT key, row FROM points WHERE key IN ({','.join('?' * len(part))})"
-            out.update((k, json.loads(r)) for k, r in self.db.execute(q, part))
+        try:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                q = f"SELECT key, row FROM points WHERE key IN ({','.join('?' * len(part))})"
+                for k, r in self.db.execute(q, part):
+                    row = _decoded(r)
+                    if row is not None:
+                        out[k] = row
+        except sqlite3.Error as exc:
+            self._fail("be read", exc)
+            return {}
         return out
 
     def put_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
@@ -122,19 +134,34 @@ class PointCache:
             with db:  # one transaction
                 db.executemany("INSERT OR REPLACE INTO points VALUES (?, ?)", rows)
         except (sqlite3.Error, OSError) as exc:
-            if not self.tolerant:
-                raise
-            import sys
+            self._fail("be written", exc)
 
-            print(f"clustersim: the point cache {self.path} cannot be written ({exc}); going "
-                  f"on without it", file=sys.stderr)
-            self.close()
+    def _fail(self, what: str, exc: Exception) -> None:
+        """Raise ``exc`` or (``tolerant``) report it once and turn the cache off: after
+        :meth:`close` nothing is read or written, so there is no second message."""
+        if not self.tolerant:
+            raise exc
+        import sys
+
+        print(f"clustersim: the point cache {self.path} cannot {what} ({exc}); going on "
+              f"without it (delete the file to start a new cache)", file=sys.stderr)
+        self.close()
 
     def close(self) -> None:
         if self.db is not None:
-            self.db.close()
+            with contextlib.suppress(sqlite3.Error):  # nothing is pending: commits are per put
+                self.db.close()
             self.db = None
         self.path = None
+
+
+def _decoded(text: Any) -> dict[str, Any] | None:
+    """A stored row, or None when it is not a JSON object (a damaged or foreign row)."""
+    try:
+        row = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return row if isinstance(row, dict) else None
 
 
 def open_cache(path: Path) -> PointCache | None:

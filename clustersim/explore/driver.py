@@ -17,7 +17,7 @@ from clustersim._signals import deferred
 from clustersim.errors import InputError
 from clustersim.explore.cache import PointCache, point_key
 from clustersim.explore.executors import iter_results
-from clustersim.explore.points import Point, Study
+from clustersim.explore.points import METRICS, Point, Study
 
 __all__ = ["Outcome", "run_study"]
 
@@ -47,7 +47,7 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
     todo = []
     for p in points:
         row = hits.get(keys.get(p.index, ""))
-        if row is None:
+        if row is None or not _usable(row):
             todo.append(p)
         else:
             out.results[p.index] = row
@@ -66,6 +66,19 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
         raise InputError(error)
     out.skipped = [r["skipped"] for r in out.results.values() if "skipped" in r]
     return out
+
+
+#: what every simulated row holds besides the metrics (run_point's row)
+_ROW_KEYS = frozenset((*METRICS, "algorithm", "workers", "seed"))
+
+
+def _usable(row: dict[str, Any]) -> bool:
+    """Whether a cached row is one the table can use: a skipped point's, or a simulated one
+    with every column.  Anything else (a row damaged or written by something else) is a
+    miss, run again, rather than a table row with empty cells."""
+    if "skipped" in row:
+        return isinstance(row["skipped"], str)
+    return row.keys() >= _ROW_KEYS
 
 
 def _take(batch: list[tuple[int, dict[str, Any]]], out: Outcome, cache: PointCache | None,
