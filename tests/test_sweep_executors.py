@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clustersim.cli import main
-from clustersim.explore import executors
+from clustersim.explore import dask_exec
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -169,7 +169,7 @@ def test_a_bad_dask_address_is_one_input_error(tmp_path: Path, capsys, address: 
 def test_an_unreachable_scheduler_is_a_run_failure(tmp_path: Path, capsys,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(executors, "DASK_TIMEOUT", 1.0)
+    monkeypatch.setattr(dask_exec, "DASK_TIMEOUT", 1.0)
     (tmp_path / "s.yaml").write_text(SMALL)
     out = tmp_path / "o"
     assert main(["sweep", str(tmp_path / "s.yaml"), "--dask", "tcp://127.0.0.1:1", "--out",
@@ -193,7 +193,7 @@ def scheduler():
 
 def test_a_scheduler_without_workers_is_a_run_failure(tmp_path: Path, capsys, scheduler,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "DASK_TIMEOUT", 1.0)
+    monkeypatch.setattr(dask_exec, "DASK_TIMEOUT", 1.0)
     _cluster, address = scheduler
     (tmp_path / "s.yaml").write_text(SMALL)
     out = tmp_path / "o"
@@ -213,9 +213,9 @@ def test_workers_running_other_code_are_refused(tmp_path: Path, capsys, schedule
     cluster.scale(1)
     cluster.wait_for_workers(1, timeout=30)
     worker = next(iter(cluster.scheduler.workers))
-    monkeypatch.setattr(executors, "_worker_version", lambda: "other code")
+    monkeypatch.setattr(dask_exec, "_worker_version", lambda: "other code")
     if late:
-        monkeypatch.setattr(executors, "_check_versions", lambda *a: None)
+        monkeypatch.setattr(dask_exec, "_check_versions", lambda *a: None)
     (tmp_path / "s.yaml").write_text(SMALL)
     out = tmp_path / "o"
     assert main(["sweep", str(tmp_path / "s.yaml"), "--dask", address, "--out", str(out),

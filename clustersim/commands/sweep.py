@@ -136,7 +136,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                              f"--out folder, or --no-cache")
     executor = "dask" if args.dask is not None else ("mpi" if args.mpi else "local")
     if args.dask is not None:  # '' too: it ran on the local pool, quietly
-        from clustersim.explore.executors import check_dask_address
+        from clustersim.explore.dask_exec import check_dask_address
 
         check_dask_address(args.dask)
     jobs = args.jobs or default_jobs()

@@ -1,7 +1,8 @@
 """Where the points run: this process, a local process pool, Dask distributed, or MPI.
 
 None of them is home-made: the pool is :class:`concurrent.futures.ProcessPoolExecutor`,
-Dask is ``dask.distributed`` (a ``LocalCluster`` or a user's scheduler), MPI is
+Dask is ``dask.distributed`` (a ``LocalCluster`` or a user's scheduler; in
+:mod:`clustersim.explore.dask_exec`), MPI is
 ``mpi4py.futures.MPIPoolExecutor`` (start the command under
 ``mpiexec -n N python -m mpi4py.futures -m clustersim sweep ... --mpi``).  All of them get
 the :class:`~clustersim.explore.points.Study` once (the pool's and MPI's initializer;
@@ -20,12 +21,9 @@ in the caller's cache (results are yielded per chunk).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import multiprocessing
-import re
 import signal
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -35,7 +33,7 @@ from clustersim._pool import stop_pool
 from clustersim.errors import InputError, RunFailed
 from clustersim.explore.points import Point, Study, run_chunk
 
-__all__ = ["EXECUTORS", "check_dask_address", "chunks", "iter_results"]
+__all__ = ["EXECUTORS", "chunks", "iter_results"]
 
 EXECUTORS = ("local", "dask", "mpi")
 Result = list[tuple[int, dict[str, Any]]]
@@ -100,7 +98,9 @@ def iter_results(study: Study, points: Sequence[Point], executor: str = "local",
     elif executor == "mpi":
         yield from _mpi(study, points, chunk)
     elif executor == "dask":
-        yield from _dask(study, points, address or "local", jobs, chunk)
+        from clustersim.explore.dask_exec import run_dask
+
+        yield from run_dask(study, points, address or "local", jobs, chunk)
     else:
         raise InputError(f"unknown executor {executor!r}; allowed: {', '.join(EXECUTORS)}")
 
@@ -168,149 +168,3 @@ def _check_spawn(world: int) -> None:
     raise RunFailed("--mpi: mpi4py.futures could not start its workers (this process was "
                     "not started by mpiexec, and there is no mpiexec on PATH to spawn them "
                     "with); " + MPI_HINT)
-
-
-# --- Dask ---------------------------------------------------------------------------------
-
-DASK_FORMS = "'local' or a scheduler address tcp://host:port (e.g. tcp://10.0.0.5:8786)"
-_TCP = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d+)/?")
-#: seconds to reach a scheduler, and for a reached scheduler to have a worker
-DASK_TIMEOUT = 10.0
-
-
-def check_dask_address(address: str) -> str:
-    """``address`` if it is ``local`` or ``tcp://host:port``; else the input error naming
-    the accepted forms (a TLS or UCX scheduler needs a security or transport configuration
-    that the command does not take: refused here rather than as a traceback from Dask)."""
-    m = _TCP.fullmatch(address)
-    if address == "local" or (m and 0 < int(m.group(2)) < 65536):
-        return address
-    raise InputError(f"--dask {address!r}: not an address this command can use; give "
-                     f"{DASK_FORMS}")
-
-
-def _dask_task(chunk: Sequence[Point], study: Study) -> tuple[str, str, Result]:
-    """The chunk's rows, with the code version and address of the worker that ran them: the
-    driver refuses rows made by other code (they would be cached under its version)."""
-    return _worker_version(), _worker_address(), run_chunk(study, chunk)
-
-
-def _worker_version() -> str:
-    from clustersim.explore.cache import code_version
-
-    return code_version()
-
-
-def _worker_address() -> str:
-    try:
-        from dask.distributed import get_worker
-
-        return str(get_worker().address)
-    except (ImportError, ValueError):
-        return "?"
-
-
-def _mismatch(bad: Sequence[str]) -> RunFailed:
-    names = ", ".join(sorted(bad)[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
-    return RunFailed(f"--dask: worker(s) {names} run different clustersim code than this "
-                     "command (its code version differs); their rows would be cached as "
-                     "this version's - install the same clustersim on every worker")
-
-
-def _dask(study: Study, points: Sequence[Point], address: str, jobs: int,
-          chunk: int | None) -> Iterator[Result]:
-    check_dask_address(address)
-    try:
-        from dask.distributed import Client, KilledWorker, LocalCluster
-        from dask.distributed import as_completed as dask_completed
-    except ImportError:
-        raise InputError("--dask needs dask.distributed (pip install "
-                         "'clustersim[explore]')") from None
-    from clustersim.explore.cache import code_version
-
-    cluster = client = futs = None
-    done = False
-    try:
-        if address == "local":
-            # dashboard on a free port: the default 8787 may be taken ("Port 8787 is
-            # already in use" warnings); nobody looks at this cluster's dashboard
-            with _sigint_ignored():
-                cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1,
-                                       processes=True, dashboard_address=":0",
-                                       silence_logs=40)
-            client = Client(cluster)
-        else:
-            client = _connect(Client, address)
-        mine = code_version()
-        if cluster is None:  # a LocalCluster runs this very install
-            _check_versions(client, address, mine)
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        fut = client.scatter(study, broadcast=True)
-        futs = client.map(_dask_task, chunks(points, workers, chunk), study=fut, pure=False)
-        for _f, (version, where, res) in dask_completed(futs, with_results=True):
-            if version != mine:
-                raise _mismatch([where])
-            yield res
-        done = True
-    except (OSError, RuntimeError, KilledWorker) as exc:  # a lost scheduler or worker
-        raise RunFailed(f"--dask {address}: the Dask cluster failed: "
-                        f"{str(exc).strip() or type(exc).__name__}") from None
-    finally:
-        if futs is not None and not done and client is not None:
-            with contextlib.suppress(Exception):  # stopping anyway: the close counts
-                client.cancel(futs)
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while the LocalCluster starts its worker processes, which inherit it.
-
-    Why: Ctrl-C reaches the whole process group; a LocalCluster worker hit by it dies with a
-    KeyboardInterrupt and its nanny (in this process) prints tracebacks while the command
-    is already closing the cluster.  Only the driver should act on Ctrl-C, as with the
-    local pool (:func:`_pool_init`).  The price: a Ctrl-C during the cluster's start (about
-    a second) is not seen; SIGTERM still is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
-
-
-def _connect(client_cls: Any, address: str) -> Any:
-    """A client of the scheduler at ``address`` with at least one worker, or a failed run
-    (exit 1: the address is well formed; the cluster is not there or not ready)."""
-    try:
-        client = client_cls(address, timeout=f"{DASK_TIMEOUT:.0f}s")
-    except (OSError, ValueError, TypeError) as exc:
-        raise RunFailed(f"--dask: cannot reach the Dask scheduler at {address} "
-                        f"({str(exc).strip() or type(exc).__name__})") from None
-    try:
-        client.wait_for_workers(1, timeout=DASK_TIMEOUT)
-    except (OSError, TimeoutError):
-        client.close()
-        raise RunFailed(f"--dask: the Dask scheduler at {address} has no workers (waited "
-                        f"{DASK_TIMEOUT:.0f} s; start some with `dask worker {address}`)"
-                        ) from None
-    return client
-
-
-def _check_versions(client: Any, address: str, mine: str) -> None:
-    """Every worker of the cluster runs the code this command runs (see :func:`_mismatch`);
-    workers that join later are checked per chunk (:func:`_dask_task`)."""
-    try:
-        versions = client.run(_worker_version)
-    except Exception as exc:  # noqa: BLE001 - a worker without clustersim: any error
-        raise RunFailed(f"--dask {address}: the workers cannot run clustersim "
-                        f"({type(exc).__name__}: {str(exc).strip()[:200]}); install the same "
-                        "clustersim on every worker") from None
-    bad = [w for w, v in versions.items() if v != mine]
-    if bad:
-        raise _mismatch(bad)
