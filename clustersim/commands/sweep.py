@@ -108,6 +108,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from clustersim.report.output import check_outputs, unwritable, write_outputs
     from clustersim.sim.sweep import default_jobs
 
+    if args.mpi:  # before anything is read: under a plain mpiexec every rank is here
+        from clustersim.explore.executors import check_mpi_launch
+
+        check_mpi_launch()
     scn, study = load_study(args.scenario, list(args.set or []))
     if scn.workload is None:
         raise InputError("a sweep needs a training scenario ('workload' and 'algorithm')",

@@ -33,7 +33,7 @@ from clustersim._pool import stop_pool
 from clustersim.errors import InputError, RunFailed
 from clustersim.explore.points import Point, Study, run_chunk
 
-__all__ = ["EXECUTORS", "chunks", "iter_results"]
+__all__ = ["EXECUTORS", "check_mpi_launch", "chunks", "iter_results"]
 
 EXECUTORS = ("local", "dask", "mpi")
 Result = list[tuple[int, dict[str, Any]]]
@@ -145,6 +145,36 @@ def _mpi(study: Study, points: Sequence[Point], chunk: int | None) -> Iterator[R
         # on a stop, queued chunks are dropped (a running one ends with its rank, which
         # mpiexec stops): shutdown(wait=True) would run every one of them first
         ex.shutdown(wait=done, cancel_futures=not done)
+
+
+def check_mpi_launch() -> None:
+    """Refuse ``--mpi`` in a world of several ranks that ``mpi4py.futures`` did not set up.
+
+    Why: ``mpiexec -n N python -m clustersim sweep --mpi`` (without ``-m mpi4py.futures``)
+    starts N copies of the whole command - each spawned a pool of its own, all N wrote the
+    same ``--out`` at once, exit 0.  Under ``-m mpi4py.futures`` only rank 0 runs the
+    command, inside the shared pool it set up (``mpi4py.futures._core.SharedPool``); a
+    singleton (one rank) spawns its workers.  Every rank raises the input error, so every
+    rank exits 2 before anything is read or written.  MPI is finalized here, so that the
+    refusal does not depend on how the process ends (an exit that skips ``MPI_Finalize``
+    makes MPICH's process manager treat the job as failed)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise InputError("--mpi needs mpi4py (pip install 'clustersim[mpi]')") from None
+    world = MPI.COMM_WORLD.Get_size()
+    if world == 1:
+        return
+    from mpi4py.futures import _core
+
+    if getattr(_core, "SharedPool", None) is not None:
+        return
+    rank = MPI.COMM_WORLD.Get_rank()
+    if not MPI.Is_finalized():
+        MPI.Finalize()
+    raise InputError(f"--mpi: this process is rank {rank} of {world} started by mpiexec "
+                     "without mpi4py.futures, so every rank would run the whole sweep; "
+                     + MPI_HINT)
 
 
 #: environment variables set by a process manager (MPICH hydra, PMI-1/2, PMIx, Open MPI)
