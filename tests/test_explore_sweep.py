@@ -391,3 +391,26 @@ def test_two_algorithms_with_one_title_are_refused_as_in_predict(tmp_path: Path,
     assert not out.exists()
     path.write_text(path.read_text().replace("strategy: ar}", "strategy: ar, label: ar}"))
     assert main(["sweep", str(path), "--out", str(out), "-q", "--no-cache", "-j", "1"]) == 0
+
+
+def test_sweeps_with_other_outputs_share_a_cache_file(tmp_path: Path, capsys,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--cache FILE``: the second sweep, writing elsewhere, runs nothing (every point from
+    the first one's file); with all three tables given, no folder is made for the cache."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nplatform: crossbar16\n"
+                    "workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}\n"
+                    "algorithm: {name: bsp, strategy: ring}\n"
+                    "sweep:\n  workers: [2, 4]\nrun: {iterations: 3, warmup: 1, seed: 0}\n")
+    db = tmp_path / "shared.sqlite"
+    assert main(["sweep", str(path), "--out", str(tmp_path / "a"), "--cache", str(db),
+                 "-j", "1"]) == 0
+    assert f"point cache: {db}" in capsys.readouterr().out
+    assert not (tmp_path / "a" / "points.sqlite").exists() and db.exists()
+    files = [f"--{k}={tmp_path / ('b.' + k)}" for k in ("csv", "json", "parquet")]
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", str(path), "--cache", str(db), "-j", "1", *files]) == 0
+    assert "2 from the cache, 0 run" in capsys.readouterr().out
+    assert not (tmp_path / "s.sweep").exists()
+    assert (tmp_path / "a" / "sweep.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert main(["sweep", str(path), "--cache", ""]) == 2

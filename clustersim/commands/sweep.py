@@ -57,6 +57,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--parquet", metavar="FILE", help="the table as Parquet (instead of DIR's)")
     p.add_argument("--csv", metavar="FILE", help="the table as CSV (instead of DIR's)")
     p.add_argument("--json", metavar="FILE", help="the table as JSON (instead of DIR's)")
+    p.add_argument("--cache", metavar="FILE",
+                   help="the point cache (SQLite; default: DIR/points.sqlite): points run "
+                        "before for the same scenario, point and code are read from it, new "
+                        "ones added - sweeps with different outputs can share one")
     p.add_argument("--no-cache", action="store_true", help="run every point; store nothing")
     p.add_argument("--chunk", type=_jobs, metavar="N",
                    help="points per task (default: about 4 tasks per worker, at most 64)")
@@ -132,19 +136,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_outputs(files)
     points = study_points(study)
     check_points(study, points)  # every point's scenario parses: nothing runs before that
-    if not args.no_cache and not (out / "points.sqlite").exists():
+    if args.cache is not None and not args.cache.strip():
+        raise InputError("cannot use --cache '': an empty file name; give a file name")
+    db = Path(args.cache) if args.cache else out / "points.sqlite"
+    if not args.no_cache and not db.exists():
         # (an existing cache is opened below; a damaged one is skipped with a warning)
-        why = unwritable(out / "points.sqlite")
+        why = unwritable(db)
         if why is not None:
-            raise InputError(f"cannot keep the point cache in {out}: {why}; give a writable "
-                             f"--out folder, or --no-cache")
+            raise InputError(f"cannot keep the point cache in {db.parent}: {why}; give a "
+                             f"writable {'--cache file' if args.cache else '--out folder'}, "
+                             f"or --no-cache")
     executor = "dask" if args.dask is not None else ("mpi" if args.mpi else "local")
     if args.dask is not None:  # '' too: it ran on the local pool, quietly
         from clustersim.explore.dask_exec import check_dask_address
 
         check_dask_address(args.dask)
     jobs = args.jobs or default_jobs()
-    cache = None if args.no_cache else open_cache(out / "points.sqlite")
+    cache = None if args.no_cache else open_cache(db)
     t0 = time.perf_counter()
     try:
         with _progress(len(points), not args.quiet) as advance:
@@ -164,12 +172,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    (files["--json"], lambda: json_bytes(meta, rows, cols))])
     if not args.quiet:
         _summary(scn, points, res, rows, inputs, wall, executor, files,
-                 saturation_summary(rows, inputs))
+                 saturation_summary(rows, inputs), None if args.no_cache else db)
     return EXIT_OK
 
 
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
-             executor: str, files: dict, saturation: list) -> None:
+             executor: str, files: dict, saturation: list, db: Path | None = None) -> None:
     from clustersim.explore.saturation import saturation_text
 
     rate = res.ran / wall if wall > 0 and res.ran else 0.0
@@ -189,3 +197,5 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
         print(f"  highest throughput: {best['throughput']:,.1f} samples/s at {where}")
     print("wrote " + ", ".join(str(f) for f in files.values() if f)
           + ("" if files["--parquet"] else " (no Parquet: pyarrow is not installed)"))
+    if db is not None:  # said: with every file given elsewhere, the folder holds only this
+        print(f"point cache: {db} (--cache FILE to keep it elsewhere, --no-cache for none)")
