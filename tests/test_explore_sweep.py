@@ -414,3 +414,25 @@ def test_sweeps_with_other_outputs_share_a_cache_file(tmp_path: Path, capsys,
     assert not (tmp_path / "s.sweep").exists()
     assert (tmp_path / "a" / "sweep.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     assert main(["sweep", str(path), "--cache", ""]) == 2
+
+
+def test_a_sweep_logged_to_a_file_says_how_far_it_is(tmp_path: Path, capsys,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """stderr not a terminal (mpiexec's pipe, a batch log): plain progress lines, as often as
+    PROGRESS_EVERY allows (0 here: after every point but the last); nothing with -q."""
+    import clustersim.commands.sweep as sweep_cmd
+
+    monkeypatch.setattr(sweep_cmd, "PROGRESS_EVERY", 0.0)
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nplatform: crossbar16\n"
+                    "workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}\n"
+                    "algorithm: {name: bsp, strategy: ring}\n"
+                    "sweep:\n  workers: [2, 4, 8]\nrun: {iterations: 3, warmup: 1, seed: 0}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "a"), "-j", "1",
+                 "--no-cache"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.split(" (")[0] for ln in lines] == ["sweep: 1/3 points", "sweep: 2/3 points"]
+    assert "points/s" in lines[0] and "s left" in lines[0]
+    assert main(["sweep", str(path), "--out", str(tmp_path / "b"), "-j", "1", "--no-cache",
+                 "-q"]) == 0
+    assert capsys.readouterr().err == ""

@@ -69,12 +69,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+#: seconds between progress lines when stderr is not a terminal (a batch job's log)
+PROGRESS_EVERY = 30.0
+
+
 def _progress(total: int, enabled: bool):
-    """Points done, rate and ETA on stderr (a terminal only)."""
+    """Points done, rate and ETA on stderr: a bar on a terminal, a line every
+    :data:`PROGRESS_EVERY` seconds elsewhere (``mpiexec`` pipes, batch logs)."""
     from contextlib import nullcontext
 
-    if not enabled or total < 2 or not sys.stderr.isatty():
+    if not enabled or total < 2:
         return nullcontext(lambda n=1: None)
+    if not sys.stderr.isatty():
+        from clustersim._progress import ProgressLines
+
+        return ProgressLines(total, "sweep", PROGRESS_EVERY)
     from rich.console import Console
     from rich.progress import (
         BarColumn,
