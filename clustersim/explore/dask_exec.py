@@ -11,6 +11,7 @@ that always ends by that deadline.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import re
@@ -93,6 +94,8 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
 
     from clustersim.explore.cache import code_version
 
+    _quiet_close_at_exit()
+
     cluster = client = futs = None
     done = False
     # Dask's log lines below ERROR off while the command runs (silence_logs=40 does it for
@@ -138,7 +141,38 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             client.close()
         if cluster is not None:
             cluster.close()
-        quiet.close()
+        if done:
+            quiet.close()
+        else:
+            # after a failure or a signal, Dask stays quiet below CRITICAL: the command is
+            # ending, and a half-started cluster's exit hooks logged "reaping stray process"
+            # and "Worker process ... was killed" under its one line
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+def _quiet_close_at_exit() -> None:
+    """Dask's exit hook that closes the clusters left open, with its errors kept quiet.
+
+    Why: a SIGTERM during the LocalCluster's start ends the command before the cluster is
+    bound to a name the ``finally`` could close; Dask's own ``atexit`` hook then closed the
+    half-started cluster and failed (``AssertionError: Status.init``), which Python printed
+    as "Exception ignored in atexit callback" with a traceback under the command's one
+    ``terminated by SIGTERM`` line.  The hook still runs (its worker processes are stopped
+    as before), inside a ``suppress``."""
+    from distributed.deploy import spec
+
+    close = spec.close_clusters
+    if getattr(close, "clustersim_quiet", False):
+        return
+
+    def quietly() -> None:
+        with contextlib.suppress(Exception):
+            close()
+
+    quietly.clustersim_quiet = True  # type: ignore[attr-defined]
+    atexit.unregister(close)
+    atexit.register(quietly)
+    spec.close_clusters = quietly
 
 
 @contextlib.contextmanager
@@ -149,7 +183,10 @@ def _sigint_ignored() -> Iterator[None]:
     KeyboardInterrupt and its nanny (in this process) prints tracebacks while the command
     is already closing the cluster.  Only the driver should act on Ctrl-C, as with the
     local pool (``executors._pool_init``).  The price: a Ctrl-C during the cluster's start
-    (about a second) is not seen; SIGTERM still is."""
+    (a second or two; 5 s and more on a loaded 2-core machine) is not seen; SIGTERM still
+    is.  Holding it instead (SIGINT blocked and ignored: a blocked signal stays pending)
+    does not work: the process-directed signal goes to a thread that does not block it -
+    the BLAS library's, started when numpy was imported - and is dropped there."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
