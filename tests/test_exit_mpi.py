@@ -16,16 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-SMALL = """\
-name: small
-platform: {file: crossbar16}
-workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}
-algorithm: {name: bsp, strategy: ring, label: ring}
-sweep:
-  workers: [2, 4]
-run: {iterations: 3, warmup: 1, seed: 0}
-"""
+from test_sweep_executors import SMALL
 
 
 @pytest.mark.mpi

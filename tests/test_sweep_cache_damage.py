@@ -10,20 +10,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from test_sweep_executors import SMALL
 
 from clustersim.cli import main
-
-SMALL = """\
-name: small
-platform: {file: crossbar16}
-workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}
-algorithm: {name: bsp, strategy: ring, label: ring}
-sweep:
-  workers: [2, 4]
-  axes:
-    workload.batch_per_worker: [16, 32]
-run: {iterations: 4, warmup: 1}
-"""
 
 
 def _sweep(tmp_path: Path, out: Path, capsys) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_sweep_executors import SMALL
 
 from clustersim.cli import main
 from clustersim.explore import dask_exec
@@ -26,17 +27,6 @@ from clustersim.explore import dask_exec
 pytest.importorskip("dask.distributed")
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = """\
-name: small
-platform: {file: crossbar16}
-workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}
-algorithm: {name: bsp, strategy: ring, label: ring}
-sweep:
-  workers: [2, 4]
-  axes:
-    workload.batch_per_worker: [16, 32]
-run: {iterations: 4, warmup: 1}
-"""
 
 
 class _Quiet(http.server.BaseHTTPRequestHandler):

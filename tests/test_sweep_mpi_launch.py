@@ -13,22 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sweep_executors import SMALL
 
 pytest.importorskip("mpi4py")
 pytestmark = pytest.mark.mpi
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = """\
-name: small
-platform: {file: crossbar16}
-workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}
-algorithm: {name: bsp, strategy: ring, label: ring}
-sweep:
-  workers: [2, 4]
-  axes:
-    workload.batch_per_worker: [16, 32]
-run: {iterations: 4, warmup: 1}
-"""
 
 
 def _mpiexec(tmp_path: Path, *middle: str, out: Path) -> subprocess.CompletedProcess:
