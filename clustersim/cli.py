@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from clustersim import __version__
+from clustersim.commands.listing import KINDS as LIST_KINDS
 from clustersim.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -278,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Simulate a scenario: a collective benchmark (nccl-tests "
                                     "style table) or a training sweep (scaling table).")
     pr.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario "
-                    "(knl_4253, allreduce_crossbar16, ...)")
+                    "(knl_4253, allreduce_crossbar16, ...: clustersim list scenarios)")
     pr.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     pr.add_argument("--csv", metavar="FILE", help="write one row per point as CSV")
     pr.add_argument("--plot", metavar="FILE",
@@ -319,16 +320,18 @@ def build_parser() -> argparse.ArgumentParser:
                                     "names, --set overrides) without simulating it: prints "
                                     "'ok' and the platform, or one error naming file, line, "
                                     "field and the allowed values (exit 2).")
-    va.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
+    va.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario "
+                    "(clustersim list scenarios)")
     va.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")
     va.set_defaults(func=cmd_validate)
 
-    li = sub.add_parser("list", help="list catalog entries and registered components")
-    li.add_argument("what", choices=["devices", "links", "transports", "topologies", "routing",
-                                     "collectives", "algorithms", "models"])
+    li = sub.add_parser("list", help="list catalog entries, components and shipped scenarios")
+    li.add_argument("what", choices=LIST_KINDS, help="'scenarios': the shipped scenarios that "
+                    "predict, validate, sensitivity and routes take by bare name")
     li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "
-                    "defaults, allowed values and sources")
+                    "defaults, allowed values and sources; with 'scenarios': the file's path "
+                    "and header comment")
     li.set_defaults(func=cmd_list)
 
     import importlib

@@ -106,9 +106,51 @@ def test_list_one_algorithm_shows_its_parameters(capsys):
     assert ">= 0 and <= 1" in rows["beta"]
 
 
+def test_list_scenarios_names_every_shipped_file_with_its_about(capsys, monkeypatch):
+    """Each scenarios/*.yaml appears once, sorted, with its whole about: on a wide terminal."""
+    from clustersim._yaml import safe_load
+
+    monkeypatch.setenv("COLUMNS", "1000")
+    assert main(["list", "scenarios"]) == 0
+    rows = [[c.strip() for c in line.split("│")[1:3]] for line in capsys.readouterr().out
+            .splitlines() if line.startswith("│")]
+    files = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert len(files) > 10
+    expected = [[f.stem, " ".join(safe_load(f.read_text())["about"].split())] for f in files]
+    assert rows == expected
+
+
+def test_list_scenarios_fits_the_width_with_names_whole(capsys, monkeypatch):
+    """At 80 columns every line fits, names are never cut and long abouts end in '…'."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["list", "scenarios"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in lines
+            if line.startswith("│")}
+    assert set(rows) == {f.stem for f in (ROOT / "scenarios").glob("*.yaml")}
+    assert rows["knl_4253"].startswith("Sync EASGD vs the EASGD family")
+    assert rows["knl_4253"].endswith("…")
+
+
+def test_list_one_scenario_shows_its_path_and_header(capsys):
+    assert main(["list", "scenarios", "knl_4253"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == str(ROOT / "scenarios" / "knl_4253.yaml")
+    assert lines[1].startswith("about: Sync EASGD vs the EASGD family")
+    # the header comment, unwrapped and without its '# '
+    assert lines[3] == ("The headline use: You, Buluc, Demmel (SC17, arXiv 1708.02983) report "
+                        "91.5% weak-scaling")
+    assert "  clustersim predict scenarios/knl_4253.yaml" in lines
+    assert not any(line.startswith(("name:", "#")) for line in lines)
+
+
 @pytest.mark.parametrize("args, message", [
     (["list", "algorithms", "async_eagsd"], "did you mean 'async_easgd'"),
     (["list", "devices", "k80"], "takes no name"),
+    (["list", "scenarios", "knl_425"],
+     "unknown shipped scenario 'knl_425' — did you mean 'knl_4253'? (allowed: "
+     "allreduce_crossbar16, bsp_100k,"),
 ])
 def test_list_with_a_bad_name(capsys, args, message):
     assert main(args) == 2

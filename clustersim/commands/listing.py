@@ -1,14 +1,20 @@
 """``clustersim list``: the catalog's devices, links, topologies, routing policies,
-collectives, algorithms and models, and one algorithm's parameters (kept out of cli.py so that
-it stays small)."""
+collectives, algorithms and models, one algorithm's parameters, and the shipped scenarios that
+``predict``/``validate``/``sensitivity``/``routes`` accept by bare name (kept out of cli.py so
+that it stays small)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from clustersim.errors import InputError
+from clustersim.errors import InputError, unknown_name
 
 EXIT_OK = 0
+
+#: the kinds ``clustersim list`` knows, in the order ``--help`` shows them
+KINDS = ("devices", "links", "transports", "topologies", "routing", "collectives", "algorithms",
+         "models", "scenarios")
 
 
 def list_entries(console: Any, what: str, name: str | None) -> int:
@@ -16,9 +22,12 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
     from rich.table import Table
 
     if name is not None:
+        if what == "scenarios":
+            return _list_scenario(console, name)
         if what != "algorithms":
             raise InputError(f"'clustersim list {what}' takes no name; only 'list algorithms "
-                             "NAME' shows one entry's parameters")
+                             "NAME' (its parameters) and 'list scenarios NAME' (its file) show "
+                             "one entry")
         return _list_algorithm(console, name)
     t = Table(title=what, title_justify="left")
     if what == "devices":
@@ -105,6 +114,19 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         for name in list_models():
             m = get_model(name)
             t.add_row(name, f"{m.params:,}", f"{m.fwd_flops / 1e9:.2f}")
+    elif what == "scenarios":
+        from rich.text import Text
+
+        from clustersim.shipped import find_shipped, shipped_names
+
+        # one line each, cut with "…" at the terminal's width: a menu of the names to pass to
+        # predict, whole (they are what to type); only the about column narrows and its cells
+        # do not wrap; 'list scenarios NAME' shows the whole description
+        t.add_column("scenario", no_wrap=True)
+        t.add_column("about")
+        for name in shipped_names("scenarios"):
+            about = _about(find_shipped("scenarios", name))
+            t.add_row(name, Text(about, no_wrap=True, overflow="ellipsis"))
     console.print(t)
     return EXIT_OK
 
@@ -131,4 +153,41 @@ def _list_algorithm(console: Any, name: str) -> int:
             allowed = " and ".join(x for x in (lo, hi) if x) or prm.kind.__name__
         t.add_row(key, str(prm.default), allowed, prm.help, prm.source)
     console.print(t)
+    return EXIT_OK
+
+
+def _about(path: Path | None) -> str:
+    """A shipped scenario's ``about:`` field, or why it cannot be shown: one unreadable file
+    (being edited in a checkout) must not hide the other names from the listing."""
+    import yaml
+
+    from clustersim._yaml import safe_load
+
+    try:
+        data = safe_load(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return f"(cannot read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    about = data.get("about") if isinstance(data, dict) else None
+    return " ".join(str(about).split()) if about else "-"
+
+
+def _list_scenario(console: Any, name: str) -> int:
+    """One shipped scenario: where its file is (to copy and edit), its ``about:`` and the
+    comment at the top of the file, which says what it reproduces and what to expect."""
+    from clustersim.shipped import find_shipped, shipped_names
+
+    path = find_shipped("scenarios", name)
+    if path is None:
+        raise unknown_name("shipped scenario", name, shipped_names("scenarios"))
+    # soft_wrap: the comment is already wrapped in the file; rich re-wrapping it at the
+    # terminal's width would break every line in two
+    console.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"about: {_about(path)}", markup=False, highlight=False, soft_wrap=True)
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line[2:] if line.startswith("# ") else line[1:])
+    if header:
+        console.print("", *header, sep="\n", markup=False, highlight=False, soft_wrap=True)
     return EXIT_OK
