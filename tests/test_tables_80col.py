@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from clustersim.report.layout import Col, print_table
+from clustersim.report.layout import Col, Omitted, print_hidden, print_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,6 +120,57 @@ def test_priorities_decide_what_is_left_out():
     # wide (the command gives it an unbounded console): never leaves anything out
     text, hidden = _render(cols, rows, 1000, wide=True)
     assert hidden == [] and all(d * 15 in text for d in "1234")
+
+
+def _footer(tables, width: int) -> tuple[str, list[list[str]]]:
+    """Print ``tables`` ((cols, rows) pairs) under one footer; the footer and each table's
+    hidden columns.  soft_wrap: the footer on one line whatever its length."""
+    con = Console(width=width, record=True, soft_wrap=True,
+                  file=open(os.devnull, "w"))  # noqa: SIM115
+    omitted = Omitted()
+    hidden = [print_table(con, f"t{i}", cols, rows, note=False, omitted=omitted)
+              for i, (cols, rows) in enumerate(tables)]
+    print_hidden(con, omitted)
+    lines = con.export_text().splitlines()
+    return (lines[-1] if "--wide" in lines[-1] else ""), hidden
+
+
+def test_footer_names_only_what_no_table_shows_then_what_some_left_out():
+    """Each table fits on its own: at 40 columns the first keeps 'b' and the second drops
+    it, both drop 'c'; 'only here' is in the last table alone, and dropped there.  The
+    footer under them said "not shown: c, b, only here" - 'b' was on the screen above."""
+    cols = [Col("key", priority=0), Col("a"), Col("b", priority=2), Col("c", priority=3)]
+    narrow = [["k", "1" * 5, "2" * 5, "3" * 30]]    # 52 wide: only c must go
+    wide = [["k", "1" * 20, "2" * 15, "3" * 5]]     # 52, then 44 wide: c, then b go
+    extra = [Col("key", priority=0), Col("only here", priority=2)]
+    footer, hidden = _footer([(cols, narrow), (cols, wide), (extra, [["k", "4" * 40]])], 40)
+    assert hidden == [["c"], ["b", "c"], ["only here"]]
+    assert footer == ("not shown at 40 columns: c, only here; left out of some tables: b "
+                      "(--wide shows every column)")
+    # nothing left out everywhere: the footer says only where some tables left columns out
+    footer, hidden = _footer([(cols, [["k", "1", "2", "3"]]), (cols, wide)], 40)
+    assert hidden == [[], ["b", "c"]]
+    assert footer == ("left out of some tables at 40 columns: b, c (--wide shows every "
+                      "column)")
+    # every table shows every column: no footer
+    assert _footer([(cols, [["k", "1", "2", "3"]])] * 2, 40) == ("", [[], []])
+    # one table (a plain list, as print_table returns it): unchanged wording
+    con = Console(width=40, record=True, soft_wrap=True,
+                  file=open(os.devnull, "w"))  # noqa: SIM115
+    print_hidden(con, ["c", "b", "c"])
+    assert con.export_text().strip() == "not shown at 40 columns: c, b (--wide shows every column)"
+
+
+def test_predict_footer_does_not_name_a_column_a_table_shows():
+    """knl_4253 at 80 columns: Sync EASGD's table shows 'stat. eff.', original EASGD's leaves
+    it out (its iteration times are wider); the footer said it was not shown."""
+    out = _predict("knl_4253", "--no-band")
+    footer = " ".join(out[out.index("not shown at 80 columns"):].split())
+    sync = out[:out.index("original EASGD")]
+    assert "stat." in sync and "eff." in sync and "steps" not in sync
+    assert footer.endswith("; left out of some tables: stat. eff. (--wide shows every column)")
+    assert "steps to target" in footer.split(";")[0]
+    _check_narrow(out)
 
 
 def test_headers_wrap_cells_never_do():

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from clustersim.report.layout import Col, print_table
+from clustersim.report.layout import Col, Omitted, print_table
 from clustersim.units import format_duration
 
 __all__ = ["print_emulation", "emulation_json", "chart_data", "plot_html"]
@@ -31,10 +31,12 @@ def _count(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{x:,.0f}"
 
 
-def print_emulation(console: Console, result: Any, wide: bool = False) -> list[str]:
+def print_emulation(console: Console, result: Any, wide: bool = False,
+                    omitted: Omitted | None = None) -> list[str]:
     """One row per algorithm and point: what reaching the task's target took in simulated
     time, beside the analytic model's prediction for the same run (``analytic time``) where
-    the convergence layer could make one."""
+    the convergence layer could make one.  Returns the columns left out; ``omitted``: also
+    recorded there, for the footer the caller prints under all its tables."""
     emu = getattr(result, "emulation", None) or {}
     if not emu:
         return []
@@ -51,7 +53,8 @@ def print_emulation(console: Console, result: Any, wide: bool = False) -> list[s
                          "—" if a is None else format_duration(a)])
     title = (f"convergence emulation: task {first.task}, target {first.metric_name} "
              f">= {first.target:g} (real math in simulated time)")
-    return print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide, note=False)
+    return print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide, note=False,
+                       omitted=omitted)
 
 
 def emulation_json(result: Any) -> dict[str, Any]:

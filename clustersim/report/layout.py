@@ -6,7 +6,9 @@ table is fitted before rich sees it, the way ``kubectl get`` / ``gh`` / ``docker
 
 * ``fit="drop"``: the least important columns are left out (priority 0 is the row's key and
   always stays; larger numbers go first, the rightmost first among equals) until the rest fit
-  whole; one line under the table names what was left out and that ``--wide`` shows it;
+  whole; one line under the table names what was left out and that ``--wide`` shows it
+  (under several tables, :class:`Omitted`: what every table left out, then what only some
+  did - each table fits on its own, so a column dropped from one may be shown in the next);
 * ``fit="stack"``: for wide comparison grids (one column per algorithm), the columns are
   split over several tables printed one under the other, each repeating the key columns.
 
@@ -27,7 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["Col", "print_table", "print_hidden"]
+__all__ = ["Col", "Omitted", "print_table", "print_hidden"]
 
 # compact style: columns separated by " " + padding 1 on each side, no outer edge or padding
 _GAP = 3
@@ -42,6 +44,37 @@ class Col:
     #: 0 = the row's key, always shown; 1 = the headline figures; larger = details, dropped
     #: first when the terminal is narrow
     priority: int = 1
+
+
+class Omitted:
+    """The columns that the tables under one footer left out, table by table.
+
+    Each table is fitted to the width on its own (its cells decide its columns' widths), so
+    at one width a column can be dropped from one table and shown in the next: a footer
+    built from the union of what was dropped would name columns the reader sees right above
+    it.  This keeps every table's headers and hidden columns so that :func:`print_hidden`
+    can say which columns no table shows and which only some tables left out.
+    """
+
+    def __init__(self) -> None:
+        self._tables: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+    def add(self, headers: Sequence[str], hidden: Sequence[str]) -> None:
+        """Record one printed table: all its headers and those it left out."""
+        self._tables.append((tuple(headers), tuple(hidden)))
+
+    def _hidden(self) -> list[str]:
+        return list(dict.fromkeys(h for _, hidden in self._tables for h in hidden))
+
+    def everywhere(self) -> list[str]:
+        """Left out of every table that has the column, in the order first left out."""
+        return [h for h in self._hidden()
+                if all(h in hidden for headers, hidden in self._tables if h in headers)]
+
+    def somewhere(self) -> list[str]:
+        """Left out of some tables but shown in at least one other."""
+        every = set(self.everywhere())
+        return [h for h in self._hidden() if h not in every]
 
 
 def _cell_len(cell: str) -> int:
@@ -108,15 +141,20 @@ def _render(console: Console, title: str, cols: Sequence[Col], rows: Sequence[Se
 
 def print_table(console: Console, title: str, cols: Sequence[Col],
                 rows: Sequence[Sequence[str]], *, wide: bool = False, fit: str = "drop",
-                note: bool = True) -> list[str]:
+                note: bool = True, omitted: Omitted | None = None) -> list[str]:
     """Print ``rows`` (strings, rich markup allowed) under ``cols``; return the headers of the
     columns left out.
 
     ``wide``: every column, boxed, whatever the console's width.  Otherwise the table fits
     ``console.width`` by ``fit`` ("drop" or "stack", see the module docstring).  ``note``:
     say under the table what was left out (``False``: the caller says it once, for several
-    tables, with :func:`print_hidden`).
+    tables, with :func:`print_hidden`).  ``omitted``: record this table's columns there, for
+    that one footer to say only what is true of all the tables.
     """
+    if omitted is not None:
+        hidden = print_table(console, title, cols, rows, wide=wide, fit=fit, note=note)
+        omitted.add([c.header for c in cols], hidden)
+        return hidden
     if wide:
         t = Table(title=Text(title), title_justify="left")
         for c in cols:
@@ -142,9 +180,17 @@ def print_table(console: Console, title: str, cols: Sequence[Col],
     return hidden
 
 
-def print_hidden(console: Console, hidden: Sequence[str]) -> None:
-    """One line naming the columns left out at this width, if any."""
-    if hidden:
-        names = ", ".join(dict.fromkeys(hidden))
-        console.print(Text(f"not shown at {console.width} columns: {names} (--wide shows "
-                           "every column)", style="dim"))
+def print_hidden(console: Console, hidden: Sequence[str] | Omitted) -> None:
+    """One line naming the columns left out at this width, if any: ``hidden``, one table's;
+    or, under several tables, those no table shows, then those only some tables left out."""
+    if isinstance(hidden, Omitted):
+        every, some = hidden.everywhere(), hidden.somewhere()
+    else:
+        every, some = list(dict.fromkeys(hidden)), []
+    if not every and not some:
+        return
+    parts = [f"not shown at {console.width} columns: {', '.join(every)}"] if every else []
+    if some:
+        where = "" if every else f" at {console.width} columns"
+        parts.append(f"left out of some tables{where}: {', '.join(some)}")
+    console.print(Text("; ".join(parts) + " (--wide shows every column)", style="dim"))

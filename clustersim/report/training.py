@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from clustersim import __version__
-from clustersim.report.layout import Col, print_hidden, print_table
+from clustersim.report.layout import Col, Omitted, print_hidden, print_table
 from clustersim.scenario.assumed import assumed_figures, assumed_line
 from clustersim.units import format_duration
 
@@ -82,7 +82,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     tta = _has_tta(result)
     cols = (list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
             + (list(TTA_COLUMNS) if tta else []))
-    hidden: list[str] = []
+    omitted = Omitted()  # one footer for all the tables: what they left out at this width
     for title, pts in result.points.items():
         rows = []
         for p in pts:
@@ -95,17 +95,17 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
             if tta:
                 row += _tta_cells(p)
             rows.append(row)
-        hidden += print_table(console, f"{title}", cols, rows, wide=wide, note=False)
+        print_table(console, f"{title}", cols, rows, wide=wide, note=False, omitted=omitted)
         line = saturation_line(pts)
         if line:
             console.print(f"[dim]{escape(line)}[/dim]")
     if len(result.points) > 1:
-        hidden += _print_comparison(console, result, wide)
+        _print_comparison(console, result, wide, omitted)
     if getattr(result, "emulation", None):
         from clustersim.report.convergence import print_emulation
 
-        hidden += print_emulation(console, result, wide)
-    print_hidden(console, hidden)
+        print_emulation(console, result, wide, omitted)
+    print_hidden(console, omitted)
 
 
 # Columns and their priority at a narrow terminal (0 = always; larger numbers are left out
@@ -128,8 +128,10 @@ COMPARISON_COLUMNS = (
 )
 
 
-def _print_comparison(console: Console, result: Any, wide: bool = False) -> list[str]:
-    """One line per algorithm at the largest common point, fastest first."""
+def _print_comparison(console: Console, result: Any, wide: bool = False,
+                      omitted: Omitted | None = None) -> list[str]:
+    """One line per algorithm at the largest common point, fastest first; returns the
+    columns left out (also recorded in ``omitted``)."""
     largest = min(pts[-1].workers for pts in result.points.values())
     rows = []
     for title, pts in result.points.items():
@@ -159,7 +161,7 @@ def _print_comparison(console: Console, result: Any, wide: bool = False) -> list
         cells.append(row)
     order = "first to the target first" if tta else "fastest first"
     hidden = print_table(console, f"comparison at {largest} workers ({order})", cols, cells,
-                         wide=wide, note=False)
+                         wide=wide, note=False, omitted=omitted)
     notes = {p.tta_note for _, p in rows if p.tta_note}
     for title, p in rows:
         if p.tta_note in notes:

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from clustersim.report.layout import Col, print_hidden, print_table
+from clustersim.report.layout import Col, Omitted, print_hidden, print_table
 from clustersim.units import format_duration
 
 __all__ = ["print_bands", "bands_json", "print_sensitivity", "sensitivity_json",
@@ -93,16 +93,16 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
     for b in inputs.blocks:
         console.print(f"  calibration ({escape(b.source)}): "
                       f"{escape(', '.join(b.parameters))} — normal, fitted covariance")
-    hidden: list[str] = []
+    omitted = Omitted()  # the tables fit one by one: the footer says what each left out
     for title, rows in bands.items():
         keys = [k for k in _FMT if any(k in bs for _, bs in rows)]
         cols = [Col("workers", priority=0)] + [Col(_HEAD[k], priority=_PRIORITY[k])
                                                for k in keys]
         cells = [[str(w)] + [_cell(k, bs[k]) if k in bs else "—" for k in keys]
                  for w, bs in rows]
-        hidden += print_table(console, f"{title} — input uncertainty", cols, cells,
-                              wide=wide, note=False)
-    print_hidden(console, hidden)
+        print_table(console, f"{title} — input uncertainty", cols, cells, wide=wide,
+                    note=False, omitted=omitted)
+    print_hidden(console, omitted)
     console.print(BAND_NOTE.format(n=n, k=inputs.dims, seed=seed)
                   + (JITTER_NOTE if jitter else ""))
 
@@ -149,7 +149,7 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
               Col("ST ±95%", priority=2)] if sobol else
              [Col("mu* (mean |effect|)"), Col("mu* ±95%", priority=2),
               Col("sigma (interaction)")])
-    hidden: list[str] = []
+    omitted = Omitted()
     for key, m in res["metrics"].items():
         order = sorted(range(len(m["names"])), key=lambda i: -m["rank_by"][i])
         rows = []
@@ -159,8 +159,8 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
             rows.append([escape(m["names"][i])] + [f"{v:.3g}" for v in vals])
         title = (f"{res['algorithm']} at {res['workers']:,} workers — "
                  f"{band_title(key, m['what'], m['band'])}")
-        hidden += print_table(console, title, cols, rows, wide=wide, note=False)
-    print_hidden(console, hidden)
+        print_table(console, title, cols, rows, wide=wide, note=False, omitted=omitted)
+    print_hidden(console, omitted)
     what = ("Sobol indices (Saltelli sampling, SALib): S1 = share of the variance an input "
             "explains alone, ST = with its interactions" if sobol else
             "Morris elementary effects (SALib): mu* = mean |change| of the metric, in its "
