@@ -15,6 +15,8 @@ the run's processes are being stopped would otherwise abandon them half-way).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import signal
 import sys
@@ -127,3 +129,28 @@ def drop_stdout() -> None:
         os.close(fd)
     except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
         pass
+
+
+#: errors of a stream that cannot take more output: a full disk or quota, an I/O error
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
+
+
+def output_failed(exc: OSError) -> int:
+    """The exit of a command whose output could not be written (``main``'s handler).
+
+    A reader that went away (``clustersim predict ... | head``): stop quietly, exit 141, as
+    Unix tools do when SIGPIPE kills them.  Standard output on a full disk (``> /dev/full``,
+    a quota): one ``failed:`` line, exit 1 - it was a traceback, after the files had been
+    written.  Either way stdout goes to /dev/null first, so that the interpreter's final
+    flush does not fail again ("Exception ignored ...").  Any other OSError is a bug to
+    show: it is raised again."""
+    if isinstance(exc, BrokenPipeError):
+        drop_stdout()
+        return 128 + 13  # 141, SIGPIPE
+    if exc.errno not in _FULL:
+        raise exc
+    drop_stdout()
+    with contextlib.suppress(OSError):
+        print(f"failed: cannot write {exc.filename or 'the standard output'}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+    return 1

@@ -374,14 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print("interrupted" if signum == 2 else f"terminated by {exc}", file=sys.stderr)
         return 128 + signum
-    except BrokenPipeError:
-        # the reader went away (`clustersim predict ... | head`): stop quietly, as Unix tools
-        # do when SIGPIPE kills them; stdout goes to /dev/null so that the interpreter's final
-        # flush does not fail again ("Exception ignored ... BrokenPipeError")
-        from clustersim._signals import drop_stdout
-
-        drop_stdout()
-        return 128 + 13  # 141, SIGPIPE
+    except OSError as exc:  # a reader gone (141) or a full disk (1): _signals.output_failed
+        return _signals.output_failed(exc)
 
 
 def console_main() -> int:

@@ -179,6 +179,27 @@ def test_closed_pipe_exits_quietly(tmp_path, scenario):
     json.loads(j.read_text())
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["predict", "sweep"])
+def test_stdout_on_a_full_disk_is_one_line(tmp_path, command):
+    """`clustersim ... > /dev/full`: one `failed:` line, exit 1, the files whole (it was an
+    OSError traceback from the summary's print, after the files had been written)."""
+    j = tmp_path / "o.json"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "clustersim", command,
+                               str(ROOT / "scenarios" / "theano_mpi_alexnet.yaml"),
+                               "--json", str(j), "--set", "sweep.workers=[1, 2]",
+                               *(["--no-cache", "--out", str(tmp_path / "o")]
+                                 if command == "sweep" else [])],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT),
+                                   "CLUSTERSIM_JOBS": "1"})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr == ("failed: cannot write the standard output: No space left on "
+                           "device\n")
+    json.loads(j.read_text())
+
+
 def test_benchmark_trace_lays_out_the_schedule(tmp_path):
     """Ring all-reduce on p ranks: 2(p-1) steps, every rank busy in each, ending at the
     benchmark's time for that point; one Perfetto process per algorithm."""
