@@ -50,17 +50,22 @@ class FitLine:
 
 
 def undetermined(lines: Sequence[FitLine]) -> list[FitLine]:
-    """The fitted model parameters the measurements did not determine: a 95 % interval
-    that is not finite or wider than twice the value (standard error above the value), or
-    a collective efficiency on the fit's bound (0.01 or 100).
+    """The fitted model parameters that are not sampled as uncertain: those the
+    measurements did not determine - a 95 % interval that is not finite or wider than twice
+    the value (standard error above the value), a collective efficiency on the fit's bound
+    (0.01 or 100) - and those fitted on a physical limit: a device efficiency of 1 (the fit
+    found the device at or above its nominal peak), a time of 0.
 
-    Why name them: such a fit is the optimiser's resting place, not a measurement (a
-    collective efficiency of 100 with a 95 % interval of +-187,000 means the sizes measured
-    never showed that segment's rate term), yet it was listed among the moved parameters
-    like any other.  The profile keeps them (a prediction at those sizes needs some value,
-    and the fit's is as good as the default) but leaves them out of its covariance
-    (:func:`clustersim.calibration.covariance.identified`); the report says which, so that
-    a user measures the sizes that would determine them."""
+    Why name them: a fit on the optimiser's bound is its resting place, not a measurement
+    (a collective efficiency of 100 with a 95 % interval of +-187,000 means the sizes
+    measured never showed that segment's rate term), yet it was listed among the moved
+    parameters like any other.  Why not sample a fit on a physical limit: the data put the
+    parameter *at* the limit, and every draw of its Gaussian could only move it one way -
+    with three such parameters in one block (two efficiencies at 1, an overhead at 0 +-52
+    us) the band of a calibrated CPU run lay wholly above its nominal (11.47 ms against
+    12.12 [11.54, 13.14] ms), although each parameter's own median was its fit.  The limit
+    is the fit; the profile keeps all of them, leaves them out of its covariance, and the
+    report says which, so that a user can measure what would determine them."""
     from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
 
     out = []
@@ -70,9 +75,10 @@ def undetermined(lines: Sequence[FitLine]) -> list[FitLine]:
         half = (ln.high - ln.low) / 2
         stuck = "collective_efficiency" in ln.parameter and any(
             math.isclose(ln.value, b, rel_tol=1e-6) for b in EFFICIENCY_BOUNDS)
-        # a time fitted at 0 with a finite interval is determined: "below the interval's top"
-        at_zero = ln.unit == "s" and abs(ln.value) < 1e-15
-        if stuck or not math.isfinite(half) or (not at_zero and half / 1.96 > abs(ln.value)):
+        device_eff = "efficiency" in ln.parameter and not ln.parameter.startswith("network.")
+        on_limit = (device_eff and ln.value >= 1.0 - 1e-9) or (
+            ln.unit == "s" and abs(ln.value) < 1e-15)
+        if stuck or on_limit or not math.isfinite(half) or half / 1.96 > abs(ln.value):
             out.append(ln)
     return out
 

@@ -72,10 +72,11 @@ def print_fit(console: Any, cal: Any) -> None:
 
     loose = undetermined(cal.lines)
     if loose:
-        console.print("  not determined by these measurements (a 95% interval wider than "
-                      "the value, or at the fit's bound):", markup=False)
-        console.print("  kept in the profile, not in its covariance; measure the sizes or "
-                      "kernels that show them", markup=False)
+        for text in ("  not sampled as uncertain: not determined by these measurements (a 95% "
+                     "interval", "  wider than the value, a fit on the optimiser's bound) or "
+                     "fitted on a physical", "  limit (efficiency 1, time 0); kept in the "
+                     "profile, not in its covariance:"):
+            console.print(text, markup=False)
         for ln in loose:
             console.print(f"    {ln.parameter} = {fmt(ln.value, ln.unit)} "
                           f"[{fmt(ln.low, ln.unit)} .. {fmt(ln.high, ln.unit)}]", markup=False)

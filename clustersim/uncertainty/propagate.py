@@ -164,7 +164,10 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
     nominal prediction (a calibrated CPU run: nominal 21.6 ms, band 24.0 [22.5, 26.2] ms).
     Projected, a parameter's median stays its fitted value: this is how an estimate
     constrained to a region is distributed when the truth is on its edge (half its mass on
-    the edge; Self & Liang, JASA 82, 1987).  After :data:`MAX_TRIES` batches the draw is
+    the edge; Self & Liang, JASA 82, 1987).  (A fit *on* the limit is not sampled at all:
+    ``calibrate`` leaves it out of the covariance, :func:`~clustersim.calibration.fitlines.
+    undetermined` - each of its draws could only move the step one way.)  After
+    :data:`MAX_TRIES` batches the draw is
     clipped (a block whose Gaussian is almost all outside is the fit's problem; its values
     still stay within the bounds)."""
     from scipy.stats import norm
