@@ -152,6 +152,11 @@ _SHM = ("format: clustersim-calibration/1\n"
      "covariance[0].matrix", "largest |correlation| 48,"),
     ("[links.localhost_shm.latency]\n    value: [1.0e-6]\n    matrix: [[-1.0e-14]]",
      "covariance[0].matrix", "a variance on its diagonal is negative"),
+    # one parameter in two blocks: both listed as inputs, the later draw silently won
+    ("[links.localhost_shm.latency]\n    value: [1.0e-6]\n    matrix: [[1.0e-14]]\n"
+     "  - parameters: [links.localhost_shm.latency]\n    value: [1.0e-6]\n"
+     "    matrix: [[1.0e-16]]",
+     "covariance[1].parameters[0]", "is already covariance[0].parameters[0]"),
 ])
 def test_a_covariance_apart_from_its_profile_is_refused(tmp_path, capsys, block, where, says):
     prof = tmp_path / "p.yaml"
@@ -171,6 +176,10 @@ def test_a_profile_that_applies_to_nothing_is_refused_and_q_is_quiet(tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith(f"error: {h200}: applies to nothing in platform 'cori_knl_cores'")
     assert "device 'h200_rank'" in err and "'knl_core'" in err
+    # sensitivity samples the profile instead of applying it once: it ignored it, exit 0
+    assert main(["sensitivity", "knl_4253", "--calibration", str(h200), "-n", "2",
+                 "-q"]) == 2
+    assert "applies to nothing in platform 'cori_knl_cores'" in capsys.readouterr().err
     prof = tmp_path / "p.yaml"
     prof.write_text(_SHM)
     out = tmp_path / "o.json"

@@ -21,7 +21,7 @@ from clustersim.calibration.profile import Change, Profile, load_profile
 from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
 from clustersim.network.params import ANY_CLASS, NetworkParams
 
-__all__ = ["apply_profile", "apply_profile_data", "format_changes"]
+__all__ = ["apply_profile", "apply_profile_data", "format_changes", "load_applicable"]
 
 
 @dataclass
@@ -176,3 +176,13 @@ def _applies_to_nothing(scn: Any, prof: Profile, path: str | Path) -> None:
                      f"{', '.join(map(repr, sorted(set(plat.link_kind))))} (calibrate on this "
                      f"platform: clustersim calibrate --real, docs/calibration.md)",
                      file=str(path))
+
+
+def load_applicable(scn: Any, path: str | Path) -> Profile:
+    """The profile at ``path``, refused (exit 2) as :func:`apply_profile` refuses it when it
+    applies to nothing in ``scn``'s platform - for the commands that sample the profile
+    rather than apply it once (``sensitivity``: it had ignored such a profile, exit 0)."""
+    prof = load_profile(path)
+    if not _apply_one(scn, prof).applied:
+        _applies_to_nothing(scn, prof, path)
+    return prof

@@ -340,7 +340,7 @@ def _parse_profile(raw: Any, file: str | None) -> Profile:
     val = raw.get("validation")
     prof.validation = dict(val) if isinstance(val, Mapping) else None
     if raw.get("covariance") is not None:
-        from clustersim.calibration.covariance import parse_covariance
+        from clustersim.calibration.covparse import parse_covariance
 
         prof.covariance = parse_covariance(raw["covariance"], prof)
     return prof

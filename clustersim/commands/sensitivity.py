@@ -39,9 +39,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     check_outputs({"--json": args.json, "--plot": args.plot})
     profile = None
     if args.calibration:
-        from clustersim.calibration.profile import load_profile
+        from clustersim.calibration.applyprofile import load_applicable
 
-        profile = load_profile(args.calibration)
+        profile = load_applicable(scn, args.calibration)
     inputs = collect_inputs(scn, profile)
     raw, title = focus_raw(load_raw(path, sets), args.algorithm)
     seed = scn.run.seed
