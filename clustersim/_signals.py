@@ -39,8 +39,30 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+#: SIGTERM/SIGHUP raised as :class:`Terminated` and not yet handled by ``main``
+_RAISED: list[int] = []
+
+
 def _raise(signum: int, _frame: Any) -> None:
+    _RAISED.append(signum)
     raise Terminated(signum)
+
+
+def check() -> None:
+    """Raise again a :class:`Terminated` that was swallowed.
+
+    Why: the handler raises wherever the main thread is, and Python drops an exception
+    raised inside a weakref callback or ``__del__`` ("Exception ignored in ...").  A SIGTERM
+    that landed there during ``--dask local``'s start was lost, and the sweep ran to the end
+    with exit 0.  Long loops call this between their steps; ``main`` calls it when the
+    command returns."""
+    if _RAISED:
+        raise Terminated(_RAISED[-1])
+
+
+def handled() -> None:
+    """``main`` has reported the signal: nothing is pending any more."""
+    _RAISED.clear()
 
 
 def _default_in_child() -> None:

@@ -353,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from clustersim import _signals
 
+    _signals.handled()  # nothing pending from an earlier main() in this process
     # SIGTERM/SIGHUP unwind like Ctrl-C (real runs stop their processes, temporary files go);
     # the previous handlers come back when main returns (it is also called in-process)
     try:
@@ -362,7 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not getattr(args, "func", None):
                 parser.print_help()
                 return EXIT_INPUT
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            _signals.check()  # a SIGTERM swallowed on the way (a weakref callback) counts
+            return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -370,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"failed: {exc}", file=sys.stderr)
         return EXIT_FAIL
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_signals.Terminated)
+        _signals.handled()
         signum = getattr(exc, "signum", 2)
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print("interrupted" if signum == 2 else f"terminated by {exc}", file=sys.stderr)

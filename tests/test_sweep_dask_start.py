@@ -5,6 +5,7 @@ callback", followed by its INFO lines about reaping stray processes (QA, 2026-11
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_sweep_executors import _alive_in_group, _sweep_cmd
+from test_sweep_executors import SMALL, _alive_in_group, _sweep_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,3 +43,42 @@ def test_sigterm_while_the_cluster_starts_is_one_line(tmp_path: Path) -> None:
     assert err.strip().splitlines() == ["terminated by SIGTERM"], err[-3000:]
     time.sleep(0.5)
     assert _alive_in_group(proc.pid) == []
+
+
+def test_a_sigterm_swallowed_by_a_callback_still_ends_the_command(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """The SIGTERM handler raises wherever the main thread is; inside a weakref callback
+    Python drops the exception ("Exception ignored in ...") and the sweep ran on to exit 0.
+    The raise is remembered: the sweep's loop raises it again, and main reports it."""
+    import weakref
+
+    from clustersim import _signals
+    from clustersim.cli import main
+    from clustersim.explore import driver
+
+    class Thing:
+        pass
+
+    fired = []
+
+    def swallowed(_ref):  # what Python does with a handler's raise inside a callback
+        fired.append(1)
+        with contextlib.suppress(_signals.Terminated):
+            _signals._raise(15, None)
+
+    real = driver._take
+    held = []
+
+    def take(*a, **k):
+        if not fired:
+            t = Thing()
+            held.append(weakref.ref(t, swallowed))
+            del t  # the callback runs now, and its exception is dropped
+        return real(*a, **k)
+
+    monkeypatch.setattr(driver, "_take", take)
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "-j", "1", "-q",
+                 "--no-cache", "--chunk", "1"]) == 143
+    assert fired and not (tmp_path / "o" / "sweep.csv").exists()

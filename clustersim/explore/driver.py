@@ -13,6 +13,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
+from clustersim import _signals
 from clustersim._signals import deferred
 from clustersim.errors import InputError
 from clustersim.explore.cache import PointCache, point_key
@@ -59,6 +60,7 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
     # whenever the suspended generator is collected; deferred(): a batch is stored whole
     with closing(iter_results(study, todo, executor, jobs, address, chunk)) as results:
         for batch in results:
+            _signals.check()  # a SIGTERM swallowed meanwhile (a Dask weakref callback)
             _take(batch, out, cache, keys, advance)
             if error is None:
                 error = next((row["error"] for _i, row in batch if "error" in row), None)
