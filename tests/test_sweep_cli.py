@@ -73,3 +73,20 @@ def test_a_sweep_logged_to_a_file_says_how_far_it_is(tmp_path: Path, capsys,
     assert main(["sweep", str(path), "--out", str(tmp_path / "b"), "-j", "1", "--no-cache",
                  "-q"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_summary_names_no_cache_it_could_not_use(tmp_path: Path, capsys) -> None:
+    import sqlite3
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nplatform: crossbar16\n"
+                    "workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}\n"
+                    "algorithm: {name: bsp, strategy: ring}\n"
+                    "sweep:\n  workers: [2, 4]\nrun: {iterations: 3, warmup: 1, seed: 0}\n")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:  # another program's table
+        db.execute("create table points (a integer)")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--cache", str(other),
+                 "-j", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "cannot be read" in err and "point cache:" not in out

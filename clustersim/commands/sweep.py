@@ -168,6 +168,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             res = run_study(study, points, executor=executor, jobs=jobs, address=args.dask,
                             cache=cache, advance=advance, chunk=args.chunk)
     finally:
+        # (a cache that failed on the way closed itself and dropped its path)
+        used = cache is not None and cache.path is not None
         if cache is not None:
             cache.close()
     wall = time.perf_counter() - t0
@@ -181,7 +183,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    (files["--json"], lambda: json_bytes(meta, rows, cols))])
     if not args.quiet:
         _summary(scn, points, res, rows, inputs, wall, executor, files,
-                 saturation_summary(rows, inputs), None if args.no_cache else db)
+                 saturation_summary(rows, inputs), db if used else None)
     return EXIT_OK
 
 
