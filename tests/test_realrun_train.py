@@ -374,8 +374,9 @@ def test_a_killed_rank_is_named_and_its_partial_trace_kept(tmp_path: Path) -> No
 def test_cli_exit_codes_of_real_runs(tmp_path: Path, capsys, monkeypatch) -> None:
     scn = str(SCENARIOS / "real_async_easgd.yaml")
     out = tmp_path / "ok"
-    assert main(["run", "--real", scn, "--iterations", "8", "--out", str(out), "--json",
-                 str(tmp_path / "r.json")]) == 0
+    # a bare name is the shipped scenario, as in predict (it was "file not found")
+    assert main(["run", "--real", "real_async_easgd", "--iterations", "8", "--out", str(out),
+                 "--json", str(tmp_path / "r.json")]) == 0
     text = capsys.readouterr().out
     assert "measured" in text and "predicted" in text
     data = json.loads((tmp_path / "r.json").read_text())

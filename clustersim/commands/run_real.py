@@ -32,7 +32,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "trace every operation and print measured vs predicted metrics.",
         epilog="Example:\n  clustersim run --real scenarios/real_bsp_mlp.yaml --out out/runs/bsp",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", help="training scenario YAML (see scenarios/real_*.yaml)")
+    p.add_argument("scenario", help="training scenario YAML (see scenarios/real_*.yaml), or "
+                   "the name of a shipped one (clustersim list scenarios)")
     p.add_argument("--real", action="store_true",
                    help="run on real MPI processes (required: simulating is `predict`)")
     p.add_argument("--np", type=int, metavar="N",
@@ -76,10 +77,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
     from clustersim.report.output import check_outputs
+    from clustersim.shipped import scenario_path
     from realrun.launch import RealRunError, check_rank_count
     from realrun.train import prepare, run_scenario
 
     sets = list(args.set or [])
+    # a bare name is a shipped scenario, as in predict (`clustersim list scenarios`)
+    args.scenario = scenario_path(args.scenario)
     # resolve first: bad input must fail (exit 2) before any process starts
     setup = prepare(args.scenario, algorithm=args.algorithm, workers=args.workers,
                     iterations=args.iterations, sets=sets, np=args.np)
