@@ -154,6 +154,7 @@ def _plot(scn, result) -> str:
 def _predict_training(scn, args, console) -> int:
     import json
 
+    from clustersim.calibration.applyprofile import profile_identity
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.swing import swing_json
     from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
@@ -178,6 +179,8 @@ def _predict_training(scn, args, console) -> int:
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),
+                                       **({"calibration": profile_identity(args.calibration)}
+                                          if args.calibration else {}),
                                        **({"uncertainty": unc} if unc else {}),
                                        **({"headline_band": swing_json(swing)}
                                           if swing else {})})),

@@ -186,6 +186,10 @@ def test_a_profile_that_applies_to_nothing_is_refused_and_q_is_quiet(tmp_path, c
     assert main(["predict", "real_bsp_mlp", "--calibration", str(prof), "-q",
                  "--json", str(out)]) == 0
     assert capsys.readouterr().err == "" and out.exists()
+    import hashlib  # the JSON names the profile its numbers hang on (it did not)
+
+    assert json.loads(out.read_text())["calibration"] == {
+        "file": str(prof), "sha256": hashlib.sha256(prof.read_bytes()).hexdigest()}
     assert main(["predict", "real_bsp_mlp", "--calibration", str(prof), "--json",
                  str(out)]) == 0
     assert "calibration profile" in capsys.readouterr().err

@@ -21,7 +21,8 @@ from clustersim.calibration.profile import Change, Profile, load_profile
 from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
 from clustersim.network.params import ANY_CLASS, NetworkParams
 
-__all__ = ["apply_profile", "apply_profile_data", "format_changes", "load_applicable"]
+__all__ = ["apply_profile", "apply_profile_data", "format_changes", "load_applicable",
+           "profile_identity"]
 
 
 @dataclass
@@ -186,3 +187,12 @@ def load_applicable(scn: Any, path: str | Path) -> Profile:
     if not _apply_one(scn, prof).applied:
         _applies_to_nothing(scn, prof, path)
     return prof
+
+
+def profile_identity(path: str | Path) -> dict[str, str]:
+    """The profile a prediction used, for its JSON: the path given and the SHA-256 of the
+    bytes.  Why: every number of a calibrated prediction hangs on the profile, and the JSON
+    did not say which one (a file rewritten by the next ``calibrate`` has the same name)."""
+    import hashlib
+
+    return {"file": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}

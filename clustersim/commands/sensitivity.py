@@ -39,7 +39,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     check_outputs({"--json": args.json, "--plot": args.plot})
     profile = None
     if args.calibration:
-        from clustersim.calibration.applyprofile import load_applicable
+        from clustersim.calibration.applyprofile import load_applicable, profile_identity
 
         profile = load_applicable(scn, args.calibration)
     inputs = collect_inputs(scn, profile)
@@ -55,6 +55,10 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     workers = scn.sweep.workers[-1] if scn.sweep else scn.platform.num_devices
     res = {"scenario": scn.name, "algorithm": title, "workers": workers,
            "inputs": [{"field": f.field, "distribution": f.describe()} for f in inputs.fields],
+           **({"calibration": {**profile_identity(args.calibration),  # its sampled blocks
+                               "blocks": [{"from": b.source, "parameters": list(b.parameters)}
+                                          for b in inputs.blocks]}}
+              if args.calibration else {}),
            **res}
     from clustersim.report.uncertainty import print_sensitivity, sensitivity_json
 
