@@ -23,10 +23,11 @@ Names are paths into the profile (``devices.NAME.FIELD``, ``devices.NAME.efficie
 collective_efficiency``, ``network.protocols.CLASS.K.overhead|efficiency|
 collective_efficiency`` for segment K of a link class's protocol table), values SI.
 
-Only *identified* parameters get a covariance: a fit whose standard error exceeds its value,
-or that sits on the optimiser's bound (a collective efficiency of 100 with a 95 % interval
-of +-187,000), says the measurements did not determine it - its Gaussian would be noise
-(:func:`identified`); ``calibrate`` names them in its report instead.
+Only what the measurements determined, away from a physical limit, gets a covariance: a fit
+whose standard error exceeds its value, or that sits on the optimiser's bound (a collective
+efficiency of 100 with a 95 % interval of +-187,000), or on a physical limit, is left out -
+by the rule ``calibrate``'s report names them with
+(:func:`clustersim.calibration.fitlines.undetermined`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CovBlock", "calibration_blocks", "dump_covariance", "resolve", "with_values",
-           "without", "identified"]
+           "without"]
 
 
 @dataclass(frozen=True)
@@ -103,24 +104,12 @@ def _one(name: str, value: float, fit: Any, fit_name: str, d: float, source: str
     return _block([name], [value], np.array([[d]]), var, source)
 
 
-def identified(value: float, var: float, bounds: tuple[float, float] | None = None) -> bool:
-    """Whether a fitted ``value`` with variance ``var`` is determined by the measurements:
-    a finite standard error at most the value itself, and not on the fit's ``bounds``."""
-    if not (math.isfinite(value) and math.isfinite(var)) or var < 0:
-        return False
-    if bounds is not None and any(math.isclose(value, b, rel_tol=1e-6) for b in bounds):
-        return False
-    return math.sqrt(var) <= abs(value)
-
-
 def _collective_block(cfit: Any, cls: str | None, prof: Any) -> CovBlock | None:
-    """Step overhead and the identified collective efficiencies of one fit, together (they
+    """Step overhead and the collective efficiencies of one fit, together (they
     share the fit: their errors are correlated).  Why these matter: on a communication-
     bound run the collective efficiency of the segment its all-reduce falls in sets most of
     the step, and with only the step overhead in the covariance the band of a refitted H200
     run was +-2 % around a parameter known to +-37 %."""
-    from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
-
     f = cfit.fit
     if f is None or "step_overhead" not in prof.network:
         return None
@@ -132,8 +121,6 @@ def _collective_block(cfit: Any, cls: str | None, prof: Any) -> CovBlock | None:
             continue
         key = fname[len("collective_efficiency["):-1]
         value = float(f.values[i])
-        if not identified(value, cov[i, i], EFFICIENCY_BOUNDS):
-            continue
         if key == "None":
             if not math.isclose(prof.network.get("collective_efficiency", math.nan), value,
                                 rel_tol=1e-9):
@@ -160,7 +147,8 @@ def _segment_blocks(cal: Any, cls: str) -> list[CovBlock | None]:
     one block per segment.  Left out, as carried elsewhere or not determined: the overhead
     of the segment that defines the hop latency and the efficiency of the one that defines
     the bandwidth (both are the link's, in ``links.CLASS``), a bandwidth term the segment's
-    sizes do not show, and anything :func:`identified` refuses."""
+    sizes do not show (what the measurements did not determine goes at the end of
+    :func:`calibration_blocks`)."""
     lm, prof = cal.link, cal.profile
     table = prof.protocols.get(cls) or ()
     out: list[CovBlock | None] = []
@@ -172,15 +160,14 @@ def _segment_blocks(cal: Any, cls: str) -> list[CovBlock | None]:
         cov = np.asarray(p.fit.cov, dtype=float)
         ia, ib = p.fit.names.index("alpha"), p.fit.names.index("beta")
         names, values, rows = [], [], []
-        if seg.overhead > 0 and identified(seg.overhead, cov[ia, ia]):
+        if seg.overhead > 0:  # (0: alpha below the hop latency, clipped: no derivative)
             row = np.zeros(len(p.fit.names))
             row[ia] = 1.0
             names.append(f"network.protocols.{cls}.{k}.overhead")
             values.append(seg.overhead)
             rows.append(row)
         d_eff = -1.0 / (p.beta ** 2 * lm.bandwidth) if p.beta > 0 else 0.0
-        if (p.beta > 0 and p.visible and not math.isclose(seg.efficiency, 1.0, rel_tol=1e-9)
-                and identified(seg.efficiency, d_eff ** 2 * cov[ib, ib])):
+        if p.beta > 0 and p.visible and not math.isclose(seg.efficiency, 1.0, rel_tol=1e-9):
             row = np.zeros(len(p.fit.names))
             row[ib] = d_eff
             names.append(f"network.protocols.{cls}.{k}.efficiency")

@@ -130,7 +130,7 @@ def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
     for (label, sets), vscn in zip(variants, (scn, *(s for _, s in scn.variants))):
         for i, alg in enumerate(vscn.algorithms):
             cases.append(Case(label, alg.title, sets, i, tuple(sorted(alg.params))))
-    _distinct_rows(cases, scn, raw)
+    _distinct_rows(scn, raw)
     base = {k: plain(v) for k, v in raw.items() if k not in ("sweep", "variants")}
     at = {int(w): plain(s) for w, s in (sweep.at.items() if sweep else ())}
     scaling = sweep.scaling if sweep else "weak"
@@ -145,23 +145,22 @@ def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
     return study
 
 
-def _distinct_rows(cases: Sequence[Case], scn: Any, raw: Mapping[str, Any]) -> None:
-    """Refuse two algorithms of one variant with the same title, as ``predict`` does.
+def _distinct_rows(scn: Any, raw: Mapping[str, Any]) -> None:
+    """Refuse two algorithms reported under one title, with predict's own check
+    (:func:`~clustersim.sim.sweep.sweep_cases`), located in the file.
 
     Why: a row is told apart by its input columns, and the algorithm column holds the
     title; two untitled ``bsp`` entries (nccl32 and ar) gave rows with the same inputs and
     different numbers, which a pivot table or the explorer silently averaged."""
-    seen: set[tuple[str, str]] = set()
-    for c in cases:
-        if (c.variant, c.algorithm) in seen:
-            from clustersim.scenario.yamlio import line_of
+    if scn.workload is None or not scn.algorithms:
+        return  # not a training scenario: the command says so itself
+    from clustersim.scenario.yamlio import line_of
+    from clustersim.sim.sweep import sweep_cases
 
-            where = " in variant " + repr(c.variant) if c.variant else ""
-            raise InputError(f"two algorithms{where} would both be reported as "
-                             f"{c.algorithm!r}: give them distinct 'label's",
-                             file=scn.file, path=("compare",),
-                             line=line_of(raw, ("compare",)) if "compare" in raw else None)
-        seen.add((c.variant, c.algorithm))
+    try:
+        sweep_cases(scn)
+    except InputError as exc:
+        raise exc.located(file=scn.file, line=line_of(raw, exc.path)) from None
 
 
 def _check_axes_reach(study: Study) -> None:
