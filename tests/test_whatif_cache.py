@@ -146,6 +146,24 @@ def test_unusable_cache_is_reported_not_fatal(files, tmp_path, capsys, counted):
                                                                           (1.0, 1.0)}
 
 
+def test_rows_that_are_not_metrics_are_misses(files, tmp_path, counted):
+    """A decodable row without the metrics' fields (another version's, another program's)
+    is simulated again, not a TypeError: the page equals the uncached one."""
+    import sqlite3
+
+    db = tmp_path / "c.sqlite"
+    _grid(files, db)
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE points SET row = ?", ('{"throughput": 1.0, "bogus": 2}',))
+    con.close()
+    counted.clear()
+    grid = _grid(files, db)
+    assert len(counted) == 2 * POINTS_PER_CELL
+    scn, _ = load_study(str(files))
+    assert repr(whatif_grid(scn, (0.5,), (), jobs=1)) == repr(grid)
+
+
 def test_cli_says_how_many_points_came_from_the_cache(files, tmp_path, capsys):
     db = tmp_path / "say.sqlite"
     args = ["whatif", str(files), "--bandwidth", "0.5", "--latency", "1", "--cache", str(db),

@@ -107,11 +107,17 @@ class CellCache:
 
 
 def _metrics(row: dict[str, Any]) -> Any:
+    """The stored row as the simulation's metrics, or None when it is not one (a row of
+    another version's fields, or written by something else: a miss, simulated again and
+    overwritten, as the sweep treats its damaged rows) - never a TypeError for the page."""
     from clustersim.sim.metrics import PointMetrics
 
-    row = dict(row)
-    row["interval"] = {k: tuple(v) for k, v in row.get("interval", {}).items()}
-    return PointMetrics(**row)
+    try:
+        row = dict(row)
+        row["interval"] = {k: tuple(v) for k, v in row.get("interval", {}).items()}
+        return PointMetrics(**row)
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def simulate_cells(scn: Any, combos: Sequence[Cell],
@@ -146,10 +152,11 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
         todo = []
         for t in tasks:
             row = hits.get(keys[t[:3]])
-            if row is None:
+            m = None if row is None else _metrics(row)
+            if m is None:
                 todo.append(t)
             else:
-                results[t[:3]] = _metrics(row)
+                results[t[:3]] = m
                 cache.hits += 1
                 advance(1)
     pending: list[tuple[str, dict[str, Any]]] = []
