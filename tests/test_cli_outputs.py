@@ -201,3 +201,15 @@ def test_csv_rows_carry_the_emulated_time_to_target_with_units():
     assert rows[0]["analytic_time_to_target_s"] == 264.0
     assert rows[1]["emulated_time_to_target_s"] is None and math.isinf(ems[1].time_to_target)
     assert "efficiency_fraction" in rows[0] and "service_time_s" in rows[0]
+
+
+def test_list_scenarios_narrow_terminal_keeps_names_whole(capsys, monkeypatch):
+    """Narrower than the names and some about (20 columns): one line per scenario, the name
+    whole and first, its about after it, not a table cut at the margin."""
+    monkeypatch.setenv("COLUMNS", "20")
+    assert main(["list", "scenarios"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    stems = sorted(f.stem for f in (ROOT / "scenarios").glob("*.yaml"))
+    assert [line.split()[0] for line in lines] == stems
+    assert lines[stems.index("knl_4253")].split(None, 1)[1].startswith(
+        "Sync EASGD vs the EASGD family")

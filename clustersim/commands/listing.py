@@ -122,10 +122,20 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         # one line each, cut with "…" at the terminal's width: a menu of the names to pass to
         # predict, whole (they are what to type); only the about column narrows and its cells
         # do not wrap; 'list scenarios NAME' shows the whole description
-        t.add_column("scenario", no_wrap=True)
+        names = shipped_names("scenarios")
+        rows = [(name, _about(find_shipped("scenarios", name))) for name in names]
+        width = max(map(len, names))
+        # narrower than a table with the names whole and some of the about: one line per
+        # scenario, name first and whole, wrapped by the terminal
+        if console.width < width + 16:
+            for name, about in rows:
+                print(f"{name:<{width}}  {about}".rstrip())
+            return EXIT_OK
+        # the name column is never narrower than the longest name, however narrow the
+        # terminal: the about text gives way (cut with "…", or gone at ~30 columns)
+        t.add_column("scenario", no_wrap=True, min_width=width)
         t.add_column("about")
-        for name in shipped_names("scenarios"):
-            about = _about(find_shipped("scenarios", name))
+        for name, about in rows:
             t.add_row(name, Text(about, no_wrap=True, overflow="ellipsis"))
     console.print(t)
     return EXIT_OK
