@@ -154,10 +154,10 @@ def check_mpi_launch() -> None:
     starts N copies of the whole command - each spawned a pool of its own, all N wrote the
     same ``--out`` at once, exit 0.  Under ``-m mpi4py.futures`` only rank 0 runs the
     command, inside the shared pool it set up (``mpi4py.futures._core.SharedPool``); a
-    singleton (one rank) spawns its workers.  Every rank raises the input error, so every
-    rank exits 2 before anything is read or written.  MPI is finalized here, so that the
-    refusal does not depend on how the process ends (an exit that skips ``MPI_Finalize``
-    makes MPICH's process manager treat the job as failed)."""
+    singleton (one rank) spawns its workers.  Every rank exits 2 before anything is read or
+    written, rank 0 with the message and the others silently.  MPI is finalized here, so
+    that the refusal does not depend on how the process ends (an exit that skips
+    ``MPI_Finalize`` makes MPICH's process manager treat the job as failed)."""
     try:
         from mpi4py import MPI
     except ImportError:
@@ -172,9 +172,10 @@ def check_mpi_launch() -> None:
     rank = MPI.COMM_WORLD.Get_rank()
     if not MPI.Is_finalized():
         MPI.Finalize()
-    raise InputError(f"--mpi: this process is rank {rank} of {world} started by mpiexec "
-                     "without mpi4py.futures, so every rank would run the whole sweep; "
-                     + MPI_HINT)
+    if rank:  # rank 0 says it for the job: N copies of one message bury it in a batch log
+        raise SystemExit(2)
+    raise InputError(f"--mpi: mpiexec started {world} copies of this command without "
+                     "mpi4py.futures, so every rank would run the whole sweep; " + MPI_HINT)
 
 
 #: environment variables set by a process manager (MPICH hydra, PMI-1/2, PMIx, Open MPI)
