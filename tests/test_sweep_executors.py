@@ -179,6 +179,21 @@ def test_an_unreachable_scheduler_is_a_run_failure(tmp_path: Path, capsys,
     assert err.count("\n") == 1 and not out.exists()
 
 
+def test_a_refused_port_fails_at_once(tmp_path: Path, capsys) -> None:
+    """Nothing listening: the connection is refused, and the run fails then, not after
+    Dask's retries for DASK_TIMEOUT (10 s)."""
+    import time
+
+    pytest.importorskip("dask.distributed")
+    (tmp_path / "s.yaml").write_text(SMALL)
+    t0 = time.monotonic()
+    assert main(["sweep", str(tmp_path / "s.yaml"), "--dask", "tcp://127.0.0.1:1", "--out",
+                 str(tmp_path / "o"), "-q"]) == 1
+    assert time.monotonic() - t0 < dask_exec.DASK_TIMEOUT / 2
+    err = capsys.readouterr().err
+    assert "connection refused" in err and err.count("\n") == 1
+
+
 @pytest.fixture
 def scheduler():
     """A Dask scheduler on TCP in this process, with no worker; yields (cluster, address)."""

@@ -225,6 +225,8 @@ def _probe(address: str) -> None:
 
     from distributed.comm import CommClosedError, connect
 
+    _refused(address)
+
     async def ask() -> Any:
         comm = await connect(address, timeout=DASK_TIMEOUT)
         try:
@@ -266,6 +268,29 @@ def _probe(address: str) -> None:
     if kind != "Scheduler":
         raise RunFailed(f"{not_dask}: what answered is a Dask service but not a scheduler "
                         f"({kind or 'no type'})")
+
+
+def _refused(address: str) -> None:
+    """A failed run at once when nothing listens at ``address`` (the connection refused).
+
+    Why: Dask's connect retries a refused connection until its timeout, so a scheduler that
+    is not running (a typo in the port, a job whose scheduler died) cost ``DASK_TIMEOUT``
+    before the same message.  Anything else (no answer, a name that does not resolve) is
+    left to the probe, which tells those cases apart."""
+    import socket
+
+    m = _TCP.fullmatch(address)
+    if m is None:
+        return
+    try:
+        socket.create_connection((m.group(1).strip("[]"), int(m.group(2))),
+                                 timeout=DASK_TIMEOUT).close()
+    except ConnectionRefusedError:
+        raise RunFailed(f"--dask: cannot reach the Dask scheduler at {address} (connection "
+                        "refused: nothing listens on that port; is the scheduler running?)"
+                        ) from None
+    except OSError:
+        return
 
 
 def _check_versions(client: Any, address: str, mine: str) -> None:
