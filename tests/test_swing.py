@@ -34,6 +34,13 @@ def test_values_tried():
     # clip truncates: the percentiles of the distribution conditioned on the interval
     lo, hi = swing_values(_one({"normal": [0, 1], "clip": [0, 10]}))
     assert (lo, hi) == pytest.approx((0.0627, 1.96), abs=1e-3)
+    # a clip narrower than an int range: whole numbers inside the clip (was 2.5 and 8.5,
+    # which the field refused, so plain predict failed on a scenario validate accepted)
+    assert swing_values(_one({"range": [1, 10], "kind": "int", "clip": [2.5, 8.5]})) == [3, 8]
+    assert swing_values(_one({"uniform": [1, 10], "kind": "int", "clip": [2.5, 8.5]})) == [3, 8]
+    assert swing_values(_one({"range": [0.1, 0.9], "clip": [0.2, 1]})) == [0.2, 0.9]
+    # an option of weight 0 is never drawn, so the band does not move to it either
+    assert swing_values(_one({"choice": ["a", "b", "c"], "weights": [1, 0, 2]})) == ["a", "c"]
 
 
 def _model(scn):
@@ -180,3 +187,21 @@ def test_the_band_is_the_same_on_one_process_and_on_the_pool(tmp_path):
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
     assert json.loads(outs[0])["headline_band"]["runs"] == 7
+
+
+def test_an_emulated_time_to_target_has_its_band(tmp_path):
+    """run.convergence: emulate - the emulated time to target is what the scenario is for;
+    the headline band, the sampled bands and sensitivity dropped it (the emulation is kept
+    beside the points).  Now each has it, and the nominal is the prediction's own."""
+    out = tmp_path / "e.json"
+    assert main(["predict", "emulate_digits", "--set", "compare=[]", "-q", "-j", "1",
+                 "--set", "uncertain={workload.jitter: {uniform: [0, 0.05]}}",
+                 "--uncertainty", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    own = doc["emulation"]["BSP"][-1]["time_to_target"]
+    hb = doc["headline_band"]
+    assert hb["nominal"]["time_to_target"] == own
+    lo, hi = hb["band"]["time_to_target"]
+    assert lo <= own <= hi and lo < hi  # jitter moves it
+    last = doc["uncertainty"]["algorithms"]["BSP"][-1]["time_to_target"]
+    assert last["p05"] <= last["median"] <= last["p95"] and last["never"] == 0

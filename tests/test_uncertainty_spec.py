@@ -92,6 +92,23 @@ def test_fields_that_say_what_is_run_are_refused():
     for field in ("sweep.workers", "compare", "name.x"):
         with pytest.raises(InputError):
             parse_uncertain({field: {"uniform": [1, 2]}})
+    # run fields that are not inputs: a sampled seed made seed-to-seed noise an "input
+    # uncertainty", a sampled convergence switch gave statistical efficiencies of inf%
+    for field, says in (("run.seed", "seed-to-seed"), ("run.repeats", "how many seeds"),
+                        ("run.convergence", "time to target is computed")):
+        with pytest.raises(InputError) as e:
+            parse_uncertain({field: {"range": [0, 2], "kind": "int"}})
+        assert f"cannot change {field}" in str(e.value) and says in str(e.value)
+    parse_uncertain({"run.iterations": {"range": [2, 8], "kind": "int"}})  # a modelling choice
+
+
+def test_an_empty_section_and_a_set_split_at_the_dots_say_what_to_write():
+    with pytest.raises(InputError, match="is empty: give entries like"):
+        parse_uncertain({})
+    # what --set 'uncertain.workload.jitter={uniform: [0, 0.1]}' makes of the key
+    with pytest.raises(InputError) as e:
+        parse_uncertain({"workload": {"jitter": {"uniform": [0, 0.1]}}})
+    assert "--set 'uncertain={workload.jitter: {...}}'" in str(e.value)
 
 
 def test_error_in_a_scenario_file_names_file_and_line(tmp_path, capsys):
@@ -174,6 +191,10 @@ def test_a_clip_in_a_far_but_kept_tail_is_sampled_inside_it():
      "mixes units"),
     ("workload.jitter: {uniform: [0, 1.5]}", "uncertain.workload.jitter.uniform[1]:",
      "narrow the distribution"),
+    # whole-number ends, but the draws between them are not: refused when read, with the
+    # fix (it had passed validate and failed at the first draw, "narrow the distribution")
+    ("workload.batch_per_worker: {uniform: [4, 32]}",
+     "uncertain.workload.batch_per_worker.uniform:", "add 'kind: int' to the entry"),
 ])
 def test_validate_applies_every_entry_to_the_scenario(tmp_path, capsys, entry, where, says):
     f, line = _alexnet_with(tmp_path, entry)

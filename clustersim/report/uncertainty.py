@@ -164,17 +164,18 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
     what = ("Sobol indices (Saltelli sampling, SALib): S1 = share of the variance an input "
             "explains alone, ST = with its interactions" if sobol else
             "Morris elementary effects (SALib): mu* = mean |change| of the metric, in its "
-            "own SI units (s, samples/s, a fraction for efficiency), when the input moves "
-            "one step of its grid (its 12.5/37.5/62.5/87.5% quantiles), sigma = how much "
-            "that effect depends on the other inputs")
+            "own SI units (s, samples/s, a fraction for efficiency), per unit of the "
+            "input's probability: the change from its 0% to its 100% quantile where the "
+            "effect is linear in it (measured on a grid at its 12.5/37.5/62.5/87.5% "
+            "quantiles), sigma = how much that effect depends on the other inputs")
     band = ("a sampled estimate of the inputs' 90% interval" if sobol else
             "over the Morris grid's quantiles: a screening range, not a probability interval")
     console.print(f"{what}; {res['evaluations']} simulations; band = median [5th, 95th "
                   f"percentile] over those simulations ({band})")
     for metric in res["metrics"]:
-        ranked = top_drivers(res["metrics"], metric)
+        ranked = [(n, v) for n, v in top_drivers(res["metrics"], metric) if v > 0]
         tops = ", ".join(f"{escape(n)} ({v:.2g})" for n, v in ranked)
-        if not any(v > 0 for _, v in ranked):  # e.g. efficiency of a one-point sweep: 1
+        if not ranked:  # e.g. efficiency of a one-point sweep: 1 (an input at 0 moves nothing)
             tops = "none: no input moves it"
         console.print(f"top drivers of {res['metrics'][metric]['what']}: {tops}")
 

@@ -4,7 +4,7 @@ Why: :mod:`clustersim.uncertainty.spec` checks an entry's distribution, but only
 knows whether ``workload.jiter`` is a field or ``7`` an efficiency; without this step such an
 entry passed ``clustersim validate`` and failed the first ``predict`` (or never, for a choice
 drawn with weight 0).  Each entry's field is set to each value of
-:func:`~clustersim.uncertainty.spec.check_points` and the scenario parsed again - with the
+:func:`check_points` and the scenario parsed again - with the
 nominal platform reused for fields outside ``platform.*`` and ``catalog.*``
 (:func:`clustersim.scenario.schema.load_scenario`), so that it costs about a millisecond a
 value instead of a platform build.  Only a scenario read from its file is checked (every
@@ -14,13 +14,15 @@ points) are parsed without it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
+from statistics import NormalDist
 from typing import Any
 
 from clustersim.errors import InputError, format_path
-from clustersim.uncertainty.spec import UncertainInput, check_points
+from clustersim.uncertainty.spec import UncertainInput, bounds
 
-__all__ = ["check_applied", "names_the_field"]
+__all__ = ["check_applied", "check_points", "names_the_field", "whole_advice"]
 
 
 def names_the_field(exc: InputError, field: str) -> bool:
@@ -28,6 +30,14 @@ def names_the_field(exc: InputError, field: str) -> bool:
     value: then "narrow the distribution" would be wrong advice."""
     head = exc.message.split(" — ")[0].split(" (allowed")[0]
     return head.startswith("unknown ") and any(f"{p!r}" in head for p in field.split("."))
+
+
+def whole_advice(inp: UncertainInput, exc: InputError) -> str | None:
+    """The advice for a field that takes whole numbers only, drawn from a continuous
+    distribution: ``kind: int``, not a narrower distribution (no narrowing helps)."""
+    if inp.kind != "int" and inp.dist != "choice" and "whole number" in exc.message:
+        return "the field takes whole numbers: add 'kind: int' to the entry"
+    return None
 
 
 def _replaced_by_set(raw: Mapping[str, Any], field: str) -> bool:
@@ -78,10 +88,55 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
                 else:
                     path = (*entry, *sub)
                     advice = ("remove it from the choice" if inp.dist == "choice" else
-                              "narrow the distribution or clip it")
+                              whole_advice(inp, exc) or "narrow the distribution or clip it")
                     msg = f"{what} {inp.format(value)} is refused: {inner} ({advice})"
                 origin = origin_of(raw, path) or origin_of(raw, entry)
                 # from a --set item: name it, not a line of the file that does not hold it
                 raise InputError(msg, file=file, path=path, origin=origin,
                                  line=None if origin else
                                  line_of(raw, path) or line_of(raw, entry)) from None
+
+
+def _percentile(inp: UncertainInput, q: float) -> float:
+    """The ``q`` quantile of an unbounded normal or lognormal (clip aside)."""
+    z = NormalDist().inv_cdf(q)
+    m, sd = inp.params
+    return m + z * sd if inp.dist == "normal" else m * math.exp(z * sd)
+
+
+def check_points(inp: UncertainInput) -> list[tuple[Any, str, tuple[Any, ...]]]:
+    """The values that decide whether the scenario accepts ``inp``: (value, what it is, the
+    path of what wrote it under the entry).  Every choice (a weight of 0 included: a value
+    that is never drawn is still a typo), both ends of a bounded side (rounded inwards for
+    ``kind: int``), and the 5th and 95th percentile of an unbounded side - the values the
+    headline's one-at-a-time band runs - and, unless ``kind: int``, one value between them
+    (a whole-number field refuses it)."""
+    if inp.dist == "choice":
+        return [(v, "the choice", ("choice", i)) for i, v in enumerate(inp.params)]
+    lo, hi = bounds(inp)
+    clip = inp.clip is not None
+    out: list[tuple[Any, str, tuple[Any, ...]]] = []
+    for end, x, q, i in (("low", lo, 0.05, 0), ("high", hi, 0.95, 1)):
+        if math.isfinite(x) and not (inp.dist == "lognormal" and x == 0.0):
+            clipped = clip and (inp.clip[i] == x)  # type: ignore[index]
+            where = ("clip", i) if clipped else (inp.dist, 2 * i if inp.dist ==
+                                                   "triangular" else i)
+            what = f"the {end} end"
+        else:
+            x = _percentile(inp, q)
+            where, what = (inp.dist,), f"the {round(q * 100)}th percentile"
+        if inp.kind == "int":
+            x = math.ceil(x) if i == 0 else math.floor(x)
+        out.append((x, what, where))
+    if inp.kind != "int":  # a value between the ends: a whole-number field refuses it
+        from clustersim.uncertainty.sampling import to_value
+
+        out.append((to_value(inp, _INSIDE), "a value inside it", (inp.dist,)))
+    return out
+
+
+#: where :func:`check_points` tries a continuous distribution inside its ends: a quantile
+#: whose value is not a whole number for any whole-number ends (the golden section), so that
+#: ``{uniform: [4, 32]}`` on ``batch_per_worker`` is refused by ``validate`` (its ends are
+#: whole numbers) rather than at the first draw of ``predict --uncertainty``
+_INSIDE = 0.3819660112501051

@@ -13,7 +13,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["WHAT", "focus_raw", "headline_metrics", "sweep_headline"]
+__all__ = ["WHAT", "focus_raw", "headline_metrics", "measured_points", "sweep_headline"]
 
 #: the metrics measured at the largest point, for people
 WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
@@ -77,10 +77,34 @@ def headline_metrics(scn: Any) -> dict[str, float | None]:
     return sweep_headline(run_sweep(scn, jobs=1))
 
 
+def measured_points(result: Any) -> dict[str, list[Any]]:
+    """A sweep's points, with an emulated run's time to target as the point's own
+    (``run.convergence: emulate``), as the prediction's table shows it.
+
+    Why: an emulated scenario's points carry no time to target (the emulation is the
+    measure, kept beside the points), so every band, the headline's swing and
+    ``sensitivity`` left out the one figure such a scenario is for, while they paid for
+    its emulations in every sample.  A run that never reaches its target is ``None`` with
+    a note, which the bands read as "never"."""
+    import math
+    from dataclasses import replace
+
+    runs = getattr(result, "emulation", None) or {}
+    out: dict[str, list[Any]] = {}
+    for title, pts in result.points.items():
+        mine = runs.get(title) or []
+        out[title] = [p if i >= len(mine) else replace(
+            p, time_to_target=(t if math.isfinite(t := mine[i].time_to_target) else None),
+            tta_note=p.tta_note or ("" if math.isfinite(t) else
+                                    "the emulated run did not reach its target"))
+            for i, p in enumerate(pts)]
+    return out
+
+
 def sweep_headline(result: Any) -> dict[str, float | None]:
     """The metrics of :data:`WHAT` of a sweep's headline: its first (main) algorithm at its
-    largest point (time to target where it has one)."""
-    p = next(iter(result.points.values()))[-1]
+    largest point (time to target where it has one, emulated ones included)."""
+    p = next(iter(measured_points(result).values()))[-1]
     out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
                                     "iteration_time": p.iteration_time,
                                     "comm_share": p.comm_share}

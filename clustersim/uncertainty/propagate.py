@@ -279,9 +279,17 @@ def sample_scenario(raw: Mapping[str, Any], file: str | None, sample: Sample,
                     ".".join(str(p) for p in exc.path).startswith(f)), None)
         if bad is None:
             bad = next(iter(sample.fields), "")
-        from clustersim.scenario.uncertain import names_the_field
+        from clustersim.scenario.uncertain import names_the_field, whole_advice
+        from clustersim.uncertainty.spec import parse_uncertain
 
-        advice = "" if names_the_field(exc, bad) else " (narrow the distribution)"
+        try:  # the entry that drew it (parsed before this sample was drawn)
+            inp = next((i for i in parse_uncertain(raw.get("uncertain") or {})
+                        if i.field == bad), None)
+        except InputError:
+            inp = None
+        whole = whole_advice(inp, exc) if inp is not None else None
+        advice = ("" if names_the_field(exc, bad) else
+                  f" ({whole or 'narrow the distribution'})")
         raise InputError(f"the sampled value {sample.fields.get(bad)!r} is refused: "
                          f"{exc.message}{advice}", file=file,
                          path=("uncertain", bad),
@@ -305,8 +313,9 @@ def _task(i: int) -> tuple[int, Any]:
 
 def _points(scn: Any) -> dict[str, list[Any]]:
     from clustersim.sim.sweep import run_sweep
+    from clustersim.uncertainty.focus import measured_points
 
-    return run_sweep(scn, jobs=1).points
+    return measured_points(run_sweep(scn, jobs=1))
 
 
 def evaluate(build: Callable[[int], Any], n: int, jobs: int = 1,

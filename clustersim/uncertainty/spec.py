@@ -21,7 +21,7 @@ for people.
 
 Why parse here, with the scenario: a typo in an uncertain input must fail ``clustersim
 validate`` with the file and line, not minutes into a propagation; the scenario then sets
-each entry's field at its :func:`check_points` (:mod:`clustersim.scenario.uncertain`).  A
+each entry's field at its :func:`~clustersim.scenario.uncertain.check_points`.  A
 ``clip`` must keep at least :data:`MIN_CLIP_MASS` of the distribution's probability: one that
 keeps less (``{normal: [0.42, 0.04], clip: [0.9, 1]}``, 12 sd out) is a typo in the mean or
 the clip, not a plan - every value would crowd at the clip's edge nearest the mean, whatever
@@ -40,8 +40,8 @@ from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 
-__all__ = ["UncertainInput", "parse_uncertain", "check_points", "bounds", "clip_mass",
-           "DISTRIBUTIONS", "FORBIDDEN_TOP", "MIN_CLIP_MASS"]
+__all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass",
+           "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
 
 #: distribution name -> number of parameters (None: a list of any length >= 2)
 DISTRIBUTIONS: dict[str, int | None] = {
@@ -55,6 +55,15 @@ KINDS = ("float", "int")
 #: (the cases, the axis, the uncertainty itself), not an input of the prediction
 FORBIDDEN_TOP = ("uncertain", "sweep", "variants", "compare", "name", "label", "about",
                  "assumptions", "benchmark")
+
+#: run fields that are not inputs of what is predicted, and why (other run.* fields -
+#: iterations, warmup, fidelity, emulation.* - are modelling choices a band may span)
+FORBIDDEN_RUN = {
+    "run.seed": "the seed is held fixed so that a band is the inputs' alone, not "
+                "seed-to-seed noise (run.repeats gives that interval)",
+    "run.repeats": "it says how many seeds are run, not an input of them",
+    "run.convergence": "it says whether time to target is computed, not an input of it",
+}
 
 #: the least share of a distribution's probability a ``clip`` must keep (one in a million:
 #: about 4.75 sd out on one side of a normal)
@@ -348,52 +357,32 @@ def parse_uncertain(raw: Any) -> tuple[UncertainInput, ...]:
     path = ("uncertain",)
     if raw is None:
         return ()
-    if not isinstance(raw, Mapping) or not raw:
+    if not isinstance(raw, Mapping):
         raise InputError("must map dotted field names to distributions, like "
                          "'workload.jitter: {uniform: [0, 0.05]}'", path=path)
+    if not raw:
+        raise InputError("is empty: give entries like 'workload.jitter: {uniform: [0, "
+                         "0.05]}', or leave the section out (or 'uncertain: null') when "
+                         "nothing is uncertain", path=path)
     out = []
     for name, spec in raw.items():
         field = str(name).strip()
         parts = [p for p in field.split(".") if p]
         if len(parts) < 2:
+            split = (isinstance(spec, Mapping) and spec
+                     and not set(map(str, spec)) & set(_KEYS))
+            hint = (f"; --set splits its key at the dots, so give the section whole: "
+                    f"--set 'uncertain={{{field}.{next(iter(spec))}: {{...}}}}'"
+                    if split else "")
             raise InputError("must be a dotted field like workload.jitter or "
-                             "network.efficiency", path=(*path, name))
+                             f"network.efficiency{hint}", path=(*path, name))
         if parts[0] in FORBIDDEN_TOP:
             raise InputError(f"an uncertain input cannot change {parts[0]!r} (it says what "
                              f"is run, not an input of it); allowed: workload.*, "
                              f"algorithm.*, network.*, platform.*, run.*", path=(*path, name))
+        why = FORBIDDEN_RUN.get(".".join(parts[:2]))
+        if why:
+            raise InputError(f"an uncertain input cannot change {'.'.join(parts[:2])}: {why}",
+                             path=(*path, name))
         out.append(_parse_one(field, spec, (*path, name)))
     return tuple(out)
-
-
-def _percentile(inp: UncertainInput, q: float) -> float:
-    """The ``q`` quantile of an unbounded normal or lognormal (clip aside)."""
-    z = NormalDist().inv_cdf(q)
-    m, sd = inp.params
-    return m + z * sd if inp.dist == "normal" else m * math.exp(z * sd)
-
-
-def check_points(inp: UncertainInput) -> list[tuple[Any, str, tuple[Any, ...]]]:
-    """The values that decide whether the scenario accepts ``inp``: (value, what it is, the
-    path of what wrote it under the entry).  Every choice (a weight of 0 included: a value
-    that is never drawn is still a typo), both ends of a bounded side (rounded inwards for
-    ``kind: int``), and the 5th and 95th percentile of an unbounded side - the values the
-    headline's one-at-a-time band runs."""
-    if inp.dist == "choice":
-        return [(v, "the choice", ("choice", i)) for i, v in enumerate(inp.params)]
-    lo, hi = bounds(inp)
-    clip = inp.clip is not None
-    out: list[tuple[Any, str, tuple[Any, ...]]] = []
-    for end, x, q, i in (("low", lo, 0.05, 0), ("high", hi, 0.95, 1)):
-        if math.isfinite(x) and not (inp.dist == "lognormal" and x == 0.0):
-            clipped = clip and (inp.clip[i] == x)  # type: ignore[index]
-            where = ("clip", i) if clipped else (inp.dist, 2 * i if inp.dist ==
-                                                   "triangular" else i)
-            what = f"the {end} end"
-        else:
-            x = _percentile(inp, q)
-            where, what = (inp.dist,), f"the {round(q * 100)}th percentile"
-        if inp.kind == "int":
-            x = math.ceil(x) if i == 0 else math.floor(x)
-        out.append((x, what, where))
-    return out

@@ -14,8 +14,8 @@ It is a screening band, not a probability interval: interactions (two inputs mov
 and the inputs' distributions do not enter; the output says so and names the two commands
 that include them.
 
-Values tried: a range's or a uniform's two ends (whole numbers inside for ``kind: int``), a
-choice's every other option, and the 5th and 95th percentiles of an unbounded distribution
+Values tried: a range's or a uniform's two ends (within its ``clip``; whole numbers inside
+for ``kind: int``), a choice's every other option of positive weight, and the 5th and 95th percentiles of an unbounded distribution
 (within its ``clip``); a value equal to the one the scenario sets is not run again.
 """
 
@@ -98,13 +98,14 @@ def swing_values(inp: UncertainInput, current: Any = _MISSING) -> list[Any]:
     """The values ``inp`` is moved to (see the module's docstring), ``current`` left out."""
     from clustersim.uncertainty.sampling import to_value
 
-    if inp.dist == "choice":
-        vals = list(inp.params)
+    if inp.dist == "choice":  # an option of weight 0 is never drawn: not moved to either
+        weights = inp.weights or (1.0,) * len(inp.params)
+        vals = [v for v, w in zip(inp.params, weights) if w > 0]
     elif inp.dist in ("range", "uniform"):
         lo, hi = inp.params
+        if inp.clip is not None:  # clipped first, then whole numbers inside what is left
+            lo, hi = max(lo, inp.clip[0]), min(hi, inp.clip[1])
         vals = [math.ceil(lo), math.floor(hi)] if inp.kind == "int" else [lo, hi]
-        if inp.clip is not None:
-            vals = [min(max(v, inp.clip[0]), inp.clip[1]) for v in vals]
     else:
         vals = [to_value(inp, 0.05), to_value(inp, 0.95)]
     out: list[Any] = []
