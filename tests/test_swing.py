@@ -205,3 +205,20 @@ def test_an_emulated_time_to_target_has_its_band(tmp_path):
     assert lo <= own <= hi and lo < hi  # jitter moves it
     last = doc["uncertainty"]["algorithms"]["BSP"][-1]["time_to_target"]
     assert last["p05"] <= last["median"] <= last["p95"] and last["never"] == 0
+
+
+def test_a_scenario_value_outside_its_entry_is_named():
+    """The band spans the nominal run, so a scenario value the entry never draws (0.9 with
+    uniform [0.3, 0.4]) widened it silently; such inputs are now named (printed and in the
+    JSON), units read, choices of weight 0 not counted as drawn."""
+    from clustersim.uncertainty.swing import outside
+
+    assert outside(_one({"uniform": [0.3, 0.4]}), 0.9)
+    assert not outside(_one({"uniform": [0.3, 0.4]}), 0.3)
+    assert outside(_one({"uniform": ["5 us", "20 us"]}), "1 us")
+    assert not outside(_one({"uniform": ["5 us", "20 us"]}), "10 us")
+    assert outside(_one({"range": [1, 10], "clip": [2, 8]}), 9)
+    assert not outside(_one({"normal": [0.42, 0.04]}), 5.0)  # unbounded: anything is drawn
+    assert outside(_one({"choice": ["a", "b"], "weights": [1, 0]}), "b")
+    assert not outside(_one({"choice": ["a", "b"]}), "b")
+    assert not outside(_one({"uniform": [0.3, 0.4]}), "not a number")

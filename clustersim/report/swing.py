@@ -75,6 +75,11 @@ def print_swing(console: Console, sw: Any, wide: bool = False) -> None:
         console.print(f"  {_HEAD[k]} {_value(k, sw.nominal[k])}: {_value(k, lo)} to "
                       f"{_value(k, hi)}; top drivers "
                       f"{escape(', '.join(top)) if top else 'none (no input moves it)'}")
+    for fld, own in sw.outside:
+        inp = next(m.input for m in sw.moved if m.input.field == fld)
+        console.print(f"  note: the scenario's own {escape(fld)} ({escape(str(own))}) lies "
+                      f"outside its uncertain entry ({escape(inp.describe())}); the band "
+                      "spans it because the nominal run does")
     console.print(SWING_NOTE.format(runs=sw.runs, alg=escape(sw.algorithm)))
 
 
@@ -91,4 +96,5 @@ def swing_json(sw: Any) -> dict[str, Any]:
                     "values": m.values, "metrics": m.metrics} for m in sw.moved],
         "band": {k: [_plain(v) for v in sw.band(k)] for k in keys},
         "drivers": {k: [[m.input.field, _plain(s)] for m, s in sw.drivers(k)] for k in keys},
+        "outside": [{"field": f, "value": v} for f, v in sw.outside],
     }

@@ -40,7 +40,7 @@ from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 
-__all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass",
+__all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "number_of",
            "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
 
 #: distribution name -> number of parameters (None: a list of any length >= 2)
@@ -125,6 +125,15 @@ class UncertainInput:
         if self.clip is not None:
             text += f" within [{self.format(self.clip[0])}, {self.format(self.clip[1])}]"
         return text
+
+
+def number_of(value: Any) -> float | None:
+    """``value`` as the number an entry's parameters would hold (units read: ``"5 us"`` is
+    5e-6), or None when it is not one."""
+    try:
+        return _number(value, ())[0]
+    except InputError:
+        return None
 
 
 def _number(value: Any, path: tuple) -> tuple[float, str | None]:

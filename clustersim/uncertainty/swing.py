@@ -30,7 +30,7 @@ from typing import Any
 from clustersim.uncertainty.propagate import Sample, evaluate, sample_scenario
 from clustersim.uncertainty.spec import UncertainInput
 
-__all__ = ["Swing", "Moved", "SwingPlan", "swing_values", "swing_plan", "swing_result",
+__all__ = ["Swing", "Moved", "SwingPlan", "outside", "swing_values", "swing_plan", "swing_result",
            "headline_swing"]
 
 _MISSING = object()
@@ -67,6 +67,8 @@ class Swing:
     nominal: dict[str, float | None]
     moved: list[Moved] = field(default_factory=list)
     runs: int = 0
+    #: inputs whose scenario value lies outside their entry: (field, that value)
+    outside: list[tuple[str, Any]] = field(default_factory=list)
 
     def band(self, metric: str) -> tuple[float, float] | None:
         """Lowest and highest value of ``metric`` over every run (None: not in every run)."""
@@ -115,6 +117,27 @@ def swing_values(inp: UncertainInput, current: Any = _MISSING) -> list[Any]:
     return out
 
 
+def outside(inp: UncertainInput, value: Any) -> bool:
+    """Whether the scenario's own ``value`` of the input lies where the entry never draws:
+    outside its bounds (clip included), or not among a choice's options of positive weight.
+
+    Why say so: the band always spans the nominal run, so with ``network.efficiency: 0.9``
+    and ``{uniform: [0.3, 0.4]}`` it read "74.4% to 89.2%", a range no allowed value gives
+    (most likely a typo in one of the two)."""
+    from clustersim.uncertainty.spec import bounds, number_of
+
+    if value is _MISSING or value is None or isinstance(value, bool):
+        return False
+    if inp.dist == "choice":
+        weights = inp.weights or (1.0,) * len(inp.params)
+        return not any(_same(v, value) for v, w in zip(inp.params, weights) if w > 0)
+    x = number_of(value)
+    if x is None:
+        return False
+    lo, hi = bounds(inp)
+    return not lo - 1e-12 * abs(lo) <= x <= hi + 1e-12 * abs(hi)
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
             and not isinstance(a, bool) and not isinstance(b, bool):
@@ -132,6 +155,7 @@ class SwingPlan:
     tried: list[list[Any]]
     moved: list[int]
     scenarios: list[Any]
+    outside: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[UncertainInput],
@@ -150,8 +174,12 @@ def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[Uncert
     moved = [-1]  # the nominal first
     samples = [Sample()]
     tried: list[list[Any]] = []
+    off: list[tuple[str, Any]] = []
     for k, inp in enumerate(inputs):
-        vals = swing_values(inp, _raw_get(raw, inp.field))
+        own = _raw_get(raw, inp.field)
+        if outside(inp, own):
+            off.append((inp.field, own))
+        vals = swing_values(inp, own)
         tried.append(vals)
         moved += [k] * len(vals)
         samples += [Sample({inp.field: v}) for v in vals]
@@ -160,7 +188,7 @@ def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[Uncert
     for i, k in enumerate(moved):
         if k >= 0 and inputs[k].field.split(".", 1)[0] in ("workload", "algorithm"):
             scns[i] = replace(scns[i], platform=base)
-    return SwingPlan(str(title), inputs, tried, moved, scns)
+    return SwingPlan(str(title), inputs, tried, moved, scns, off)
 
 
 def swing_result(plan: SwingPlan, metrics: Sequence[dict[str, float | None]],
@@ -169,7 +197,8 @@ def swing_result(plan: SwingPlan, metrics: Sequence[dict[str, float | None]],
     nominal's first); ``runs``: how many were simulated for it."""
     from clustersim.sim.sweep import worker_counts
 
-    out = Swing(plan.title, int(worker_counts(plan.scenarios[0])[-1]), metrics[0], runs=runs)
+    out = Swing(plan.title, int(worker_counts(plan.scenarios[0])[-1]), metrics[0], runs=runs,
+                outside=list(plan.outside))
     for k, inp in enumerate(plan.inputs):
         out.moved.append(Moved(inp, plan.tried[k],
                                [r for j, r in zip(plan.moved, metrics) if j == k]))
