@@ -61,6 +61,16 @@ def test_table_with_a_benchmark_scenario_is_refused(swept, tmp_path, capsys):
     assert f"--scenario {bench}: explore takes a training scenario" in err
 
 
+def test_factors_with_a_table_are_refused(swept, capsys):
+    """--bandwidth/--latency say what a scenario is simulated at; with a table they were
+    ignored, invalid values included (0, abc), and the page offered only 1x."""
+    f, pq = swept
+    for argv in (["--bandwidth", "0.5,2"], ["--latency", "abc"],
+                 ["--bandwidth", "2", "--scenario", str(f)]):
+        err = _explore(capsys, str(pq), *argv)
+        assert "apply to a scenario" in err and "a Parquet table shows its rows" in err
+
+
 def test_table_with_another_scenario_is_refused(swept, tmp_path, capsys):
     f, pq = swept
     other = dict(SCN, algorithm={"name": "async_sgd"}, compare=[])

@@ -18,6 +18,9 @@ from typing import Any
 
 from clustersim.errors import InputError
 
+#: the factors a scenario is simulated at when the page starts (``--bandwidth``/``--latency``)
+_BANDWIDTHS, _LATENCIES = "0.5,1,2", "1"
+
 
 def _factors(text: str, what: str) -> list[float]:
     from clustersim.cli import _factors as parse
@@ -42,6 +45,11 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
                           "defaults": {"bandwidth_factor": 1.0, "latency_factor": 1.0}}
     path = args.source
     if _is_parquet(path):
+        given = [f"--{o}" for o in ("bandwidth", "latency") if getattr(args, o) is not None]
+        if given:  # they were ignored: a table's rows are what was simulated
+            raise InputError(f"{' and '.join(given)} apply to a scenario, which is simulated "
+                             "at those factors at the start; a Parquet table shows its rows "
+                             "(with --scenario, the page computes other factors on request)")
         df, inputs = read_table(path)
         ins, _mets = split_columns(df, inputs, path)
         if args.scenario:
@@ -54,8 +62,9 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
         _not_a_table(path)
         scn, study = _scenario(path, args)
         _training(scn, path)
-        st.update(scn=scn, study=study, bws=_factors(args.bandwidth, "bandwidth"),
-                  lats=_factors(args.latency, "latency"))
+        st.update(scn=scn, study=study,
+                  bws=_factors(args.bandwidth or _BANDWIDTHS, "bandwidth"),
+                  lats=_factors(args.latency or _LATENCIES, "latency"))
     args._explore_inputs = st
     return st
 
@@ -257,10 +266,12 @@ def add_parser(sub: Any) -> None:
                     help="scenario YAML (or a shipped scenario's name), or a Parquet table")
     ex.add_argument("--scenario", help="with a Parquet table: the scenario it was swept from, "
                     "which computes new points")
-    ex.add_argument("--bandwidth", default="0.5,1,2", metavar="FACTORS",
-                    help="link bandwidth factors simulated at the start (default %(default)s)")
-    ex.add_argument("--latency", default="1", metavar="FACTORS",
-                    help="link latency factors simulated at the start (default %(default)s)")
+    ex.add_argument("--bandwidth", metavar="FACTORS",
+                    help="with a scenario: link bandwidth factors simulated at the start "
+                    f"(default {_BANDWIDTHS})")
+    ex.add_argument("--latency", metavar="FACTORS",
+                    help="with a scenario: link latency factors simulated at the start "
+                    f"(default {_LATENCIES})")
     ex.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")
     ex.add_argument("--host", default="127.0.0.1",
