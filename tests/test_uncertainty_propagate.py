@@ -418,3 +418,24 @@ def test_a_band_from_a_profile_with_fits_on_their_limits_stays_on_its_nominal(tm
     nominal = doc["algorithms"][alg][-1]["iteration_time"]
     assert band["p05"] < nominal < band["p95"]
     assert band["median"] == pytest.approx(nominal, rel=0.02)
+
+
+def test_an_algorithm_input_moves_every_algorithm_that_takes_it():
+    """algorithm.tau reached the main algorithm only: knl_4253's master-based methods kept
+    tau 1 under a band drawn over tau 1..10.  Now every case that takes the parameter moves
+    (as a sweep axis does); one that does not (BSP) is left; a parameter no algorithm of the
+    run takes is refused with the main algorithm's parameters."""
+    from clustersim.errors import InputError
+    from clustersim.uncertainty.predict import load_raw
+    from clustersim.uncertainty.propagate import Sample, sample_scenario
+
+    path = str(ROOT / "scenarios" / "knl_4253.yaml")
+    raw = load_raw(path, ["compare=[{name: async_sgd, label: a}, {name: bsp, label: b}]"])
+    scn = sample_scenario(raw, path, Sample({"algorithm.tau": 7}))
+    assert scn.algorithm.params["tau"] == 7
+    assert [c.params.get("tau") for c in scn.compare] == [7, None]
+    raw = load_raw(path, ["algorithm={name: bsp, label: b}", "compare=[]"])
+    with pytest.raises(InputError) as e:
+        sample_scenario(raw, path, Sample({"algorithm.tau": 7}))
+    assert "b takes no parameter 'tau'" in str(e.value) and "strategy" in str(e.value)
+    assert "knl_4253.yaml" in str(e.value)

@@ -137,14 +137,15 @@ def _predict(path: str | Path, profile: Profile | None, algorithm: str | None,
     """:func:`predict_scenario`, and with ``trace`` the run's events and warm-up too (a
     trace does not change a run's metrics)."""
     from clustersim.scenario.schema import load_scenario
-    from clustersim.sim.sweep import simulate_point
+    from clustersim.sim.sweep import aligned_run, simulate_point
 
     scn = load_scenario(path, list(sets))
     if profile is not None:
         scn, _, _ = apply_profile_data(scn, profile)
     alg, workers = _main_point(scn, algorithm, workers)
     metrics, res = simulate_point(scn, alg, workers, scn.run.seed, trace)
-    return metrics, alg.title, workers, (res.events, scn.run.warmup) if trace else None
+    warmup = aligned_run(scn.run, alg).warmup  # as the point ran it
+    return metrics, alg.title, workers, (res.events, warmup) if trace else None
 
 
 def scenario_point(path: str | Path, sets: Sequence[str] = ()) -> tuple[str, int]:

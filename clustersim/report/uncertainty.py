@@ -86,10 +86,13 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
                 wide: bool = False, jitter: bool = False) -> None:
     """The uncertain inputs, then one band table per algorithm; ``jitter``: the scaling
     tables printed above carry seed-to-seed intervals too (the note then tells them apart)."""
-    console.print(f"[bold]uncertain inputs[/bold] ({inputs.dims} dimensions)")
+    dims = inputs.dims
+    console.print(f"[bold]uncertain inputs[/bold] ({dims} dimension{'s' if dims != 1 else ''})")
     for f in inputs.fields:
         about = f" — {escape(f.about)}" if f.about else ""
-        console.print(f"  {escape(f.field)}: {escape(f.describe())}{about}")
+        reach = (" (every algorithm that takes it)" if f.field.startswith("algorithm.")
+                 and f.field.split(".")[1] not in ("name", "label") else "")
+        console.print(f"  {escape(f.field)}: {escape(f.describe())}{reach}{about}")
     for b in inputs.blocks:
         console.print(f"  calibration ({escape(b.source)}): "
                       f"{escape(', '.join(b.parameters))} — normal, fitted covariance")

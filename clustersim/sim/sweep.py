@@ -29,12 +29,13 @@ from clustersim.sim.emulate import EmulationResult, emulate_point
 from clustersim.sim.engine import Engine, RunResult
 from clustersim.sim.grouped import run_grouped, worker_classes
 from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
+from clustersim.sim.runwindow import aligned_run
 from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
 
 __all__ = ["SweepResult", "run_sweep", "run_sweeps", "simulate_point", "build_job",
            "place_actors", "sweep_cases", "sweep_tasks", "run_tasks", "assemble_sweep",
-           "prepare_point"]
+           "prepare_point", "aligned_run"]  # aligned_run: from sim/runwindow.py
 
 
 #: grouped runs where exact (sim/grouped.py); tests turn it off to compare with the exact path
@@ -137,6 +138,8 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     ``run.iterations``, for the convergence emulation), the algorithm's actors, their
     placement and the cost model."""
     scn = scn.at_workers(workers)  # the point's own fields (sweep.at), if it has any
+    if iterations is None:  # whole exchange periods (the emulation sets its own length)
+        scn = replace(scn, run=aligned_run(scn.run, alg))
     defn = get_algorithm(alg.name)
     batch = batch_per_worker(scn, workers)
     own = None  # placement.server: machine - each server's device is its own machine

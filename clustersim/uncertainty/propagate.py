@@ -270,10 +270,16 @@ def sample_scenario(raw: Mapping[str, Any], file: str | None, sample: Sample,
     from clustersim.scenario.overrides import set_fields
     from clustersim.scenario.schema import parse_scenario
     from clustersim.scenario.yamlio import line_of
+    from clustersim.uncertainty.reach import spread_algorithm_fields
 
     plain = {k: v for k, v in raw.items() if k != "uncertain"}
+    try:  # algorithm.X reaches every case that takes X (uncertainty/reach.py)
+        plain, main = spread_algorithm_fields(plain, sample.fields)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, path=exc.path,
+                         line=line_of(raw, exc.path)) from None
     try:
-        scn = parse_scenario(set_fields(plain, sample.fields), file)
+        scn = parse_scenario(set_fields(plain, main), file)
     except InputError as exc:
         bad = next((f for f in sample.fields if exc.path and
                     ".".join(str(p) for p in exc.path).startswith(f)), None)
