@@ -9,7 +9,7 @@ at most 2k simulations of one algorithm at the sweep's two ends (the nominal is 
 prediction's own point; 7 for knl_4253, ~0.6 s more on two cores, run on the sweep's own
 pool by ``predict``), where a Sobol design is N (k + 2).  It is the classic tornado: what each input
 alone can do to the headline, which is also how such ranges are quoted in papers ("moves
-between 52.6 % and 99.9 % when batch, tau, jitter or the all-reduce change one at a time").
+between 52.6 % and 98.4 % when batch, tau, jitter or the all-reduce change one at a time").
 It is a screening band, not a probability interval: interactions (two inputs moved together)
 and the inputs' distributions do not enter; the output says so and names the two commands
 that include them.
