@@ -22,7 +22,7 @@ __all__ = ["print_swing", "swing_json", "SWING_NOTE"]
 #: the metrics shown, in column order (time to target only where the scenario has it)
 _KEYS = ("efficiency", "throughput", "time_to_target")
 
-SWING_NOTE = ("one input at a time, the others at the scenario's values ({runs} runs of "
+SWING_NOTE = ("one input at a time, the others at the scenario's values ({runs} of "
               "{alg} at the sweep's two ends): a screening range, not a probability "
               "interval - 'predict --uncertainty N' moves the inputs together, 'clustersim "
               "sensitivity' gives global indices (docs/uncertainty.md)")
@@ -80,7 +80,8 @@ def print_swing(console: Console, sw: Any, wide: bool = False) -> None:
         console.print(f"  note: the scenario's own {escape(fld)} ({escape(str(own))}) lies "
                       f"outside its uncertain entry ({escape(inp.describe())}); the band "
                       "spans it because the nominal run does")
-    console.print(SWING_NOTE.format(runs=sw.runs, alg=escape(sw.algorithm)))
+    runs = f"{sw.runs} run{'s' if sw.runs != 1 else ''}"
+    console.print(SWING_NOTE.format(runs=runs, alg=escape(sw.algorithm)))
 
 
 def swing_json(sw: Any) -> dict[str, Any]:

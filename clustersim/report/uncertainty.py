@@ -22,7 +22,7 @@ __all__ = ["print_bands", "bands_json", "print_sensitivity", "sensitivity_json",
            "top_drivers", "band_text", "band_title"]
 
 BAND_NOTE = ("input uncertainty: median [5th, 95th percentile] over {n} samples of {k} "
-             "uncertain inputs (scrambled Sobol, seed {seed})")
+             "(scrambled Sobol, seed {seed})")
 #: said only when the scaling tables do show jitter intervals (``run.repeats`` > 1)
 JITTER_NOTE = ("; the [..] in the scaling tables above are seed-to-seed jitter intervals, "
                "inputs fixed")
@@ -106,7 +106,8 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
         print_table(console, f"{title} — input uncertainty", cols, cells, wide=wide,
                     note=False, omitted=omitted)
     print_hidden(console, omitted)
-    console.print(BAND_NOTE.format(n=n, k=inputs.dims, seed=seed)
+    k = f"{inputs.dims} uncertain input{'s' if inputs.dims != 1 else ''}"
+    console.print(BAND_NOTE.format(n=n, k=k, seed=seed)
                   + (JITTER_NOTE if jitter else ""))
 
 
