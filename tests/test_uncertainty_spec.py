@@ -195,6 +195,11 @@ def test_a_clip_in_a_far_but_kept_tail_is_sampled_inside_it():
     # fix (it had passed validate and failed at the first draw, "narrow the distribution")
     ("workload.batch_per_worker: {uniform: [4, 32]}",
      "uncertain.workload.batch_per_worker.uniform:", "add 'kind: int' to the entry"),
+    # a number for a name, a size for a time: no narrower range helps, so say what does
+    ("workload.model: {uniform: [1, 2]}", "uncertain.workload.model.uniform[0]:",
+     "the field takes a name (here 'alexnet'): give 'choice: [...]' of names"),
+    ("network.overhead: {uniform: [5 GB, 20 GB]}", "uncertain.network.overhead.uniform[0]:",
+     "the field is a time (here '10 us'); the entry is written as a size"),
 ])
 def test_validate_applies_every_entry_to_the_scenario(tmp_path, capsys, entry, where, says):
     f, line = _alexnet_with(tmp_path, entry)

@@ -40,6 +40,28 @@ def whole_advice(inp: UncertainInput, exc: InputError) -> str | None:
     return None
 
 
+def _named_advice(raw: Mapping[str, Any], inp: UncertainInput) -> str | None:
+    """The advice for a numeric distribution on a field the scenario sets to a name
+    (``workload.model: {uniform: [1, 2]}``: a choice of names), or to another quantity
+    (``network.overhead: {uniform: [5 GB, 20 GB]}`` beside ``10 us``) - not a narrower
+    range, which cannot help."""
+    from clustersim.uncertainty.spec import as_quantity
+
+    node: Any = raw
+    for part in inp.field.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if not isinstance(node, str):
+        return None
+    read = as_quantity(node)
+    if read is None:
+        return f"the field takes a name (here {node!r}): give 'choice: [...]' of names"
+    unit = read[1]
+    if unit != "number" and inp.unit is not None and unit != inp.unit:
+        return (f"the field is a {unit} (here {node!r}); the entry is written as a "
+                f"{inp.unit}")
+    return None
+
+
 def _replaced_by_set(raw: Mapping[str, Any], field: str) -> bool:
     """Whether ``--set`` replaced a section above ``field`` as a whole or swapped its
     ``name`` (``--set algorithm={name: gosgd}``: the convergence fit's base scenario, whose
@@ -88,7 +110,8 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
                 else:
                     path = (*entry, *sub)
                     advice = ("remove it from the choice" if inp.dist == "choice" else
-                              whole_advice(inp, exc) or "narrow the distribution or clip it")
+                              whole_advice(inp, exc) or _named_advice(plain, inp)
+                              or "narrow the distribution or clip it")
                     msg = f"{what} {inp.format(value)} is refused: {inner} ({advice})"
                 origin = origin_of(raw, path) or origin_of(raw, entry)
                 # from a --set item: name it, not a line of the file that does not hold it

@@ -40,7 +40,7 @@ from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 
-__all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "number_of",
+__all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "as_quantity",
            "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
 
 #: distribution name -> number of parameters (None: a list of any length >= 2)
@@ -127,13 +127,14 @@ class UncertainInput:
         return text
 
 
-def number_of(value: Any) -> float | None:
-    """``value`` as the number an entry's parameters would hold (units read: ``"5 us"`` is
-    5e-6), or None when it is not one."""
+def as_quantity(value: Any) -> tuple[float, str] | None:
+    """``value`` as an entry's number and what it is (``"number"`` when plain, else its
+    unit's quantity: ``"5 us"`` is ``(5e-6, "time")``), or None when it is not a number."""
     try:
-        return _number(value, ())[0]
+        v, unit = _number(value, ())
     except InputError:
         return None
+    return v, unit or "number"
 
 
 def _number(value: Any, path: tuple) -> tuple[float, str | None]:

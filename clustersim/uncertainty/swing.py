@@ -124,16 +124,17 @@ def outside(inp: UncertainInput, value: Any) -> bool:
     Why say so: the band always spans the nominal run, so with ``network.efficiency: 0.9``
     and ``{uniform: [0.3, 0.4]}`` it read "74.4% to 89.2%", a range no allowed value gives
     (most likely a typo in one of the two)."""
-    from clustersim.uncertainty.spec import bounds, number_of
+    from clustersim.uncertainty.spec import as_quantity, bounds
 
     if value is _MISSING or value is None or isinstance(value, bool):
         return False
     if inp.dist == "choice":
         weights = inp.weights or (1.0,) * len(inp.params)
         return not any(_same(v, value) for v, w in zip(inp.params, weights) if w > 0)
-    x = number_of(value)
-    if x is None:
+    read = as_quantity(value)
+    if read is None:
         return False
+    x = read[0]
     lo, hi = bounds(inp)
     return not lo - 1e-12 * abs(lo) <= x <= hi + 1e-12 * abs(hi)
 
