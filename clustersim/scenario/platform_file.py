@@ -136,9 +136,31 @@ def parse_platform(raw: Any, base: Path | None, catalog: Catalog,
         platform = build_platform(merged, catalog, path)
     except InputError as exc:
         sub = exc.path[1:] if exc.path[:1] == ("platform",) else exc.path
-        # the file is to blame unless the field (or, for the platform as a whole, any field)
-        # was given in the scenario
-        if pfile is not None and (sub[0] not in overrides if sub else not overrides):
+        if pfile is not None and not _given_in_scenario(overrides, sub):
             raise _in_file(exc, pfile, file_raw, scenario_file) from None
         raise
     return platform, merged
+
+
+def _given_in_scenario(overrides: Mapping[str, Any], sub: tuple) -> bool:
+    """Whether the scenario's overrides gave the field at ``sub`` (a path inside
+    ``platform``) - then the scenario's line is the place to fix it; otherwise the value is
+    the platform file's.
+
+    Why a walk down the path and not its first key: the overrides merge into the file's
+    mappings key by key (:func:`_deep_merge`), so a scenario that sets ``node:
+    {intersocket: ...}`` leaves ``node.sockets`` the file's, and an error in it reported at
+    the scenario's ``node:`` line sent the user to a line without the value.  A value that
+    is not a mapping (a list, a scalar) replaces the file's whole, so everything under it is
+    the scenario's; an error about the platform as a whole (no path) or a mapping both give
+    stays with the scenario when it gave anything there, as it could be either's."""
+    if not sub:
+        return bool(overrides)
+    node: Any = overrides
+    for key in sub:
+        if not isinstance(node, Mapping):
+            return True
+        if key not in node:
+            return False
+        node = node[key]
+    return True
