@@ -157,7 +157,7 @@ def _predict_training(scn, args, console) -> int:
     from clustersim.calibration.applyprofile import profile_identity
     from clustersim.report.output import csv_text, json_text, write_outputs
     from clustersim.report.swing import swing_json
-    from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_units
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS, with_bands, with_units
     from clustersim.report.training import print_training, training_json, training_rows
     from clustersim.trace import to_chrome
     from clustersim.uncertainty.predict import sweep_with_band
@@ -184,8 +184,8 @@ def _predict_training(scn, args, console) -> int:
                                        **({"uncertainty": unc} if unc else {}),
                                        **({"headline_band": swing_json(swing)}
                                           if swing else {})})),
-        (args.csv, lambda: csv_text(with_units(training_rows(scn, result),
-                                               TRAINING_CSV_COLUMNS))),
+        (args.csv, lambda: csv_text(with_bands(with_units(
+            training_rows(scn, result), TRAINING_CSV_COLUMNS), unc, TRAINING_CSV_COLUMNS))),
         (args.trace, lambda: json.dumps(to_chrome(result.trace_events(), scn.name))),
         (args.plot, lambda: _plot(scn, result)),
         *([(args.uncertainty_plot, lambda: _band_html(scn.name, unc))] if unc else [])])

@@ -439,3 +439,24 @@ def test_an_algorithm_input_moves_every_algorithm_that_takes_it():
         sample_scenario(raw, path, Sample({"algorithm.tau": 7}))
     assert "b takes no parameter 'tau'" in str(e.value) and "strategy" in str(e.value)
     assert "knl_4253.yaml" in str(e.value)
+
+
+def test_csv_carries_the_bands_beside_each_point(tmp_path):
+    """--uncertainty with --csv: each point's row has <column>_median/_p05/_p95, equal to the
+    JSON's bands (they were only in the JSON)."""
+    import csv
+    import json
+
+    from clustersim.cli import main
+
+    args = ["predict", "theano_mpi_alexnet", "--set", "compare=[]", "--set",
+            "sweep.workers=[1, 8]", "--uncertainty", "2", "-q", "-j", "1"]
+    assert main([*args, "--csv", str(tmp_path / "b.csv"), "--json", str(tmp_path / "b.json")]) == 0
+    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    doc = json.loads((tmp_path / "b.json").read_text())["uncertainty"]["algorithms"]["nccl32"]
+    assert [int(r["workers"]) for r in rows] == [b["workers"] for b in doc] == [1, 8]
+    for r, b in zip(rows, doc):
+        for q in ("median", "p05", "p95"):
+            assert float(r[f"efficiency_fraction_{q}"]) == b["efficiency"][q]
+            assert float(r[f"iteration_time_s_{q}"]) == b["iteration_time"][q]
+        assert float(r["efficiency_fraction_p05"]) <= float(r["efficiency_fraction_p95"])

@@ -105,3 +105,23 @@ BENCH_CSV_COLUMNS = {
 def with_units(rows: Sequence[dict], columns: dict[str, str]) -> list[dict]:
     """The rows with their keys renamed to the unit-carrying CSV column names."""
     return [{columns.get(k, k): v for k, v in r.items()} for r in rows]
+
+
+def with_bands(rows: list[dict], unc: dict | None, columns: dict[str, str]) -> list[dict]:
+    """The CSV rows with ``predict --uncertainty``'s bands beside each point's own columns:
+    ``<column>_median``, ``_p05`` and ``_p95`` (empty for a quantile that is "never"), the
+    column being the metric's unit-carrying name (``iteration_time_s_p05``).
+
+    Why: the bands were only in the JSON, so a spreadsheet user who asked for them with
+    ``--csv`` got the nominal table alone and no word that anything was left out."""
+    if not unc:
+        return rows
+    by_point = {(title, b["workers"]): b for title, pts in unc["algorithms"].items()
+                for b in pts}
+    out = []
+    for r in rows:
+        band = by_point.get((r.get("algorithm"), r.get("workers")), {})
+        extra = {f"{columns.get(k, k)}_{q}": v[q] for k, v in band.items()
+                 if isinstance(v, dict) for q in ("median", "p05", "p95")}
+        out.append({**r, **extra})
+    return out
