@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError, did_you_mean, format_path
-from clustersim.explore.axes import WORKERS, AxesSpec, Axis, expand, parse_axes
+from clustersim.explore.axes import WORKERS, AxesSpec, Axis, axis_name, expand, parse_axes
 from clustersim.explore.cache import PointCache, code_version, point_key
 from clustersim.explore.driver import Outcome, run_study
 from clustersim.explore.points import (
@@ -83,6 +83,7 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
             raw = apply_overrides(raw, sets)
         except InputError as exc:
             raise exc.located(file=file) from None
+    _check_constraints(raw, file)
     with files_read() as seen:
         try:
             scn = parse_scenario(raw, file)
@@ -91,6 +92,27 @@ def load_study(path: str, sets: Sequence[str] = ()) -> tuple[Any, Study]:
     seen.pop(str(Path(file).resolve()), None)  # its fields are the study's own
     inputs = hashlib.sha256(json.dumps(sorted(seen.values())).encode()).hexdigest()
     return scn, dataclasses.replace(make_study(scn, raw), inputs=inputs)
+
+
+def _check_constraints(raw: Any, file: str) -> None:
+    """``sweep.constraints`` is a list of conditions as text.  Checked before the scenario
+    is parsed, whose message for a mapping named an internal type (``must be a string,
+    not LineDict {...}``) and for an empty item said "not empty None"."""
+    from clustersim.scenario.yamlio import line_of, origin_of
+
+    sweep = raw.get("sweep") if isinstance(raw, Mapping) else None
+    given = sweep.get("constraints") if isinstance(sweep, Mapping) else None
+    items = given if isinstance(given, list) else [given]
+    for i, c in enumerate(items):
+        if c is None and not isinstance(given, list) or isinstance(c, str):
+            continue
+        what = ("a mapping" if isinstance(c, Mapping) else "a list" if isinstance(c, list)
+                else "empty" if c is None else repr(c))
+        path = ("sweep", "constraints", *((i,) if isinstance(given, list) else ()))
+        raise InputError(f"a constraint is a condition as text, such as \"workers * "
+                         f"workload.batch_per_worker <= 4096\" (constraints: a list of them), "
+                         f"not {what}", file=file, path=path, line=line_of(raw, path),
+                         origin=origin_of(raw, path))
 
 
 def _at_hint(exc: InputError, raw: Any) -> InputError:
@@ -204,9 +226,14 @@ def _locations(raw: Mapping[str, Any]) -> dict[str, tuple[int | None, str | None
 
     sweep = raw.get("sweep")
     paths: list[tuple] = [("sweep", "axes"), ("sweep", "constraints"), ("sweep", "sample")]
+    named: list[tuple[str, tuple]] = []  # an axis by its name as the sweep uses it
     if isinstance(sweep, Mapping):
         if isinstance(sweep.get("axes"), Mapping):
             paths += [("sweep", "axes", str(k)) for k in sweep["axes"]]
+            named = [(f"sweep.axes.{axis_name(k)}", ("sweep", "axes", str(k)))
+                     for k in sweep["axes"] if axis_name(k) not in (None, str(k))]
         if isinstance(sweep.get("constraints"), list):
             paths += [("sweep", "constraints", i) for i in range(len(sweep["constraints"]))]
-    return {format_path(p): (line_of(raw, p), origin_of(raw, p)) for p in paths}
+    where = {format_path(p): (line_of(raw, p), origin_of(raw, p)) for p in paths}
+    where.update((name, where[format_path(p)]) for name, p in named)
+    return where

@@ -17,33 +17,33 @@ well tested and deterministic for a given seed.  A grid axis in a sampled design
 categorical: the unit coordinate picks one of its values (``floor(u * len)``).
 
 Constraints are Python-like expressions over the axis names (dotted names are fine):
-arithmetic, comparisons, ``and``/``or``/``not``, ``in`` a literal list.  They are read with
-:mod:`ast` and evaluated by a small walker of those node kinds only (no ``eval``: a scenario
-file is input, not code).  A point that breaks a constraint is dropped, so a sampled design
-may end with fewer than ``n`` points (the command says how many).
+arithmetic, comparisons, ``and``/``or``/``not``, ``in`` a literal list
+(:mod:`clustersim.explore.constraints`).  A point that breaks a constraint is dropped, so a
+sampled design may end with fewer than ``n`` points (the command says how many).
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 import math
-import operator
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.explore.constraints import TooLarge, compile_constraint, eval_constraint
 from clustersim.scenario.fields import Section, as_bool, as_choice, as_float, as_int
 
-__all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "WORKERS"]
+__all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "expand_counted",
+           "axis_name", "WORKERS"]
 
 #: the axis that sets the worker count (not a scenario field)
 WORKERS = "workers"
-#: top-level sections an axis may not change: the sweep itself and the case list
-_FORBIDDEN = ("sweep", "variants", "name", "label", "uncertain")
+#: top-level sections an axis may not change: the sweep itself and the case list (variants,
+#: compare: an axis on compare replaced the cases, and a case vanished without a word)
+_FORBIDDEN = ("sweep", "variants", "compare", "name", "label", "uncertain")
 #: a design larger than this is a typo, not a plan (10^6 points x >= 10 ms each = hours)
 MAX_POINTS = 1_000_000
 
@@ -131,10 +131,21 @@ def _check_values(name: str, values: list, path: tuple) -> None:
         seen[key] = i
 
 
+def axis_name(key: Any) -> str | None:
+    """An axis name as the sweep uses it (``workers`` or a dotted field path), blanks around
+    it and its parts dropped; None where it is not one (empty, or an empty part as in
+    ``workload..x``).  Why: the name is the table's column and the constraints' variable;
+    ``" workload.batch_per_worker "`` made a column with blanks in it, and ``""`` a crash."""
+    parts = [p.strip() for p in str(key).split(".")]
+    return ".".join(parts) if all(parts) else None
+
+
 def _axis(name: str, raw: Any, path: tuple) -> Axis:
     top = name.split(".", 1)[0]
     if top in _FORBIDDEN:
-        raise InputError(f"an axis cannot change {top!r}; allowed: workers or a field of "
+        why = (" (the cases: list them there; an algorithm.X axis reaches every compare "
+               "entry that takes X)" if top == "compare" else "")
+        raise InputError(f"an axis cannot change {top!r}{why}; allowed: workers or a field of "
                          f"platform.*, workload.*, algorithm.*, network.*, run.*, catalog.* or "
                          f"placement.*", path=path)
     if isinstance(raw, list):
@@ -178,7 +189,19 @@ def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
     """Read ``sweep.axes``/``sample``/``constraints``; ``workers`` (the old ``sweep.workers``
     form) becomes the ``workers`` axis when the axes do not name one."""
     path = ("sweep", "axes")
-    out = [_axis(str(k), v, (*path, str(k))) for k, v in axes.items()]
+    out: list[Axis] = []
+    given: dict[str, str] = {}
+    for k, v in axes.items():
+        name = axis_name(k)
+        if name is None:
+            raise InputError(f"an axis name is workers or a field path such as "
+                             f"workload.batch_per_worker (dotted, no empty part), not "
+                             f"{str(k)!r}", path=(*path, str(k)) if str(k).strip(" .") else path)
+        if name in given:
+            raise InputError(f"the axis {name!r} is given twice (as {given[name]!r} and "
+                             f"{str(k)!r}); each axis once", path=(*path, str(k)))
+        given[name] = str(k)
+        out.append(_axis(name, v, (*path, str(k))))
     if workers and any(a.name == WORKERS for a in out):
         raise InputError("give the worker counts once: in sweep.workers or as the 'workers' "
                          "axis", path=(*path, WORKERS))
@@ -206,7 +229,7 @@ def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
                              f"sample it (sweep.sample) or use fewer values", path=path)
     spec = AxesSpec(tuple(out), method, n, seed, tuple(constraints))
     for i, c in enumerate(spec.constraints):
-        _compile(c, spec.names, ("sweep", "constraints", i))
+        compile_constraint(c, spec.names, ("sweep", "constraints", i))
     return spec
 
 
@@ -237,21 +260,27 @@ def expand(spec: AxesSpec) -> list[dict[str, Any]]:
     """Every point of the design as ``{axis: value}``, in a fixed order (grid: the last axis
     varies fastest; sampled: the design's order), constraints applied.  Constraints that
     leave no point are an input error: an empty table is never what was meant."""
+    return expand_counted(spec)[0]
+
+
+def expand_counted(spec: AxesSpec) -> tuple[list[dict[str, Any]], int]:
+    """:func:`expand` and how many points of the design the constraints excluded (the
+    summary says so: a 3 x 3 grid printing "6 points" left the user guessing)."""
     points = design(spec)
-    checks = [(_compile(c, spec.names, ("sweep", "constraints", i)), i)
+    checks = [(compile_constraint(c, spec.names, ("sweep", "constraints", i)), i)
               for i, c in enumerate(spec.constraints)]
     kept = []
     for p in points:
         for tree, i in checks:
             try:
-                ok = _eval(tree, p)
+                ok = eval_constraint(tree, p)
             except (TypeError, ZeroDivisionError, OverflowError, ValueError) as exc:
                 raise InputError(f"the constraint {spec.constraints[i]!r} cannot be evaluated "
                                  f"at {_show(p)}: {exc}", path=("sweep", "constraints", i)
                                  ) from None
-            except _TooLarge as exc:
+            except TooLarge as exc:
                 raise InputError(f"the constraint {spec.constraints[i]!r} {exc}; constraints "
-                                 f"compare values, they do not compute huge numbers",
+                                 f"compare values, they do not build huge numbers or lists",
                                  path=("sweep", "constraints", i)) from None
             if not ok:
                 break
@@ -261,125 +290,8 @@ def expand(spec: AxesSpec) -> list[dict[str, Any]]:
         raise InputError(f"the constraints leave no point ({len(points):,} of {len(points):,} "
                          f"points excluded); loosen them or change the axes",
                          path=("sweep", "constraints"))
-    return kept
+    return kept, len(points) - len(kept)
 
 
 def _show(point: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{k}={v!r}" for k, v in point.items()) + "}"
-
-
-# ---------------------------------------------------------------- constraints
-#: the largest number (in decimal digits) and text a constraint may compute: ``9 ** 9 ** 9``
-#: or ``"a" * 10**10`` would hold the process for minutes (or exhaust its memory)
-MAX_DIGITS = 400
-MAX_TEXT = 10_000
-
-
-class _TooLarge(Exception):
-    """A constraint's arithmetic would build a huge number or text."""
-
-
-def _pow(a: Any, b: Any) -> Any:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a) > 1:
-        digits = abs(b) * math.log10(abs(a))
-        if digits > MAX_DIGITS:
-            raise _TooLarge(f"computes a power with about {digits:,.0f} digits (at most "
-                            f"{MAX_DIGITS})")
-    return operator.pow(a, b)
-
-
-def _mul(a: Any, b: Any) -> Any:
-    for seq, n in ((a, b), (b, a)):
-        if isinstance(seq, (str, list)) and isinstance(n, int) and n * len(seq) > MAX_TEXT:
-            raise _TooLarge(f"repeats a text or list to {n * len(seq):,} items (at most "
-                            f"{MAX_TEXT:,})")
-    return operator.mul(a, b)
-
-
-def _mod(a: Any, b: Any) -> Any:
-    if isinstance(a, str):  # "%999999999s" % 1: printf formatting, not arithmetic
-        raise TypeError("% on a text is string formatting, not allowed")
-    return operator.mod(a, b)
-
-
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul,
-        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: _mod,
-        ast.Pow: _pow}
-_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-        ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
-        ast.NotIn: lambda a, b: a not in b}
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _compile(text: str, names: Sequence[str], path: tuple) -> ast.AST:
-    try:
-        tree = ast.parse(str(text), mode="eval").body
-    except SyntaxError as exc:
-        raise InputError(f"cannot read the constraint {text!r}: {exc.msg}", path=path) from None
-
-    def check(node: ast.AST) -> None:
-        name = _dotted(node)
-        if name is not None:
-            if name not in names:
-                raise InputError(f"the constraint {text!r} names {name!r}, which is not an "
-                                 f"axis (axes: {', '.join(names) or 'none'})", path=path)
-            return
-        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-            check(node.left)
-            check(node.right)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub,
-                                                                    ast.UAdd)):
-            check(node.operand)
-        elif isinstance(node, ast.BoolOp):
-            for v in node.values:
-                check(v)
-        elif isinstance(node, ast.Compare) and all(type(o) in _CMP for o in node.ops):
-            for v in (node.left, *node.comparators):
-                check(v)
-        elif isinstance(node, (ast.List, ast.Tuple)):
-            for v in node.elts:
-                check(v)
-        elif not (isinstance(node, ast.Constant)
-                  and isinstance(node.value, (int, float, str, bool))):
-            raise InputError(f"the constraint {text!r} uses {type(node).__name__}; allowed: "
-                             f"axis names, numbers, strings, + - * / // % **, comparisons, "
-                             f"and/or/not, in [...]", path=path)
-
-    check(tree)
-    return tree
-
-
-def _eval(node: ast.AST, point: Mapping[str, Any]) -> Any:
-    name = _dotted(node)
-    if name is not None:
-        return point[name]
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.BinOp):
-        return _BIN[type(node.op)](_eval(node.left, point), _eval(node.right, point))
-    if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, point)
-        return not v if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub)
-                                                           else +v)
-    if isinstance(node, ast.BoolOp):
-        vals = (_eval(v, point) for v in node.values)
-        return all(vals) if isinstance(node.op, ast.And) else any(vals)
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, point)
-        for op, right_node in zip(node.ops, node.comparators):
-            right = _eval(right_node, point)
-            if not _CMP[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_eval(v, point) for v in node.elts]
-    raise AssertionError(type(node).__name__)  # _compile admits nothing else
