@@ -107,9 +107,10 @@ def _progress(total: int, enabled: bool):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from clustersim.explore import input_columns, load_study, run_study, study_points
+    from clustersim.explore import input_columns, load_study, run_study
     from clustersim.explore.cache import open_cache
-    from clustersim.explore.points import METRICS, check_points
+    from clustersim.explore.checks import check_points
+    from clustersim.explore.points import METRICS, study_design
     from clustersim.explore.saturation import saturation_summary
     from clustersim.explore.table import (
         csv_bytes,
@@ -143,11 +144,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise InputError("--parquet needs pyarrow (pip install 'clustersim[explore]')")
         files["--parquet"] = None
     check_outputs(files)
-    points = study_points(study)
-    check_points(study, points)  # every point's scenario parses: nothing runs before that
     if args.cache is not None and not args.cache.strip():
         raise InputError("cannot use --cache '': an empty file name; give a file name")
     db = Path(args.cache) if args.cache else out / "points.sqlite"
+    if not args.no_cache:
+        _check_cache_path(db, out, files, args.cache is not None)
+    points, counts = study_design(study)
+    check_points(study, points)  # every point's scenario parses: nothing runs before that
     if not args.no_cache and not db.exists():
         # (an existing cache is opened below; a damaged one is skipped with a warning)
         why = unwritable(db)
@@ -183,17 +186,46 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    (files["--json"], lambda: json_bytes(meta, rows, cols))])
     if not args.quiet:
         _summary(scn, points, res, rows, inputs, wall, executor, files,
-                 saturation_summary(rows, inputs), db if used else None)
+                 saturation_summary(rows, inputs), db if used else None, counts)
     return EXIT_OK
 
 
+def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
+    """Refuse a point cache that is the output folder, one of the output files, a folder
+    above them or a file below one of the output files.  Why: ``--out X --cache X`` made the cache the file ``X`` and the tables
+    then failed with a traceback after every point had run; ``--cache X/sweep.csv`` had
+    the CSV overwrite the cache (and the next run advise deleting the user's CSV)."""
+    import os
+
+    cache = os.path.abspath(db)
+    for flag, f in (("--out", out), *((k, v) for k, v in files.items() if v)):
+        target = os.path.abspath(f)
+        inside = flag != "--out" and cache.startswith(target.rstrip(os.sep) + os.sep)
+        if cache == target or target.startswith(cache.rstrip(os.sep) + os.sep) or inside:
+            what = ("the --out folder" if flag == "--out" and cache == target
+                    else f"where {flag} writes ({f})")
+            if not given:
+                raise InputError(f"{flag} {f} is the point cache's file ({db}); give "
+                                 f"{flag} another name, or --cache FILE elsewhere")
+            raise InputError(f"--cache {db} is {what}: the point cache is a file of its own; "
+                             f"give another --cache file, or leave it out (default: "
+                             f"{out / 'points.sqlite'})")
+
+
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
-             executor: str, files: dict, saturation: list, db: Path | None = None) -> None:
+             executor: str, files: dict, saturation: list, db: Path | None = None,
+             counts: Any = None) -> None:
     from clustersim.explore.saturation import saturation_text
 
     rate = res.ran / wall if wall > 0 and res.ran else 0.0
-    print(f"{scn.name}: {len(points)} points - {res.cached} from the cache, {res.ran} run "
-          f"({executor}, {rate:,.1f} points/s), {len(res.skipped)} skipped; {wall:.1f} s")
+    print(f"{scn.name}: {len(points)} point{'' if len(points) == 1 else 's'} - {res.cached} "
+          f"from the cache, {res.ran} run ({executor}, {rate:,.1f} points/s), "
+          f"{len(res.skipped)} skipped; {wall:.1f} s")
+    shrunk = [f"{n:,} {what}" for n, what in (
+        (counts.excluded if counts else 0, "excluded by the constraints"),
+        (counts.duplicates if counts else 0, "duplicate samples dropped")) if n]
+    if shrunk:
+        print(f"  design points: {', '.join(shrunk)}")
     if res.skipped:
         print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
                                                 if len(res.skipped) > 1 else ""))

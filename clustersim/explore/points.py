@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.errors import InputError, format_path
-from clustersim.explore.axes import WORKERS, AxesSpec, expand
+from clustersim.explore.axes import WORKERS, AxesSpec, expand_counted
 
-__all__ = ["Case", "Study", "Point", "study_points", "point_sets", "run_point",
-           "run_chunk", "check_points", "applied", "axis_target", "locate", "METRICS"]
+__all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design", "point_sets", "run_point",
+           "run_chunk", "no_machine", "applied", "axis_target", "locate", "METRICS"]
 
 #: metric columns of a row, in table order (PointMetrics fields, then the master's figures)
 METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
@@ -124,14 +124,31 @@ def applied(study: Study, point: Point) -> dict[str, Any]:
     return {k: v for k, v in point.sets if axis_target(case, k) is not None}
 
 
+@dataclass(frozen=True)
+class DesignCounts:
+    """How the design shrank before it became points: ``excluded`` by the constraints, and
+    ``duplicates``: draws of a sampled design that repeat an earlier one (a sample of a
+    2-value axis with n = 64 draws 62 of them).  The summary says both."""
+
+    excluded: int = 0
+    duplicates: int = 0
+
+
 def study_points(study: Study) -> list[Point]:
     """Every case at every design point, in table order (case, then the design's order).
     A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take)
     runs each of its other points once, not once per value of that axis."""
+    return study_design(study)[0]
+
+
+def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
+    """:func:`study_points` and the :class:`DesignCounts` of its design."""
     try:
-        values_list = expand(study.spec)
+        values_list, excluded = expand_counted(study.spec)
     except InputError as exc:
         raise locate(study, exc) from None
+    distinct = {json.dumps(list(v.items()), default=str) for v in values_list}
+    counts = DesignCounts(excluded, len(values_list) - len(distinct))
     out = []
     for ci, case in enumerate(study.cases):
         seen: set[str] = set()
@@ -144,7 +161,7 @@ def study_points(study: Study) -> list[Point]:
                 continue
             seen.add(key)
             out.append(Point(len(out), ci, values.get(WORKERS), sets))
-    return out
+    return out, counts
 
 
 def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
@@ -269,30 +286,24 @@ def _point_error(study: Study, point: Point, exc: InputError) -> InputError:
                                     path=blame))
 
 
-def check_points(study: Study, points: Sequence[Point]) -> int:
-    """Parse every distinct point's scenario before anything runs; the number of points
-    that would be skipped (more workers than the platform has devices).
+def no_machine(scn: Any, alg: Any, workers: int) -> str | None:
+    """Why ``placement.server: machine`` finds no machine of its own for each of ``alg``'s
+    servers with ``workers`` workers (None: it does, or the servers sit on devices).
 
-    Why up front: a bad axis value found while simulating came after every good point had
-    run (hours on a large sweep) and left an output folder behind; a parse costs
-    milliseconds.  A design where every point is skipped is an input error too."""
-    seen: dict[str, int] = {}
-    skipped = 0
-    first = ""
-    for p in points:
-        key = json.dumps([p.case, p.sets, p.seed, study.at.get(p.workers) is not None
-                          and p.workers], default=str)
-        devices = seen.get(key)
-        if devices is None:
-            devices = seen[key] = _scenario(study, p).platform.num_devices
-        if p.workers is not None and p.workers > devices:
-            skipped += 1
-            first = first or f"{p.workers} workers but the platform has {devices} devices"
-    if points and skipped == len(points):
-        raise locate(study, InputError(
-            f"every point is skipped ({first}); use worker counts up to the platform's "
-            f"devices", path=("sweep", "axes", WORKERS)))
-    return skipped
+    Why a skip and not an error: a design crossing worker counts with replica sizes has
+    points where the workers fill every machine, as it has points with more workers than
+    devices; one such combination failed the whole sweep after the others had run."""
+    if scn.placement is None or scn.placement.server != "machine":
+        return None
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.scenario.placement import free_machines
+
+    count = get_algorithm(alg.name).servers(alg.params)
+    free = len(free_machines(scn.platform, workers, count)) if count else 0
+    if free >= count:
+        return None
+    return (f"{workers} workers leave {free} machine(s) free for the {count} server(s) of "
+            f"{alg.title} (placement.server: machine; platform {scn.platform.name!r})")
 
 
 def run_point(study: Study, point: Point) -> dict[str, Any]:
@@ -312,6 +323,9 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
     if case.alg >= len(scn.algorithms):
         return {"skipped": "the point's scenario has no such algorithm"}
     alg = scn.algorithms[case.alg]
+    why = no_machine(scn, alg, w)
+    if why is not None:
+        return {"skipped": why}
     seed = scn.run.seed if point.seed is None else point.seed
     repeats = scn.run.repeats if scn.workload.jitter > 0 else 1
     samples, figures = [], []

@@ -3,7 +3,8 @@
 "Tidy" (Wickham, *Tidy Data*, J. Stat. Software 59(10), 2014): each variable a column, each
 observation a row - what pandas, Polars, R, DuckDB and the explorer page read without
 reshaping.  Columns: the inputs (``variant`` when the scenario has variants, ``algorithm``,
-``workers``, each axis by its dotted field name, ``seed``), then the metrics in SI units
+``workers``, each axis by its dotted field name - ``algorithm (axis)`` for an axis of whole
+``algorithm`` mappings - and ``seed``), then the metrics in SI units
 (seconds, samples/s, bytes; fractions 0..1), as :data:`clustersim.explore.points.METRICS`.
 Speedup and efficiency are left out: "relative to the smallest point" has no meaning in a
 design without a worker-count line; compute them from ``throughput`` per group.
@@ -24,12 +25,24 @@ from typing import Any
 from clustersim.explore.axes import AxesSpec
 from clustersim.explore.points import METRICS, Point, Study, applied
 
-__all__ = ["tidy_rows", "input_columns", "design_description", "parquet_bytes", "csv_bytes",
+__all__ = ["tidy_rows", "input_columns", "axis_column", "design_description", "parquet_bytes", "csv_bytes",
            "json_bytes"]
 
 
+#: the input columns every row has (``variant`` only with variants)
+CASE_COLUMNS = ("variant", "algorithm", "workers", "seed")
+
+
+def axis_column(name: str) -> str:
+    """The column of the axis ``name``: its name, or ``NAME (axis)`` where that is one of
+    :data:`CASE_COLUMNS`.  Why: an ``algorithm`` axis (whole algorithm mappings) made two
+    columns named ``algorithm`` - a Parquet file no reader opens, and the case column's
+    values written over the axis's."""
+    return f"{name} (axis)" if name in CASE_COLUMNS else name
+
+
 def input_columns(study: Study) -> list[str]:
-    axes = [n for n in study.spec.names if n != "workers"]
+    axes = [axis_column(n) for n in study.spec.names if n != "workers"]
     variant = ["variant"] if any(c.variant for c in study.cases) else []
     return [*variant, "algorithm", "workers", *axes, "seed"]
 
@@ -48,6 +61,7 @@ def tidy_rows(study: Study, points: Sequence[Point], results: Mapping[int, Mappi
     extra = sorted({k for r in results.values() for k in r
                     if k.endswith(("_lo", "_hi")) and "skipped" not in r})
     cols = [*METRICS, *extra]
+    axis_of = {axis_column(n): n for n in study.spec.names}
     rows = []
     for p in points:
         r = results.get(p.index)
@@ -62,7 +76,7 @@ def tidy_rows(study: Study, points: Sequence[Point], results: Mapping[int, Mappi
             elif c in ("algorithm", "workers", "seed"):
                 row[c] = r.get(c)
             else:
-                row[c] = _cell(values.get(c))
+                row[c] = _cell(values.get(axis_of[c]))
         for c in cols:
             row[c] = r.get(c)
         rows.append(row)

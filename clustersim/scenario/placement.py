@@ -29,8 +29,8 @@ from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 
-__all__ = ["PlacementSpec", "SERVERS", "parse_placement", "group_devices", "machine_servers",
-           "check_servers"]
+__all__ = ["PlacementSpec", "SERVERS", "parse_placement", "group_devices", "free_machines",
+           "machine_servers", "check_servers"]
 
 #: where servers go (``placement.server``)
 SERVERS = ("device", "machine")
@@ -110,11 +110,14 @@ def group_devices(merged: dict[str, Any], catalog: Any, g: int) -> tuple[dict[st
     return out, grouped
 
 
-def machine_servers(platform: Any, workers: int, count: int) -> list[int]:
-    """The first device of each of the ``count`` machines after the last worker's
-    (``placement.server: machine``), or a located error naming how many are free."""
-    last = platform.host(workers - 1) if workers else -1
+def free_machines(platform: Any, workers: int, count: int) -> list[int]:
+    """The first device of each of at most ``count`` machines after the last worker's: the
+    machines ``placement.server: machine`` can give its servers (fewer than ``count``
+    where the workers leave too few; ``clustersim sweep`` skips such a point)."""
     firsts: list[int] = []
+    if count <= 0:
+        return firsts
+    last = platform.host(workers - 1) if workers else -1
     seen = {last}
     for d in range(workers, platform.num_devices):
         h = platform.host(d)
@@ -122,7 +125,16 @@ def machine_servers(platform: Any, workers: int, count: int) -> list[int]:
             seen.add(h)
             firsts.append(d)
             if len(firsts) == count:
-                return firsts
+                break
+    return firsts
+
+
+def machine_servers(platform: Any, workers: int, count: int) -> list[int]:
+    """The first device of each of the ``count`` machines after the last worker's
+    (``placement.server: machine``), or a located error naming how many are free."""
+    firsts = free_machines(platform, workers, count)
+    if len(firsts) == count:
+        return firsts
     raise InputError(f"a machine of its own for each of {count} server(s) needs {count} "
                      f"machine(s) without workers; with {workers} workers platform "
                      f"{platform.name!r} has {len(firsts)} left (fewer workers, fewer "

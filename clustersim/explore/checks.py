@@ -1,0 +1,85 @@
+"""Checks of a study's points before anything runs: every point's scenario parses, its
+algorithms are told apart, and the points that cannot run on their platform are counted.
+
+Why up front: a bad axis value found while simulating came after every good point had run
+(hours on a large sweep) and left an output folder behind; a parse costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from clustersim.errors import InputError
+from clustersim.explore.axes import WORKERS
+from clustersim.explore.points import (
+    Point,
+    Study,
+    _scenario,
+    field_parts,
+    locate,
+    no_machine,
+    point_sets,
+)
+
+__all__ = ["check_points"]
+
+
+def check_points(study: Study, points: Sequence[Point]) -> int:
+    """Parse every distinct point's scenario before anything runs; the number of points
+    that would be skipped (more workers than the platform has devices, or no machine of
+    its own left for a server with ``placement.server: machine``).  A design where every
+    point is skipped is an input error."""
+    seen: dict[str, tuple[int, Any]] = {}
+    room: dict[tuple[str, int], str | None] = {}
+    skipped = 0
+    first = ""
+    for p in points:
+        key = json.dumps([p.case, p.sets, p.seed, study.at.get(p.workers) is not None
+                          and p.workers], default=str)
+        got = seen.get(key)
+        if got is None:
+            scn = _scenario(study, p)
+            _distinct_titles(study, p, scn)
+            machine = scn.placement is not None and scn.placement.server == "machine"
+            got = seen[key] = (scn.platform.num_devices, scn if machine else None)
+        devices, scn = got
+        why = None
+        if p.workers is not None and p.workers > devices:
+            why = f"{p.workers} workers but the platform has {devices} devices"
+        elif scn is not None and study.cases[p.case].alg < len(scn.algorithms):
+            w = devices if p.workers is None else p.workers
+            if (key, w) not in room:
+                room[key, w] = no_machine(scn, scn.algorithms[study.cases[p.case].alg], w)
+            why = room[key, w]
+        if why is not None:
+            skipped += 1
+            first = first or why
+    if points and skipped == len(points):
+        hint = ("fewer workers, fewer shards or placement.server: device" if "machine" in first
+                else "worker counts up to the platform's devices")
+        raise locate(study, InputError(f"every point is skipped ({first}); use {hint}",
+                                       path=("sweep", "axes", WORKERS)))
+    return skipped
+
+
+#: axes that change the main algorithm's title (its label, or its name when unlabelled)
+_TITLED = ("algorithm", "algorithm.label", "algorithm.name")
+
+
+def _distinct_titles(study: Study, point: Point, scn: Any) -> None:
+    """Refuse a point whose scenario reports two algorithms under one title, as ``predict``
+    refuses such a scenario.  Why: an ``algorithm.label`` axis value equal to a ``compare``
+    label gave two rows with the same algorithm, workers and seed and different numbers."""
+    titles = [a.title for a in scn.algorithms]
+    dup = next((t for t in titles if titles.count(t) > 1), None)
+    if dup is None:
+        return
+    blame = next((k for k, _ in point.sets if ".".join(field_parts(k)) in _TITLED), None)
+    fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
+    raise locate(study, InputError(
+        f"at the sweep point {{{fields}}}: two algorithms would both be reported as {dup!r}; "
+        f"give each a distinct label"
+        + (" (a value of this axis repeats another case's)" if blame else ""),
+        path=("sweep", "axes", *((blame,) if blame else ()))))
