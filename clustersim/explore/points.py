@@ -26,8 +26,9 @@ from typing import Any
 from clustersim.errors import InputError, format_path
 from clustersim.explore.axes import WORKERS, AxesSpec, expand_counted
 
-__all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design", "point_sets", "run_point",
-           "run_chunk", "no_machine", "applied", "axis_target", "locate", "METRICS"]
+__all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design",
+           "point_sets", "run_point", "run_chunk", "no_machine", "applied", "axis_target",
+           "locate", "METRICS"]
 
 #: metric columns of a row, in table order (PointMetrics fields, then the master's figures)
 METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",

@@ -25,8 +25,8 @@ from typing import Any
 from clustersim.explore.axes import AxesSpec
 from clustersim.explore.points import METRICS, Point, Study, applied
 
-__all__ = ["tidy_rows", "input_columns", "axis_column", "design_description", "parquet_bytes", "csv_bytes",
-           "json_bytes"]
+__all__ = ["tidy_rows", "input_columns", "axis_column", "design_description", "parquet_bytes",
+           "csv_bytes", "json_bytes"]
 
 
 #: the input columns every row has (``variant`` only with variants)
