@@ -213,3 +213,10 @@ def test_list_scenarios_narrow_terminal_keeps_names_whole(capsys, monkeypatch):
     assert [line.split()[0] for line in lines] == stems
     assert lines[stems.index("knl_4253")].split(None, 1)[1].startswith(
         "Sync EASGD vs the EASGD family")
+
+
+def test_a_value_of_the_wrong_type_is_named_in_the_users_words(capsys):
+    """A mapping where a number belongs was called 'LineDict' (the YAML reader's class)."""
+    assert main(["validate", "theano_mpi_alexnet", "--set", "run.seed={a: 1}"]) == 2
+    err = capsys.readouterr().err
+    assert "run.seed: must be a whole number, not a mapping" in err and "LineDict" not in err

@@ -22,9 +22,18 @@ MISSING = object()
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "true/false",
-            int: "a number", float: "a number", type(None): "empty"}.get(type(value),
-                                                                         type(value).__name__)
+    """What a value is, in the user's words: the YAML reader's own classes (``LineDict``,
+    a mapping with line numbers) are a mapping or a list, never their Python names."""
+    from collections.abc import Mapping
+
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return {str: "a string", int: "a number", float: "a number",
+            type(None): "empty"}.get(type(value), type(value).__name__)
 
 
 #: no whole number read from a scenario is larger (2**63: a 64-bit integer, as numpy seeds)
