@@ -26,12 +26,25 @@ once workers queue the update is all it spends per exchange; on scenarios/knl_un
 Hogwild EASGD's receive loop) sits through each worker's push at any load: those receives are
 marked (``Recv(serving=True)``) and count as busy.
 
-Past the knee a worker's step includes queueing at the master, so a row's ``W*`` is about its
-own worker count there (``W * s`` is the step): the summary takes it at the smallest worker
-count of each group, where the step is the worker's own.  One case still bends late: a master
-whose *link* is the bottleneck, with identical workers sharing it max-min fairly, stays in
-lock step (everyone's push, then everyone's answer: one direction of the link at a time) and
-creeps up towards ``batch / s`` only as the workers drift apart.
+Past the knee a worker's step includes queueing at the master (``W * s`` is the step), so
+``step / D`` with the step as measured is about the row's own worker count there - the
+``saturation_workers`` column, which is that ratio.  The knee itself is taken
+from the step *without* queueing (:func:`master_knee`): the worker's compute, its exchange
+under way (``comm``) and, of its wait for the master, the master's own time on its exchange
+``D`` (the whole wait where shorter); the rest of the wait is the master serving the others -
+except what even all their exchanges, ``(W - 1) D``, cannot fill (one worker alone queues
+behind nobody: all its wait is its own).  That is the asymptote
+crossing of the closed-system bounds, ``W* = (Z + D) / D`` with ``Z`` the time a worker
+spends away from the master (Lazowska et al. ch. 5), and it is the same below and past the
+knee (Async EASGD on scenarios/knl_4253.yaml: 108.6-109.0 from 68 to 4,253 workers, where
+the step as measured gave 111 to 4,253), so the summary does not depend on which worker
+counts were swept.  It is ~1% under the measured crossing (the reply's transfer in the wait
+counts as queueing).  Far past the knee (10x on knl_4253) a parameter server's pushes also
+queue on the master's link, inside ``comm``, and raise the figure: where the smallest point
+is past the knee the line says so, and that the knee is below it.  One case still bends
+late: a master whose *link* is the bottleneck, with identical workers sharing it max-min
+fairly, stays in lock step (everyone's push, then everyone's answer: one direction of the
+link at a time) and creeps up towards ``batch / s`` only as the workers drift apart.
 """
 
 from __future__ import annotations
@@ -40,7 +53,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["master_figures", "saturation_summary", "saturation_text"]
+__all__ = ["master_figures", "master_knee", "saturation_summary", "saturation_text"]
+
+#: the smallest point counts as past the knee when it has this many times the knee's workers:
+#: nearer, the throughput curve is still bending (2% compute noise rounds the knee) and the
+#: figure from it is as good as one from below the knee
+PAST = 1.1
 
 
 def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
@@ -54,13 +72,59 @@ def master_figures(run: Any, metrics: Any) -> dict[str, Any]:
             "saturation_workers": metrics.saturation_workers}
 
 
+def _num(point: Any, key: str) -> float | None:
+    """``point[key]`` of a table row or the attribute of a PointMetrics, as a float (None
+    where it is missing or empty): the summary reads rows, predict reads points."""
+    v = point.get(key) if isinstance(point, Mapping) else getattr(point, key, None)
+    if v is None or v == "":
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def master_knee(point: Any) -> tuple[float, float, float, int] | None:
+    """``(W*, service time, step without queueing, workers)`` of one point of a master-based
+    method, None for a method without a saturation point.
+
+    ``D``, the master's busy time per worker step, is the point's ``iteration_time /
+    saturation_workers`` (that is how :func:`clustersim.sim.metrics.point_metrics` made the
+    column); the step without queueing is ``compute + comm`` and, of the wait, ``D`` (or
+    more where the wait exceeds the other workers' ``(W - 1) D``: at one worker all of it;
+    module docstring), and ``W*`` that step over ``D``.  A row without the time columns (a
+    hand-made one) keeps the column's figure, which is right below the knee only: where
+    it is within :data:`PAST` of the point's own count (the master busy 91% of the time or
+    more: at or past the knee) ``W*`` is NaN, which :func:`saturation_text` words as a
+    knee below the point."""
+    measured, it = _num(point, "saturation_workers"), _num(point, "iteration_time")
+    service, workers = _num(point, "service_time"), _num(point, "workers")
+    if measured is None or it is None or service is None or workers is None:
+        return None
+    if not (math.isfinite(measured) and measured > 0 and it > 0):
+        return None
+    demand = it / measured
+    parts = [_num(point, k) for k in ("compute", "comm", "wait")]
+    if any(v is None for v in parts):
+        w_star = measured if measured > PAST * workers else math.nan
+        return w_star, service, it, int(workers)
+    compute, comm, wait = parts
+    # of the wait, the master's own time on this worker's exchange (D) is part of its step;
+    # the rest is the master serving the others - except what exceeds all of the other
+    # workers' exchanges, which cannot be queueing (one worker alone queues behind nobody)
+    own = max(min(wait, demand), wait - (workers - 1) * demand)
+    step = compute + comm + own
+    return step / demand, service, step, int(workers)
+
+
 def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
                        ) -> list[tuple[str, float, float, float, int]]:
     """One line per master-based group of the table (all input columns but ``workers``):
-    (group label, W*, service time, step, the smallest worker count measured).  ``W*`` is
-    taken at the group's smallest worker count, where the master queues least: there the
-    step is a worker's own, while past the knee it is ``W * s`` and ``W*`` is just ``W``
-    (``s`` itself is about the same at every point: within 0.5% on the KNL scenarios)."""
+    (group label, W*, service time, step without queueing, the smallest worker count
+    measured), from :func:`master_knee` at the group's smallest worker count - where the
+    master queues least, so that its exchanges are the least likely to have queued on the
+    master's link too; ``W*`` is about the same from any point below or just past the knee
+    (``s`` too: within 0.5% on the KNL scenarios)."""
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     keys = [k for k in inputs if k != "workers"]
     for r in rows:
@@ -69,29 +133,36 @@ def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
         groups.setdefault(tuple((k, r.get(k)) for k in keys), []).append(r)
     out = []
     for group, rs in groups.items():
-        first = min(rs, key=lambda r: r["workers"])
-        w_star = float(first["saturation_workers"])
-        if not math.isfinite(w_star):
+        knee = master_knee(min(rs, key=lambda r: r["workers"]))
+        if knee is None:
             continue
         label = ", ".join(f"{k}={v}" for k, v in group if v not in ("", None))
-        out.append((label, w_star, float(first["service_time"]), float(first["iteration_time"]),
-                    int(first["workers"])))
+        out.append((label, *knee))
     return out
 
 
 def saturation_text(w_star: float, service: float, step: float, workers: int) -> str:
-    """The line ``predict`` and ``sweep`` print for one master: ``W*``, what the master
-    spends per worker step (``step / W*``) and, where that differs from its service time
-    per exchange (an exchange every ``tau`` steps, or through a group leader every ``k``),
-    both."""
+    """The line ``predict`` and ``sweep`` print for one master (:func:`master_knee`'s
+    figures): ``W*``, what the master spends per worker step (``step / W*``) and, where that
+    differs from its service time per exchange (an exchange every ``tau`` steps, or through
+    a group leader every ``k``), both.  Where the point it was measured at is past the knee
+    (``workers`` over :data:`PAST` x ``W*``) it says so: that point's figure is a ceiling
+    on the knee rather than the knee (its exchanges may have queued on the master's link),
+    and a NaN ``W*`` (no time columns to take the queueing out) names no figure at all."""
     from clustersim.units import format_time
 
+    past = (f"master already saturated at the smallest point ({workers} workers); the knee "
+            "is below it")
+    if not math.isfinite(w_star):
+        return past
     per_step = step / w_star
     if abs(per_step - service) <= 0.01 * service:
         busy = f"service {format_time(service)} per exchange"
     else:
         busy = (f"busy {format_time(per_step)} per worker step (service "
                 f"{format_time(service)} per exchange, not one exchange per step)")
-    return (f"master saturates at ~{w_star:,.0f} workers: {busy} x workers > a step of "
-            f"{format_time(step)} (measured at {workers} workers); throughput stops "
-            f"growing beyond")
+    why = f"{busy} x workers > a step of {format_time(step)} without queueing"
+    if workers > PAST * w_star:
+        return f"{past}, at ~{w_star:,.0f} workers or fewer: {why}"
+    return (f"master saturates at ~{w_star:,.0f} workers: {why} (measured at {workers} "
+            f"workers); throughput stops growing beyond ~{w_star:,.0f} workers")

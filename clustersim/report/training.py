@@ -195,16 +195,14 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
 
 
 def saturation_line(pts: Any) -> str | None:
-    """Where a master-based method's master is busy all the time (W* = step / service time,
-    clustersim.explore.saturation), taken at the smallest point as ``clustersim sweep``
-    does: the reason its samples/s stop growing.  None for methods without a master."""
-    p = pts[0]
-    w_star = p.saturation_workers
-    if w_star is None or not math.isfinite(w_star):
-        return None
-    from clustersim.explore.saturation import saturation_text
+    """Where a master-based method's master is busy all the time (W* = the step without
+    queueing / the master's time per step, clustersim.explore.saturation.master_knee),
+    taken at the smallest point as ``clustersim sweep`` does, so that both print the same
+    figure: the reason its samples/s stop growing.  None for methods without a master."""
+    from clustersim.explore.saturation import master_knee, saturation_text
 
-    return saturation_text(w_star, p.service_time, p.iteration_time, p.workers)
+    knee = master_knee(pts[0])
+    return None if knee is None else saturation_text(*knee)
 
 
 def print_assumed(console: Console, scn: Any) -> None:
