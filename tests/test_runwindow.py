@@ -12,14 +12,17 @@ from clustersim.sim.runwindow import aligned_run
 from clustersim.sim.sweep import simulate_point, sweep_cases
 
 
-def _alg(**params):
-    return SimpleNamespace(params=params)
+def _alg(name="async_easgd", **params):
+    return SimpleNamespace(name=name, params=params)
 
 
 def test_windows_round_up_to_whole_periods():
     run = RunSpec(iterations=2, warmup=1)
     assert aligned_run(run, _alg(tau=10)) == RunSpec(iterations=20, warmup=10)
-    assert aligned_run(run, _alg(every=4)) == RunSpec(iterations=8, warmup=4)
+    assert aligned_run(run, _alg("bsp", every=4, exchange="weights")) == RunSpec(
+        iterations=8, warmup=4)
+    assert aligned_run(run, _alg("bsp", every=4)) is run  # gradients: every step
+    assert aligned_run(run, _alg("hybrid", k=3)) == RunSpec(iterations=6, warmup=3)
     assert aligned_run(RunSpec(iterations=30, warmup=4), _alg(tau=2)) == RunSpec(
         iterations=30, warmup=4)  # already whole periods: the same object's values
     assert aligned_run(RunSpec(iterations=5, warmup=0), _alg(tau=2)) == RunSpec(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from clustersim.cli import main
+from clustersim.scenario.schema import load_scenario
 from clustersim.uncertainty.propagate import Inputs, draw, quantiles
 from clustersim.uncertainty.spec import parse_uncertain
 
@@ -420,7 +421,7 @@ def test_a_band_from_a_profile_with_fits_on_their_limits_stays_on_its_nominal(tm
     assert band["median"] == pytest.approx(nominal, rel=0.02)
 
 
-def test_an_algorithm_input_moves_every_algorithm_that_takes_it():
+def test_an_algorithm_input_moves_every_algorithm_that_takes_it(tmp_path):
     """algorithm.tau reached the main algorithm only: knl_4253's master-based methods kept
     tau 1 under a band drawn over tau 1..10.  Now every case that takes the parameter moves
     (as a sweep axis does); one that does not (BSP) is left; a parameter no algorithm of the
@@ -434,11 +435,43 @@ def test_an_algorithm_input_moves_every_algorithm_that_takes_it():
     scn = sample_scenario(raw, path, Sample({"algorithm.tau": 7}))
     assert scn.algorithm.params["tau"] == 7
     assert [c.params.get("tau") for c in scn.compare] == [7, None]
+    # a run reduced to an algorithm that does not take it (sensitivity --algorithm b): the
+    # input does not move it (its index is 0), not "no other algorithm takes tau"
     raw = load_raw(path, ["algorithm={name: bsp, label: b}", "compare=[]"])
+    assert "tau" not in sample_scenario(raw, path, Sample({"algorithm.tau": 7})).algorithm.params
+    # the scenario as written: a parameter no algorithm takes is refused when read
+    text = (ROOT / "scenarios" / "knl_4253.yaml").read_text()
+    start, end = text.index("algorithm: {name: sync_easgd"), text.index("sweep:")
+    f = tmp_path / "b.yaml"
+    f.write_text(text[:start] + "algorithm: {name: bsp, label: b}\n" + text[end:])
     with pytest.raises(InputError) as e:
-        sample_scenario(raw, path, Sample({"algorithm.tau": 7}))
-    assert "b takes no parameter 'tau'" in str(e.value) and "strategy" in str(e.value)
-    assert "knl_4253.yaml" in str(e.value)
+        load_scenario(f)
+    assert "uncertain.algorithm.tau: unknown parameter 'tau': no algorithm of this run " \
+           "takes it (b's parameters: strategy" in str(e.value)
+    assert str(f) in str(e.value)
+
+
+def test_a_parameter_only_a_compare_entry_takes_and_bare_names():
+    """algorithm.every with a main that does not take it but a compare entry that does was
+    refused when read (the check set it on the main algorithm only); algorithms written as
+    bare names (algorithm: sync_easgd, compare: [async_sgd]) could not take a parameter."""
+    from clustersim.uncertainty.predict import load_raw
+    from clustersim.uncertainty.propagate import Sample, sample_scenario
+
+    path = str(ROOT / "scenarios" / "knl_4253.yaml")
+    sets = ["compare=[{name: bsp, exchange: weights, label: w}]",
+            "uncertain={algorithm.every: {range: [1, 4], kind: int}}"]
+    scn = load_scenario(path, sets)  # read, checked: no refusal
+    raw = load_raw(path, sets)
+    s = sample_scenario(raw, path, Sample({"algorithm.every": 3}))
+    assert s.compare[0].params["every"] == 3 and "every" not in s.algorithm.params
+    assert scn.compare[0].params["every"] == 1
+    sets = ["algorithm=sync_easgd", "compare=[async_sgd, bsp]",
+            "uncertain={algorithm.tau: {range: [1, 4], kind: int}}"]
+    load_scenario(path, sets)
+    s = sample_scenario(load_raw(path, sets), path, Sample({"algorithm.tau": 4}))
+    assert s.algorithm.params["tau"] == 4 and s.compare[0].params["tau"] == 4
+    assert "tau" not in s.compare[1].params
 
 
 def test_csv_carries_the_bands_beside_each_point(tmp_path):

@@ -192,12 +192,16 @@ def point_raw(study: Study, point: Point) -> dict[str, Any]:
         node: Any = raw
         for i, p in enumerate(parts[:-1]):
             if isinstance(node, list) and isinstance(p, int):  # compare[i]
+                if isinstance(node[p], str):  # a bare name takes a parameter as {name: ..}
+                    node[p] = {"name": node[p]}
                 node = node[p]
                 continue
             if p == "platform" and i == 0 and isinstance(node.get(p), str):
                 # a platform named by its file: its fields are that file's, changed
                 node[p] = {"file": node[p]}
-            elif p == "compare" and isinstance(node.get(p), dict):
+            elif p == "algorithm" and i == 0 and isinstance(node.get(p), str):
+                node[p] = {"name": node[p]}  # algorithm: sync_easgd, as {name: sync_easgd}
+            elif p == "compare" and isinstance(node.get(p), (dict, str)):
                 node[p] = [node[p]]
             if not isinstance(node.get(p), (dict, list)) or (
                     isinstance(node.get(p), list) and not isinstance(parts[i + 1], int)):

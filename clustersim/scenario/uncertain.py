@@ -90,6 +90,7 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
     prediction would refuse (a value drawn with weight 0 never is, and would pass forever)."""
     from clustersim.scenario.overrides import set_fields
     from clustersim.scenario.yamlio import line_of, origin_of
+    from clustersim.uncertainty.reach import spread_algorithm_fields
 
     plain = {k: v for k, v in raw.items() if k not in ("uncertain", "variants")}
     keys = {str(k).strip(): k for k in (raw.get("uncertain") or {})}
@@ -97,8 +98,15 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
         if _replaced_by_set(raw, inp.field):
             continue
         for value, what, sub in check_points(inp):
+            try:  # algorithm.X as a run sets it: on every algorithm that takes X
+                spread, own = spread_algorithm_fields(plain, {inp.field: value}, strict=True)
+            except InputError as exc:
+                entry = ("uncertain", keys.get(inp.field, inp.field))
+                raise InputError(exc.message, file=file, path=entry,
+                                 origin=origin_of(raw, entry),
+                                 line=line_of(raw, entry)) from None
             try:
-                parse(set_fields(plain, {inp.field: value}), inp.field)
+                parse(set_fields(spread, own), inp.field)
             except InputError as exc:
                 inner = exc.message
                 if exc.path and format_path(exc.path) != inp.field:

@@ -273,11 +273,8 @@ def sample_scenario(raw: Mapping[str, Any], file: str | None, sample: Sample,
     from clustersim.uncertainty.reach import spread_algorithm_fields
 
     plain = {k: v for k, v in raw.items() if k != "uncertain"}
-    try:  # algorithm.X reaches every case that takes X (uncertainty/reach.py)
-        plain, main = spread_algorithm_fields(plain, sample.fields)
-    except InputError as exc:
-        raise InputError(exc.message, file=file, path=exc.path,
-                         line=line_of(raw, exc.path)) from None
+    # algorithm.X reaches every case that takes X (uncertainty/reach.py; checked when read)
+    plain, main = spread_algorithm_fields(plain, sample.fields)
     try:
         scn = parse_scenario(set_fields(plain, main), file)
     except InputError as exc:

@@ -37,34 +37,56 @@ def _takes(entry: Any) -> tuple[str, ...] | None:
         return None
 
 
-def spread_algorithm_fields(plain: Mapping[str, Any], fields: Mapping[str, Any]
-                            ) -> tuple[Any, dict[str, Any]]:
+def _as_mapping(entry: Any) -> Any:
+    """An algorithm written as a bare name (``algorithm: sync_easgd``), as the mapping a
+    parameter can be set on (``{name: sync_easgd}``); a mapping as it is."""
+    return {"name": entry} if isinstance(entry, str) else entry
+
+
+def spread_algorithm_fields(plain: Mapping[str, Any], fields: Mapping[str, Any],
+                            strict: bool = False) -> tuple[Any, dict[str, Any]]:
     """``(raw, fields)``: ``plain`` with each ``algorithm.X`` value also set on the
     ``compare`` entries that take X, and the fields to set on the main algorithm as before
-    (an ``algorithm.X`` it does not take left out when a compare entry takes it)."""
+    (an ``algorithm.X`` it does not take left out).  Algorithms written as bare names
+    become ``{name: ...}`` where a parameter is set on them.
+
+    A parameter no algorithm of the run takes: with ``strict`` (the scenario as written,
+    checked when it is read) an input error naming the main algorithm's parameters; without
+    (a run reduced to one algorithm: ``sensitivity --algorithm B``, the headline's focused
+    runs) left out - the input does not move that algorithm, which its index of 0 says."""
     raw: Any = plain
     main_fields = dict(fields)
-    compare = plain.get("compare") if isinstance(plain, Mapping) else None
+
+    def own() -> Any:
+        nonlocal raw
+        if raw is plain:
+            raw = copy.deepcopy(plain)
+        return raw
+
     for key, value in fields.items():
         parts = [p for p in str(key).split(".") if p]
         if len(parts) != 2 or parts[0] != "algorithm" or parts[1] in _OWN:
             continue
         param = parts[1]
-        hits = [i for i, e in enumerate(compare or ())
-                if isinstance(e, Mapping) and param in (_takes(e) or ())]
-        main = _takes(plain.get("algorithm"))
+        compare = raw.get("compare") if isinstance(raw, Mapping) else None
+        hits = [i for i, e in enumerate(compare or ()) if param in (_takes(e) or ())]
+        main = _takes(raw.get("algorithm"))
         if main is not None and param not in main:
-            if not hits:
-                name = plain["algorithm"] if isinstance(plain["algorithm"], str) else \
-                    plain["algorithm"].get("label") or plain["algorithm"].get("name")
-                raise InputError(f"{name} takes no parameter {param!r}, and no other "
-                                 f"algorithm of this run does (its parameters: "
-                                 f"{', '.join(main) or 'none'})",
-                                 path=("uncertain", key))
+            if not hits and strict:
+                entry = raw["algorithm"]
+                name = entry if isinstance(entry, str) else \
+                    entry.get("label") or entry.get("name")
+                from clustersim.errors import did_you_mean
+
+                raise InputError(f"unknown parameter {param!r}{did_you_mean(param, main)}: "
+                                 f"no algorithm of this run takes it ({name}'s parameters: "
+                                 f"{', '.join(main) or 'none'})", path=("uncertain", key))
             del main_fields[key]
+        elif isinstance(raw.get("algorithm"), str):
+            own()["algorithm"] = _as_mapping(raw["algorithm"])
         if hits:
-            if raw is plain:
-                raw = copy.deepcopy(plain)
+            entries = own()["compare"]
             for i in hits:
-                raw["compare"][i][param] = copy.deepcopy(value)
+                entries[i] = _as_mapping(entries[i])
+                entries[i][param] = copy.deepcopy(value)
     return raw, main_fields
