@@ -52,6 +52,8 @@ class TrainSetup:
     actors: list[Any]
     placement: list[int]
     sets: tuple[str, ...]
+    #: the run the scenario asked for, where whole exchange periods lengthened it (else None)
+    asked: Any = None
 
     @property
     def np(self) -> int:
@@ -129,10 +131,11 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
     alg = _pick_algorithm(scn, algorithm)
     # the simulator's own preparation of the point: the same job, actors and placement
     # (``placement.server: machine`` included: each server on a machine of its own)
+    asked = scn.run
     scn, job, actors, placement, costs = prepare_point(scn, alg, workers, scn.run.seed)
     srv = [a for a in actors if a.role != "worker"]
     return TrainSetup(scn, alg, workers, len(srv), costs.batch, costs, job, actors, placement,
-                      tuple(sets))
+                      tuple(sets), None if scn.run == asked else asked)
 
 
 @dataclass

@@ -47,3 +47,34 @@ def test_a_long_period_is_measured_with_its_exchanges():
     s, a = cases["as"]
     m2, _ = simulate_point(s, a, 272, 0)
     assert m2.server_utilization > 0.1 and m2.comm_total > 0
+
+
+def test_predict_says_which_runs_were_stretched(tmp_path, capsys):
+    """A run of other lengths than run: says is never silent: a line under the tables and
+    the JSON's run.stretched (absent when nothing was)."""
+    import json
+
+    from clustersim.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["predict", "knl_4253", "--set", "compare=[{name: async_sgd, tau: 4, "
+                 "label: A4}]", "--set", "sweep.workers=[68]", "--no-band", "-j", "1",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "A4 ran 4 warm-up + 4 measured steps (run: says 1 + 1)" in " ".join(text.split())
+    run = json.loads(out.read_text())["run"]
+    assert run["stretched"] == {"A4": {"warmup": 4, "iterations": 8, "period": 4}}
+    assert run["iterations"] == 2 and run["warmup"] == 1  # what the scenario says
+    assert "Sync EASGD ran" not in text  # tau 1: as written
+
+
+def test_a_real_run_is_stretched_as_the_simulation_is_and_says_so():
+    """run --real prepares its point with the simulator's prepare_point: tau 2 and 9
+    iterations (4 warm-up) run 4 + 6; the setup keeps what was asked, for the note."""
+    from realrun.train import prepare
+
+    setup = prepare("scenarios/real_async_easgd.yaml", iterations=9)
+    assert (setup.scenario.run.warmup, setup.scenario.run.iterations) == (4, 10)
+    assert setup.job.iterations == 10
+    assert setup.asked is not None and setup.asked.iterations == 9
+    assert prepare("scenarios/real_async_easgd.yaml").asked is None  # 30 = 4 + 26: whole

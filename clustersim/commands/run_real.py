@@ -88,6 +88,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup = prepare(args.scenario, algorithm=args.algorithm, workers=args.workers,
                     iterations=args.iterations, sets=sets, np=args.np)
     check_rank_count(setup.np, hostfile=args.hostfile, oversubscribe=args.oversubscribe)
+    if setup.asked is not None and not args.quiet:  # sim/runwindow.py: as predict runs it
+        run, asked = setup.scenario.run, setup.asked
+        print(f"note: {setup.algorithm.title} runs {run.warmup} warm-up + "
+              f"{run.iterations - run.warmup} measured steps ({asked.warmup} + "
+              f"{asked.iterations - asked.warmup} asked): whole exchange periods",
+              file=sys.stderr)
     check_outputs({"--json": args.json})
     try:
         res = run_scenario(args.scenario, np=args.np, algorithm=args.algorithm,

@@ -99,6 +99,12 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         line = saturation_line(pts)
         if line:
             console.print(f"[dim]{escape(line)}[/dim]")
+    from clustersim.sim.runwindow import stretched
+
+    for title, (warm, measured, n) in stretched(scn).items():
+        console.print(f"[dim]{escape(title)} ran {warm} warm-up + {measured} measured steps "
+                      f"(run: says {scn.run.warmup} + {scn.run.iterations - scn.run.warmup}): "
+                      f"whole exchange periods of {n} steps[/dim]")
     if len(result.points) > 1:
         _print_comparison(console, result, wide, omitted)
     if getattr(result, "emulation", None):
@@ -224,13 +230,23 @@ def training_json(scn: Any, result: Any) -> dict[str, Any]:
         "scaling": scn.sweep.scaling if scn.sweep else None,
         "run": {"iterations": scn.run.iterations, "warmup": scn.run.warmup,
                 "seed": scn.run.seed, "fidelity": scn.run.fidelity,
-                "repeats": scn.run.repeats},
+                "repeats": scn.run.repeats, **_stretched_json(scn)},
         "assumptions": list(scn.assumptions),
         "assumed_figures": [f.to_dict() for f in assumed_figures(scn)],
         "algorithms": {title: [p.to_dict() for p in pts]
                        for title, pts in result.points.items()},
         **_convergence_json(scn, result),
     }
+
+
+def _stretched_json(scn: Any) -> dict[str, Any]:
+    """``{"stretched": {title: run}}`` for the algorithms whose run was lengthened to whole
+    exchange periods (nothing when none was)."""
+    from clustersim.sim.runwindow import stretched
+
+    runs = {t: {"warmup": w, "iterations": w + m, "period": n}
+            for t, (w, m, n) in stretched(scn).items()}
+    return {"stretched": runs} if runs else {}
 
 
 def _convergence_json(scn: Any, result: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-__all__ = ["PERIODS", "aligned_run", "period"]
+__all__ = ["PERIODS", "aligned_run", "period", "stretched"]
 
 #: the parameters that make an algorithm exchange every N steps: the EASGD and
 #: parameter-server families' ``tau``, the hybrid's global push every ``k`` local sums, BSP's
@@ -44,3 +44,17 @@ def aligned_run(run: Any, alg: Any) -> Any:
     if (warmup, warmup + measured) == (run.warmup, run.iterations):
         return run
     return replace(run, warmup=warmup, iterations=warmup + measured)
+
+
+def stretched(scn: Any) -> dict[str, tuple[int, int, int]]:
+    """``{title: (warm-up, measured steps, period)}`` of the scenario's algorithms whose run
+    :func:`aligned_run` lengthens: what ``predict`` says under its tables and writes to its
+    JSON, so that a run of other lengths than ``run:`` says is never silent."""
+    from clustersim.sim.sweep import sweep_cases
+
+    out = {}
+    for title, s, alg in sweep_cases(scn):
+        run = aligned_run(s.run, alg)
+        if run is not s.run:
+            out[title] = (run.warmup, run.iterations - run.warmup, period(alg))
+    return out
