@@ -68,7 +68,10 @@ def test_factors_with_a_table_are_refused(swept, capsys):
     for argv in (["--bandwidth", "0.5,2"], ["--latency", "abc"],
                  ["--bandwidth", "2", "--scenario", str(f)]):
         err = _explore(capsys, str(pq), *argv)
-        assert "apply to a scenario" in err and "a Parquet table shows its rows" in err
+        assert f"{argv[0]} applies to a scenario, which is simulated" in err
+        assert "a Parquet table shows its rows" in err
+    err = _explore(capsys, str(pq), "--bandwidth", "2", "--latency", "10")
+    assert "--bandwidth and --latency apply to a scenario" in err
 
 
 def test_table_with_another_scenario_is_refused(swept, tmp_path, capsys):

@@ -47,7 +47,8 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     if _is_parquet(path):
         given = [f"--{o}" for o in ("bandwidth", "latency") if getattr(args, o) is not None]
         if given:  # they were ignored: a table's rows are what was simulated
-            raise InputError(f"{' and '.join(given)} apply to a scenario, which is simulated "
+            verb = "apply" if len(given) > 1 else "applies"
+            raise InputError(f"{' and '.join(given)} {verb} to a scenario, which is simulated "
                              "at those factors at the start; a Parquet table shows its rows "
                              "(with --scenario, the page computes other factors on request)")
         df, inputs = read_table(path)

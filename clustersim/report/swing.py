@@ -77,9 +77,9 @@ def print_swing(console: Console, sw: Any, wide: bool = False) -> None:
                       f"{escape(', '.join(top)) if top else 'none (no input moves it)'}")
     for fld, own in sw.outside:
         inp = next(m.input for m in sw.moved if m.input.field == fld)
-        console.print(f"  note: the scenario's own {escape(fld)} ({escape(str(own))}) lies "
-                      f"outside its uncertain entry ({escape(inp.describe())}); the band "
-                      "spans it because the nominal run does")
+        console.print(f"  note: the scenario's own {escape(fld)} ({escape(str(own))}) is a "
+                      f"value its uncertain entry never draws ({escape(inp.describe())}); "
+                      "the band spans it because the nominal run does")
     runs = f"{sw.runs} run{'s' if sw.runs != 1 else ''}"
     console.print(SWING_NOTE.format(runs=runs, alg=escape(sw.algorithm)))
 
