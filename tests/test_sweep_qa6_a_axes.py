@@ -9,33 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from clustersim.cli import main
+# the scenario and helpers of the first half of these QA tests
+from test_sweep_qa6_a import SCN, _refused, _scenario, _sweep  # noqa: F401
+
 from clustersim.errors import InputError
 from clustersim.explore.axes import parse_axes
-
-SCN = ("name: s\nplatform: crossbar16\n"
-       "workload: {model: resnet50, batch_per_worker: 32, bucket: 25 MiB}\n"
-       "algorithm: {name: bsp, strategy: ring, label: ring}\n"
-       "compare: [{name: bsp, strategy: ar, label: ar}]\n"
-       "run: {iterations: 3, warmup: 1, seed: 0}\n")
-
-
-def _scenario(tmp_path: Path, sweep: str, base: str = SCN) -> Path:
-    path = tmp_path / "s.yaml"
-    path.write_text(base + "sweep:\n" + sweep)
-    return path
-
-
-def _sweep(path: Path, out: Path, *extra: str) -> int:
-    return main(["sweep", str(path), "--out", str(out), "--no-cache", "-j", "1", *extra])
-
-
-def _refused(capsys: pytest.CaptureFixture, code: int) -> str:
-    """The one-line message of a refusal (exit 2, no traceback)."""
-    assert code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 # --------------------------------------------------------------------------- H3
