@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 # the scenario and helpers of the first half of these QA tests
-from test_sweep_qa6_a import SCN, _refused, _scenario, _sweep  # noqa: F401
+from test_sweep_qa6_a import _refused, _scenario, _sweep
 
 from clustersim.errors import InputError
 from clustersim.explore.axes import parse_axes
