@@ -20,7 +20,7 @@ def period(alg: Any) -> int:
     for key in PERIODS:
         if key == "every" and params.get("exchange", "gradients") != "weights":
             continue
-        if key == "k" and getattr(alg, "name", "hybrid") != "hybrid":
+        if key == "k" and alg.name != "hybrid":
             continue
         out = max(out, int(params.get(key) or 1))
     return out

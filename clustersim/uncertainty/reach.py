@@ -6,9 +6,10 @@ Why: the entry was set on the main algorithm only.  In ``scenarios/knl_4253.yaml
 (``algorithm.tau: {range: [1, 10]}``, "the paper tunes it per run") Sync EASGD's tau was
 drawn while the seven master-based methods, which take ``tau`` too, stayed at 1 - and
 ``predict --uncertainty`` printed a band for each of them as if the same inputs had moved,
-so the comparison was skewed and nothing said so.  A parameter the main algorithm does not
-take (``sensitivity --algorithm BSP`` with ``algorithm.tau``) is refused with the
-algorithms that take it, not as "the sampled value 4 is refused".
+so the comparison was skewed and nothing said so.  A parameter no algorithm of the
+scenario takes is refused when it is read; a run reduced to one algorithm that does not
+take it (``sensitivity --algorithm BSP`` with ``algorithm.tau``) runs without it, where it
+had been refused as "the sampled value 4 is refused".
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from clustersim.errors import InputError
+from clustersim.errors import InputError, did_you_mean
 
 __all__ = ["spread_algorithm_fields"]
 
@@ -29,8 +30,8 @@ def _takes(entry: Any) -> tuple[str, ...] | None:
     scenario's parse reports it)."""
     from clustersim.algorithms.base import get_algorithm
 
-    name = entry if isinstance(entry, str) else (entry or {}).get("name") \
-        if isinstance(entry, Mapping) else None
+    entry = _as_mapping(entry)
+    name = entry.get("name") if isinstance(entry, Mapping) else None
     try:
         return tuple(get_algorithm(str(name)).params)
     except (InputError, KeyError, ValueError):
@@ -76,8 +77,6 @@ def spread_algorithm_fields(plain: Mapping[str, Any], fields: Mapping[str, Any],
                 entry = raw["algorithm"]
                 name = entry if isinstance(entry, str) else \
                     entry.get("label") or entry.get("name")
-                from clustersim.errors import did_you_mean
-
                 raise InputError(f"unknown parameter {param!r}{did_you_mean(param, main)}: "
                                  f"no algorithm of this run takes it ({name}'s parameters: "
                                  f"{', '.join(main) or 'none'})", path=("uncertain", key))
