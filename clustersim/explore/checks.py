@@ -69,17 +69,18 @@ _TITLED = ("algorithm", "algorithm.label", "algorithm.name")
 
 
 def _distinct_titles(study: Study, point: Point, scn: Any) -> None:
-    """Refuse a point whose scenario reports two algorithms under one title, as ``predict``
-    refuses such a scenario.  Why: an ``algorithm.label`` axis value equal to a ``compare``
-    label gave two rows with the same algorithm, workers and seed and different numbers."""
-    titles = [a.title for a in scn.algorithms]
-    dup = next((t for t in titles if titles.count(t) > 1), None)
-    if dup is None:
-        return
-    blame = next((k for k, _ in point.sets if ".".join(field_parts(k)) in _TITLED), None)
-    fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
-    raise locate(study, InputError(
-        f"at the sweep point {{{fields}}}: two algorithms would both be reported as {dup!r}; "
-        f"give each a distinct label"
-        + (" (a value of this axis repeats another case's)" if blame else ""),
-        path=("sweep", "axes", *((blame,) if blame else ()))))
+    """Refuse a point whose scenario reports two algorithms under one title, with
+    ``predict``'s own check (:func:`clustersim.sim.sweep.sweep_cases`).  Why: an
+    ``algorithm.label`` axis value equal to a ``compare`` label gave two rows with the same
+    algorithm, workers and seed and different numbers."""
+    from clustersim.sim.sweep import sweep_cases
+
+    try:
+        sweep_cases(scn)
+    except InputError as exc:
+        blame = next((k for k, _ in point.sets if ".".join(field_parts(k)) in _TITLED), None)
+        fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
+        raise locate(study, InputError(
+            f"at the sweep point {{{fields}}}: {exc.message}"
+            + (" (a value of this axis repeats another case's)" if blame else ""),
+            path=("sweep", "axes", *((blame,) if blame else ())))) from None
