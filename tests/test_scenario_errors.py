@@ -245,3 +245,25 @@ def test_an_uncertain_entry_from_set_is_named_not_line_1(capsys):
     assert code == 2
     assert f"(--set {item})" in err and ".yaml:1," not in err
     assert "uncertain.algorithm.strategy.choice[1]" in err
+
+
+@pytest.mark.parametrize("labels, bad, line, words", [
+    (["base"], "variants[0].label", 11, "already the base case's label"),
+    (["big", "big"], "variants[1].label", 12, "already variant 1's label"),
+])
+def test_variant_labels_collide_at_the_parse(tmp_path, capsys, labels, bad, line, words):
+    """A variant named like the base case (or like another variant) would give two rows of
+    one name: refused by validate at the variant's line, as predict refuses it (it had
+    passed validate and failed predict naming 'compare' and no line)."""
+    items = "".join(f"  - {{label: {lb}, set: {{workload.batch_per_worker: {8 * (k + 2)}}}}}\n"
+                    for k, lb in enumerate(labels))
+    p = write(tmp_path, "name: v\nplatform: dgx1_edr8\nworkload: {model: resnet50, "
+              "batch_per_worker: 32}\nalgorithm: {name: bsp}\nsweep:\n  workers: [8]\n"
+              "run: {iterations: 2, warmup: 1}\n\n\nvariants:\n" + items)
+    for cmd in ("validate", "predict"):
+        code, out, err = run_cli(capsys, cmd, str(p))
+        assert code == 2 and out == ""
+        assert f"s.yaml:{line}, {bad}: label" in err and words in err, err
+    head, _, tail = p.read_text().rpartition(f"label: {labels[-1]},")
+    p.write_text(f"{head}label: other,{tail}")
+    assert run_cli(capsys, "validate", str(p))[0] == 0

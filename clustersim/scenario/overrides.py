@@ -93,9 +93,18 @@ def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
     items = as_list(raw["variants"], ("variants",), lambda v, p: (v, p), allow_scalar=False)
     out = []
     plain = {k: v for k, v in raw.items() if k != "variants"}
+    # the base case is reported under its own label beside the variants: a variant of the
+    # same label (or two variants of one) would give two rows of one name, which predict
+    # and sweep refuse only after the parse, naming no line (why it is checked here)
+    base = raw.get("label") if isinstance(raw.get("label"), str) else "base"
+    taken = {base: "the base case's label (top-level 'label', default 'base')"}
     for v, path in items:
         sv = Section(v, path, ("label", "set"))
         label = sv.get("label", as_str)
+        if label in taken:
+            raise InputError(f"label {label!r} is already {taken[label]}: give each variant "
+                             "a label of its own", path=(*path, "label"))
+        taken[label] = f"variant {len(out) + 1}'s label"
         sets = sv.get("set")
         if not isinstance(sets, Mapping) or not sets:
             raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
