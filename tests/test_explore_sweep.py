@@ -365,7 +365,7 @@ def test_saturation_summary_is_capped(capsys) -> None:
     from clustersim.commands.sweep import MAX_SATURATION_LINES, _summary
 
     sat = [(f"b={i}", 80.0, 0.02, 1.6, 2) for i in range(25)]
-    res = SimpleNamespace(ran=1, cached=0, skipped=[])
+    res = SimpleNamespace(ran=1, cached=0, skipped=[], results={})
     _summary(SimpleNamespace(name="x"), [1], res, [], [], 1.0, "local",
              {"--parquet": "a", "--csv": "b", "--json": "c"}, sat)
     out = capsys.readouterr().out

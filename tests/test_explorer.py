@@ -145,7 +145,8 @@ def test_sweep_table_columns(tmp_path):
     df, named = read_table(bare)
     assert named is None and split_columns(df, named) == (ins, mets)
     assert ins == ["algorithm", "workers", "workload.batch_per_worker", "seed"]
-    for m in ("throughput", "sim_events", "flows", "seeds", "devices", "servers"):
+    for m in ("throughput", "sim_events", "flows", "seeds", "devices", "servers",
+              "warmup_steps", "measured_steps"):
         assert m in mets, m
     df["empty"] = float("nan")  # a metric empty everywhere: nothing to plot
     assert split_columns(df, None) == (ins, mets)
@@ -243,3 +244,13 @@ def test_explore_table_and_port_errors(tmp_path, capsys, monkeypatch):
         assert "missing.parquet: file not found" in capsys.readouterr().err
         assert main(["explore", "knl_unsaturated", "--port", str(port)]) == 2
     assert f"--port {port}: port {port} on 127.0.0.1 is in use" in capsys.readouterr().err
+
+
+def test_every_sweep_metric_is_a_metric_by_name():
+    """The explorer's by-name list holds every column the sweep writes as a metric (a copy,
+    so that reading a table does not import the sweep; this keeps the two from drifting:
+    the run window's step counts had been taken for input axes)."""
+    from clustersim.explore.points import METRICS
+    from clustersim.explorer.table import METRIC_NAMES
+
+    assert set(METRICS) <= METRIC_NAMES, sorted(set(METRICS) - METRIC_NAMES)

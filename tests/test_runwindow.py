@@ -78,3 +78,29 @@ def test_a_real_run_is_stretched_as_the_simulation_is_and_says_so():
     assert setup.job.iterations == 10
     assert setup.asked is not None and setup.asked.iterations == 9
     assert prepare("scenarios/real_async_easgd.yaml").asked is None  # 30 = 4 + 26: whole
+
+
+def test_a_sweep_says_which_points_ran_longer(tmp_path, capsys):
+    """A sweep's run.iterations and tau axes show what was asked; the table's warmup_steps
+    and measured_steps are the steps run, and the summary counts the stretched points (the
+    rows had shown 2 iterations for a tau-3 point that ran 6)."""
+    import csv
+
+    from clustersim.cli import main
+
+    scn = tmp_path / "sw.yaml"
+    scn.write_text("name: sw\nplatform: cori_knl_cores\nworkload: {model: googlenet, "
+                   "batch_per_worker: 8}\nalgorithm: {name: async_easgd, tau: 1}\nsweep:\n"
+                   "  workers: [8]\n  axes:\n    algorithm.tau: [1, 3]\n"
+                   "    run.iterations: [2, 5]\nrun: {iterations: 2, warmup: 1}\n")
+    assert main(["sweep", str(scn), "--out", str(tmp_path / "o"), "-j", "1",
+                 "--no-cache"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("2 points ran longer than 'run:' asked, in whole exchange periods (e.g. "
+            "async_easgd at 8 workers: 3 warm-up + 3 measured steps for 1 + 1)") in text
+    rows = list(csv.DictReader((tmp_path / "o" / "sweep.csv").open()))
+    got = {(r["algorithm.tau"], r["run.iterations"]): (r["warmup_steps"], r["measured_steps"])
+           for r in rows}
+    assert got == {("1", "2"): ("1", "1"), ("1", "5"): ("1", "4"),
+                   ("3", "2"): ("3", "3"), ("3", "5"): ("3", "6")}
+    assert "stretched" not in rows[0]  # a flag for the summary, not a column

@@ -226,6 +226,14 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
         (counts.duplicates if counts else 0, "duplicate samples dropped")) if n]
     if shrunk:
         print(f"  design points: {', '.join(shrunk)}")
+    longer = sorted(i for i, r in res.results.items() if "stretched" in r)
+    if longer:  # the first point's, so that the line does not depend on the executor
+        r = res.results[longer[0]]
+        print(f"  {len(longer):,} point{'' if len(longer) == 1 else 's'} ran longer than "
+              f"'run:' asked, in whole exchange periods (e.g. {r['algorithm']} at "
+              f"{r['workers']} workers: {r['warmup_steps']} warm-up + {r['measured_steps']} "
+              f"measured steps for {r['stretched'][0]} + {r['stretched'][1]}); the table's "
+              "warmup_steps and measured_steps are the steps run")
     if res.skipped:
         print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
                                                 if len(res.skipped) > 1 else ""))

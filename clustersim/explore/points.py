@@ -35,6 +35,7 @@ METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm"
            "comm_total", "comm_share", "comm_share_total", "worker_utilization",
            "server_utilization", "update_rate", "staleness_mean", "staleness_p90",
            "staleness_max", "bytes_per_iteration", "makespan", "sim_events", "flows", "seeds",
+           "warmup_steps", "measured_steps",
            "steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
            "statistical_efficiency", "goodput",
            "devices", "servers", "service_time", "saturation_workers")
@@ -315,6 +316,7 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
     """Simulate one point: ``{metric: value}`` (JSON values), or ``{"skipped": why}``."""
     from clustersim.explore.saturation import master_figures
     from clustersim.sim.metrics import summarize
+    from clustersim.sim.runwindow import aligned_run
     from clustersim.sim.sweep import simulate_point
 
     scn = _scenario(study, point)
@@ -341,6 +343,13 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
     m = summarize(samples) if repeats > 1 else samples[0]
     row = {k: v for k, v in m.to_dict().items() if k in METRICS}
     row["devices"] = devices
+    # the run as simulated: run:'s steps rounded up to whole exchange periods (a sweep's
+    # run.iterations axis or a tau axis would otherwise show steps that did not run)
+    ran = aligned_run(scn.run, alg)
+    row["warmup_steps"] = ran.warmup
+    row["measured_steps"] = ran.iterations - ran.warmup
+    if ran is not scn.run:
+        row["stretched"] = [scn.run.warmup, scn.run.iterations - scn.run.warmup]
     row.update(figures[0] if repeats == 1 else _mean_figures(figures))
     for key, (lo, hi) in sorted(m.interval.items()):
         row[f"{key}_lo"], row[f"{key}_hi"] = lo, hi

@@ -45,7 +45,8 @@ METRIC_NAMES = frozenset({
     "batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
     "comm_total", "comm_share", "comm_share_total", "worker_utilization", "server_utilization",
     "update_rate", "staleness_mean", "staleness_p90", "staleness_max", "bytes_per_iteration",
-    "makespan", "sim_events", "flows", "seeds", "steps_to_target", "samples_to_target",
+    "makespan", "sim_events", "flows", "seeds", "warmup_steps", "measured_steps",
+    "steps_to_target", "samples_to_target",
     "epochs_to_target", "time_to_target", "statistical_efficiency", "goodput", "devices",
     "servers", "service_time", "saturation_workers", "speedup", "efficiency"})
 #: what a table must look like (said by every error about one)
