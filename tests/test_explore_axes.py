@@ -135,6 +135,28 @@ def test_constraints_cannot_compute_huge_values(constraint, needle) -> None:
     assert exc.value.path == ("sweep", "constraints", 0)
 
 
+@pytest.mark.parametrize("constraint, needle", [
+    ("2 ** 1330 > workers", "a power of 401 digits (at most 400)"),  # 401 > 400, said so
+    ("0.5 ** -10000 > workers", "a power of 3,011 digits"),
+    ("10.0 ** 308.5 > workers", "cannot be evaluated at {workers=1}: a number too large for a "
+                                "float"),  # not "(34, 'Numerical result out of range')"
+    ("1 << 10000 > workers", "uses <<; allowed"),  # not "uses BinOp"
+    ("workers is 1", "uses is; allowed"),
+])
+def test_constraint_refusals_say_what_is_wrong(constraint, needle) -> None:
+    with pytest.raises(InputError) as exc:
+        expand(parse_axes({"workers": [1, 2]}, None, [constraint]))
+    assert needle in exc.value.message, exc.value.message
+
+
+def test_small_powers_and_negative_exponents_are_computed() -> None:
+    """``2 ** -10000`` is 0.0, nothing huge: it had been refused as a 3,010-digit power."""
+    kept = expand(parse_axes({"workers": [1, 2]}, None,
+                             ["2 ** -10000 < workers", "10 ** 399 > workers",
+                              "(-2) ** 3 < workers"]))
+    assert [p["workers"] for p in kept] == [1, 2]
+
+
 def test_constraints_that_leave_no_point_are_an_input_error() -> None:
     with pytest.raises(InputError, match=r"leave no point \(2 of 2 points excluded\)"):
         expand(parse_axes({"workers": [1, 2]}, None, ["workers > 100"]))

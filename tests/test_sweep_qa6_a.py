@@ -117,6 +117,19 @@ def test_a_point_cache_among_the_outputs_is_refused_before_anything_runs(
     assert not o.exists()
 
 
+def test_a_point_cache_linked_to_an_output_file_is_refused(tmp_path: Path, capsys) -> None:
+    """A --cache that is a symbolic link to where --csv writes is that file (QA 6c L6: the
+    paths had been compared unresolved; the table then overwrote what the link points at)."""
+    path = _scenario(tmp_path, "  workers: [1, 2]\n")
+    o = tmp_path / "o"
+    link = tmp_path / "cache.sqlite"
+    link.symlink_to(o / "sweep.csv")
+    code = main(["sweep", str(path), "--out", str(o), "-j", "1", "--cache", str(link)])
+    err = _refused(capsys, code)
+    assert f"--cache {link} is where --csv writes" in err, err
+    assert not o.exists()
+
+
 # --------------------------------------------------------------------------- L1, L7
 def test_the_summary_counts_the_points_the_design_lost(tmp_path: Path, capsys) -> None:
     path = _scenario(tmp_path, "  workers: [1, 2, 4]\n  axes:\n"

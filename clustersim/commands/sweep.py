@@ -197,9 +197,9 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
     the CSV overwrite the cache (and the next run advise deleting the user's CSV)."""
     import os
 
-    cache = os.path.abspath(db)
+    cache = os.path.realpath(db)  # a link to an output file is that file
     for flag, f in (("--out", out), *((k, v) for k, v in files.items() if v)):
-        target = os.path.abspath(f)
+        target = os.path.realpath(f)
         inside = flag != "--out" and cache.startswith(target.rstrip(os.sep) + os.sep)
         if cache == target or target.startswith(cache.rstrip(os.sep) + os.sep) or inside:
             what = ("the --out folder" if flag == "--out" and cache == target

@@ -59,11 +59,14 @@ def _bounded(value: Any, what: str) -> Any:
 
 
 def _pow(a: Any, b: Any) -> Any:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a) > 1:
-        digits = abs(b) * math.log10(abs(a))
-        if digits > MAX_DIGITS:
-            raise TooLarge(f"computes a power with about {digits:,.0f} digits (at most "
-                           f"{MAX_DIGITS})")
+    """``a ** b`` unless the result would have more than :data:`MAX_DIGITS` digits before
+    the decimal point: ``b * log10|a|`` of them, so ``2 ** -10000`` (0.0) and ``0.5 ** 9``
+    pass while ``0.5 ** -10000`` does not."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a != 0:
+        digits = b * math.log10(abs(a))
+        if digits >= MAX_DIGITS:  # 10**400 has 401 digits
+            raise TooLarge(f"computes a power of {math.floor(digits) + 1:,} digits (at "
+                           f"most {MAX_DIGITS})")
     return operator.pow(a, b)
 
 
@@ -101,6 +104,9 @@ def _mod(a: Any, b: Any) -> Any:
 _BIN = {ast.Add: _add, ast.Sub: operator.sub, ast.Mult: _mul,
         ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: _mod,
         ast.Pow: _pow}
+#: the operators a constraint may not use, by their symbol (the message had said "BinOp")
+_OPS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+        ast.MatMult: "@", ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not"}
 _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
         ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
         ast.NotIn: lambda a, b: a not in b}
@@ -147,7 +153,10 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
                 check(v)
         elif not (isinstance(node, ast.Constant)
                   and isinstance(node.value, (int, float, str, bool))):
-            raise InputError(f"the constraint {text!r} uses {type(node).__name__}; allowed: "
+            ops = getattr(node, "ops", None) or [getattr(node, "op", None)]
+            bad = [o for o in ops if type(o) not in _CMP]
+            what = _OPS.get(type(bad[0]) if bad else None, type(node).__name__)
+            raise InputError(f"the constraint {text!r} uses {what}; allowed: "
                              f"axis names, numbers, strings, + - * / // % **, comparisons, "
                              f"and/or/not, in [...]", path=path)
 
