@@ -193,11 +193,20 @@ def test_an_emulated_time_to_target_has_its_band(tmp_path):
     """run.convergence: emulate - the emulated time to target is what the scenario is for;
     the headline band, the sampled bands and sensitivity dropped it (the emulation is kept
     beside the points).  Now each has it, and the nominal is the prediction's own."""
+    import csv
+
     out = tmp_path / "e.json"
     assert main(["predict", "emulate_digits", "--set", "compare=[]", "-q", "-j", "1",
                  "--set", "uncertain={workload.jitter: {uniform: [0, 0.05]}}",
-                 "--uncertainty", "2", "--json", str(out)]) == 0
+                 "--uncertainty", "2", "--json", str(out), "--csv", str(tmp_path / "e.csv")
+                 ]) == 0
     doc = json.loads(out.read_text())
+    # the CSV names the band after the column that holds the emulated time (the analytic
+    # time_to_target_s is empty in an emulated row; QA 6c L2)
+    row = list(csv.DictReader((tmp_path / "e.csv").open()))[-1]
+    band = doc["uncertainty"]["algorithms"]["BSP"][-1]["time_to_target"]
+    assert row["time_to_target_s"] == "" and "time_to_target_s_median" not in row
+    assert float(row["emulated_time_to_target_s_median"]) == band["median"]
     own = doc["emulation"]["BSP"][-1]["time_to_target"]
     hb = doc["headline_band"]
     assert hb["nominal"]["time_to_target"] == own

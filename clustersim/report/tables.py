@@ -107,6 +107,10 @@ def with_units(rows: Sequence[dict], columns: dict[str, str]) -> list[dict]:
     return [{columns.get(k, k): v for k, v in r.items()} for r in rows]
 
 
+#: the band metrics that an emulated run (``run.convergence: emulate``) measures itself
+_EMULATED = {"time_to_target": "emulated_time_to_target"}
+
+
 def with_bands(rows: list[dict], unc: dict | None, columns: dict[str, str]) -> list[dict]:
     """The CSV rows with ``predict --uncertainty``'s bands beside each point's own columns:
     ``<column>_median``, ``_p05`` and ``_p95`` (empty for a quantile that is "never"), the
@@ -121,7 +125,11 @@ def with_bands(rows: list[dict], unc: dict | None, columns: dict[str, str]) -> l
     out = []
     for r in rows:
         band = by_point.get((r.get("algorithm"), r.get("workers")), {})
-        extra = {f"{columns.get(k, k)}_{q}": v[q] for k, v in band.items()
-                 if isinstance(v, dict) for q in ("median", "p05", "p95")}
+        # an emulated run's band of time to target is the emulated time's: named after the
+        # column that holds it, not after the analytic one, which is empty in that row
+        emulated = columns.get("emulated_time_to_target", "") in r
+        extra = {f"{columns.get(_EMULATED.get(k, k) if emulated else k, k)}_{q}": v[q]
+                 for k, v in band.items() if isinstance(v, dict)
+                 for q in ("median", "p05", "p95")}
         out.append({**r, **extra})
     return out
