@@ -159,7 +159,7 @@ def test_a_target_never_reached_reads_never_and_null(capsys):
     json.dumps(doc, allow_nan=False)  # strict JSON: no Infinity
     print_swing(Console(width=200, file=None), sw)
     out = capsys.readouterr().out
-    assert "4.0 h, never" in out or "4 h, never" in out
+    assert "4.00 h, never" in out  # three figures, as every duration
 
 
 def test_sweeps_on_one_pool_equal_each_sweep_alone():

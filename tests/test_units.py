@@ -74,8 +74,12 @@ def test_format_duration_reads_at_a_glance_and_bands_share_the_median_unit() -> 
     from clustersim.units import format_duration
 
     assert format_duration(22.8 * 3600) == "22.8 h"
-    assert format_duration(150 * 60) == "2.5 h"
-    assert format_duration(42.0) == "42 s"
+    assert format_duration(150 * 60) == "2.50 h"  # 3 figures, as its band's ends have
+    assert format_duration(42.0) == "42.0 s"
+    assert format_duration(15 * 86400) == "15.0 d"  # was "15 d" beside "[14.4 d, 16.5 d]"
+    assert format_duration(5010 * 86400) == "5,010 d"  # was "5.01e+03 d"
+    assert format_duration(4646 * 86400, like=5010 * 86400) == "4,646 d"
+    assert format_duration(0.0012) == "0.0012 s"
     assert format_duration(None) == format_duration(float("inf")) == "never"
     # an interval's end beside its median: the median's unit and decimals (was "22 h")
     assert format_duration(22 * 3600, like=22.8 * 3600) == "22.0 h"
