@@ -220,3 +220,16 @@ def test_a_value_of_the_wrong_type_is_named_in_the_users_words(capsys):
     assert main(["validate", "theano_mpi_alexnet", "--set", "run.seed={a: 1}"]) == 2
     err = capsys.readouterr().err
     assert "run.seed: must be a whole number, not a mapping" in err and "LineDict" not in err
+
+
+def test_seed_intervals_have_a_legend(capsys):
+    """run.repeats with jitter prints [..] intervals: a line says what they are, and the
+    header names the seeds (it had said "seed 0" with no legend, unless --uncertainty)."""
+    args = ["predict", "theano_mpi_alexnet", "--set", "compare=[]", "--set",
+            "sweep.workers=[1, 2]", "--set", "workload.jitter=0.02", "--no-band", "-j", "1"]
+    assert main([*args, "--set", "run.repeats=3"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seeds 0-2" in text and "[..]: 5th-95th percentile over the 3 seeds" in text
+    assert main([*args, "--set", "run.repeats=1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seed 0" in text and "[..]" not in text

@@ -53,6 +53,19 @@ def _has_async(result: Any) -> bool:
                for pts in result.points.values() for p in pts)
 
 
+def _repeated(result: Any) -> bool:
+    """Whether the points are means over seeds with intervals (``run.repeats`` with jitter)."""
+    return any(p.interval for pts in result.points.values() for p in pts)
+
+
+def _seeds(scn: Any, result: Any) -> str:
+    """``seed 0``, or ``seeds 0-2`` for a run repeated over seeds."""
+    s = scn.run.seed
+    if _repeated(result):
+        return f"seeds {s}-{s + scn.run.repeats - 1}"
+    return f"seed {s}"
+
+
 def _interval(p: Any, key: str, fmt) -> str:
     base = fmt(getattr(p, key))
     iv = p.interval.get(key)
@@ -73,7 +86,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     scaling = scn.sweep.scaling if scn.sweep else "single point"
     console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
                   f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
-                  f"fidelity: {scn.run.fidelity}; seed {scn.run.seed}")
+                  f"fidelity: {scn.run.fidelity}; {_seeds(scn, result)}")
     if scn.sweep is not None:
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
@@ -99,6 +112,10 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         line = saturation_line(pts)
         if line:
             console.print(f"[dim]{escape(line)}[/dim]")
+    if _repeated(result):  # say what the [..] are (they had no legend without --uncertainty)
+        console.print(f"[dim]\\[..]: 5th-95th percentile over the {scn.run.repeats} seeds "
+                      f"(run.repeats, compute jitter {scn.workload.jitter:g}), the figure "
+                      "before it their mean; the inputs fixed[/dim]")
     from clustersim.sim.runwindow import stretched
 
     for title, (warm, measured, n) in stretched(scn).items():
