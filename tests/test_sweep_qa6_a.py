@@ -165,3 +165,35 @@ def test_an_axis_label_repeating_another_cases_is_refused(tmp_path: Path, capsys
     err = _refused(capsys, _sweep(path, tmp_path / "o"))
     assert f"{path}:10" in err and "two algorithms would both be reported as 'ar'" in err, err
     assert not (tmp_path / "o").exists()
+
+
+# --------------------------------------------------------------------------- L2
+def test_the_cap_is_on_the_points_that_run_not_on_n(tmp_path: Path, capsys,
+                                                     monkeypatch) -> None:
+    """MAX_POINTS capped n, not n x cases: a 10^6-point sample of a 6-algorithm scenario
+    sat silent for minutes building 6 x 10^6 points.  The cap now counts what runs."""
+    import clustersim.explore.points as points
+
+    path = _scenario(tmp_path, "  workers: [1, 2]\n  axes:\n"
+                               "    workload.batch_per_worker: [16, 32, 64]\n")
+    monkeypatch.setattr(points, "MAX_POINTS", 10)  # 6 design points x 2 cases = 12 > 10
+    err = _refused(capsys, _sweep(path, tmp_path / "o"))
+    assert "more than 10 points (6 design points x 2 cases" in err, err
+    monkeypatch.setattr(points, "MAX_POINTS", 12)
+    assert _sweep(path, tmp_path / "o", "-q") == 0
+
+
+def test_the_check_of_the_points_reports_progress(tmp_path: Path) -> None:
+    """A large design's check (every point's scenario parsed) reports its progress: every
+    point counted once, in steps of TICK."""
+    from clustersim.explore import load_study
+    from clustersim.explore.checks import TICK, check_points
+    from clustersim.explore.points import study_points
+
+    path = _scenario(tmp_path, "  workers: [1, 2]\n  axes:\n    workload.jitter: {from: 0, "
+                               "to: 0.05}\n  sample: {method: lhs, n: 700}\n")
+    _, study = load_study(str(path), [])
+    pts = study_points(study)
+    ticks: list[int] = []
+    check_points(study, pts, ticks.append)
+    assert sum(ticks) == len(pts) > TICK and ticks[0] == TICK

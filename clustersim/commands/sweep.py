@@ -73,9 +73,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 PROGRESS_EVERY = 30.0
 
 
-def _progress(total: int, enabled: bool):
+#: designs of at least this many points show the progress of their check before the sweep
+CHECK_PROGRESS_FROM = 2_000
+
+
+def _progress(total: int, enabled: bool, what: str = "sweep"):
     """Points done, rate and ETA on stderr: a bar on a terminal, a line every
-    :data:`PROGRESS_EVERY` seconds elsewhere (``mpiexec`` pipes, batch logs)."""
+    :data:`PROGRESS_EVERY` seconds elsewhere (``mpiexec`` pipes, batch logs); ``what``
+    names the phase (the points' check before the sweep has one of its own)."""
     from contextlib import nullcontext
 
     if not enabled or total < 2:
@@ -83,7 +88,7 @@ def _progress(total: int, enabled: bool):
     if not sys.stderr.isatty():
         from clustersim._progress import ProgressLines
 
-        return ProgressLines(total, "sweep", PROGRESS_EVERY)
+        return ProgressLines(total, what, PROGRESS_EVERY)
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -101,7 +106,7 @@ def _progress(total: int, enabled: bool):
         def render(self, task: Any) -> Text:
             return Text("" if task.speed is None else f"{task.speed:,.1f} points/s")
 
-    prog = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), Rate(),
+    prog = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), Rate(),
                     TimeRemainingColumn(), console=Console(stderr=True))
     return ProgressAdvance(prog, total)
 
@@ -150,7 +155,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.no_cache:
         _check_cache_path(db, out, files, args.cache is not None)
     points, counts = study_design(study)
-    check_points(study, points)  # every point's scenario parses: nothing runs before that
+    # every point's scenario parses: nothing runs before that (a bar of its own for a large
+    # design: 10^5 points take a minute, which had passed in silence)
+    with _progress(len(points), not args.quiet and len(points) >= CHECK_PROGRESS_FROM,
+                   "checking points") as tick:
+        check_points(study, points, tick)
     if not args.no_cache and not db.exists():
         # (an existing cache is opened below; a damaged one is skipped with a warning)
         why = unwritable(db)

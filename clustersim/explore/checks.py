@@ -8,7 +8,7 @@ Why up front: a bad axis value found while simulating came after every good poin
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from clustersim.errors import InputError
@@ -25,17 +25,24 @@ from clustersim.explore.points import (
 
 __all__ = ["check_points"]
 
+#: points checked between two calls of the progress callback
+TICK = 500
 
-def check_points(study: Study, points: Sequence[Point]) -> int:
+
+def check_points(study: Study, points: Sequence[Point],
+                 advance: Callable[[int], Any] | None = None) -> int:
     """Parse every distinct point's scenario before anything runs; the number of points
     that would be skipped (more workers than the platform has devices, or no machine of
     its own left for a server with ``placement.server: machine``).  A design where every
-    point is skipped is an input error."""
+    point is skipped is an input error.  ``advance(n)``: n more points checked (in steps
+    of :data:`TICK`)."""
     seen: dict[str, tuple[int, Any]] = {}
     room: dict[tuple[str, int], str | None] = {}
     skipped = 0
     first = ""
-    for p in points:
+    for k, p in enumerate(points, start=1):
+        if advance is not None and k % TICK == 0:
+            advance(TICK)
         key = json.dumps([p.case, p.sets, p.seed, study.at.get(p.workers) is not None
                           and p.workers], default=str)
         got = seen.get(key)
@@ -56,6 +63,8 @@ def check_points(study: Study, points: Sequence[Point]) -> int:
         if why is not None:
             skipped += 1
             first = first or why
+    if advance is not None and len(points) % TICK:
+        advance(len(points) % TICK)
     if points and skipped == len(points):
         hint = ("fewer workers, fewer shards or placement.server: device" if "machine" in first
                 else "worker counts up to the platform's devices")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.errors import InputError, format_path
-from clustersim.explore.axes import WORKERS, AxesSpec, expand_counted
+from clustersim.explore.axes import MAX_POINTS, WORKERS, AxesSpec, expand_counted
 
 __all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design",
            "point_sets", "run_point", "run_chunk", "no_machine", "applied", "axis_target",
@@ -163,6 +163,12 @@ def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
                 continue
             seen.add(key)
             out.append(Point(len(out), ci, values.get(WORKERS), sets))
+            if len(out) > MAX_POINTS:  # the cap is on what runs: the design x the cases
+                raise locate(study, InputError(
+                    f"the sweep has more than {MAX_POINTS:,} points ({len(values_list):,} "
+                    f"design points x {len(study.cases)} cases: each algorithm of each "
+                    "variant runs the design); sample fewer (sweep.sample.n), use fewer "
+                    "values or compare fewer algorithms", path=("sweep",)))
     return out, counts
 
 
