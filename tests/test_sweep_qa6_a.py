@@ -197,3 +197,24 @@ def test_the_check_of_the_points_reports_progress(tmp_path: Path) -> None:
     ticks: list[int] = []
     check_points(study, pts, ticks.append)
     assert sum(ticks) == len(pts) > TICK and ticks[0] == TICK
+
+
+# --------------------------------------------------------------------------- L3
+def test_text_fields_keep_the_cache_and_are_not_axes(tmp_path: Path, capsys) -> None:
+    """Rewording ``about`` or ``assumptions`` (no simulation reads them) had re-run every
+    point; an ``about`` axis doubled the table with equal rows."""
+    path = _scenario(tmp_path, "  workers: [1, 2]\n")
+    args = ["sweep", str(path), "--out", str(tmp_path / "o"), "-j", "1"]
+    assert main(args) == 0
+    assert "0 from the cache, 4 run" in capsys.readouterr().out
+    path.write_text(path.read_text().replace("name: s\n", "name: s\nabout: reworded\n"
+                                             "assumptions: [a new one]\n"))
+    assert main(args) == 0
+    assert "4 from the cache, 0 run" in capsys.readouterr().out
+    path.write_text(path.read_text().replace("seed: 0", "seed: 1"))  # a real change
+    assert main(args) == 0
+    assert "0 from the cache, 4 run" in capsys.readouterr().out
+    for axis in ("about", "assumptions"):
+        err = _refused(capsys, _sweep(_scenario(tmp_path, f"  axes: {{{axis}: [a, b]}}\n"),
+                                      tmp_path / "p"))
+        assert f"an axis cannot change '{axis}'" in err

@@ -42,8 +42,10 @@ __all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "expand_counted
 #: the axis that sets the worker count (not a scenario field)
 WORKERS = "workers"
 #: top-level sections an axis may not change: the sweep itself and the case list (variants,
-#: compare: an axis on compare replaced the cases, and a case vanished without a word)
-_FORBIDDEN = ("sweep", "variants", "compare", "name", "label", "uncertain")
+#: compare: an axis on compare replaced the cases, and a case vanished without a word), and
+#: the text fields no simulation reads (an ``about`` axis doubled the table with equal rows)
+_FORBIDDEN = ("sweep", "variants", "compare", "name", "label", "uncertain", "about",
+              "assumptions")
 #: a design larger than this is a typo, not a plan (10^6 points x >= 10 ms each = hours)
 MAX_POINTS = 1_000_000
 

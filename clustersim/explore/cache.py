@@ -54,8 +54,15 @@ def _platform_digest(name: str, base: str | None) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+#: the scenario's text fields: no simulation reads them, so editing them keeps the cache
+_TEXT_ONLY = ("name", "about", "assumptions")
+
+
 def point_key(study: Study, point: Point) -> str:
-    raw = point_raw(study, point)
+    """The cache key of a point: the code version, its resolved scenario (without
+    :data:`_TEXT_ONLY`: a reworded ``about`` had re-run every point), the platform file's
+    bytes, the files its parse read, its algorithm, workers and seed."""
+    raw = {k: v for k, v in point_raw(study, point).items() if k not in _TEXT_ONLY}
     plat = raw.get("platform")
     name = plat if isinstance(plat, str) else (plat.get("file") if isinstance(plat, Mapping)
                                                 else None)
