@@ -218,3 +218,18 @@ def test_text_fields_keep_the_cache_and_are_not_axes(tmp_path: Path, capsys) -> 
         err = _refused(capsys, _sweep(_scenario(tmp_path, f"  axes: {{{axis}: [a, b]}}\n"),
                                       tmp_path / "p"))
         assert f"an axis cannot change '{axis}'" in err
+
+
+# --------------------------------------------------------------------------- L6
+@pytest.mark.parametrize("cleared", ["null", "[]"])
+def test_the_workers_axis_can_replace_a_files_worker_list(tmp_path: Path, capsys,
+                                                           cleared: str) -> None:
+    """``--set sweep.workers=null`` over a file that lists them lets the 'workers' axis take
+    over (it had failed with "give the worker counts once" whatever was set)."""
+    path = _scenario(tmp_path, "  workers: [1, 2, 4]\n")
+    both = ["--set", "sweep.axes={workers: [2, 8]}"]
+    err = _refused(capsys, _sweep(path, tmp_path / "o", *both))
+    assert "give the worker counts once" in err and "--set sweep.workers=null" in err
+    assert _sweep(path, tmp_path / "o", "--set", f"sweep.workers={cleared}", *both) == 0
+    text = (tmp_path / "o" / "sweep.csv").read_text().splitlines()
+    assert [r.split(",")[1] for r in text[1:]] == ["2", "8", "2", "8"]

@@ -134,7 +134,11 @@ def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
     """The study of a parsed scenario and its raw mapping (the one ``scn`` was parsed from)."""
     sweep = scn.sweep
     axes = sweep.axes if sweep else {}
-    old_workers = sweep.workers if sweep and "workers" in (raw.get("sweep") or {}) else ()
+    # sweep.workers set to null or [] (``--set sweep.workers=null`` over a file that lists
+    # them) is not given: the 'workers' axis may take over
+    given = (raw.get("sweep") or {}).get("workers") if isinstance(raw.get("sweep"),
+                                                                  Mapping) else None
+    old_workers = sweep.workers if sweep and given not in (None, []) else ()
     where = _locations(raw)
     try:
         spec = parse_axes(axes, sweep.sample if sweep else None,

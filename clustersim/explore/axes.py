@@ -206,7 +206,8 @@ def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
         out.append(_axis(name, v, (*path, str(k))))
     if workers and any(a.name == WORKERS for a in out):
         raise InputError("give the worker counts once: in sweep.workers or as the 'workers' "
-                         "axis", path=(*path, WORKERS))
+                         "axis (to use the axis over a file's sweep.workers: --set "
+                         "sweep.workers=null)", path=(*path, WORKERS))
     if workers and not any(a.name == WORKERS for a in out):
         out.insert(0, Axis(WORKERS, tuple(workers)))
     method, n, seed = None, 0, 0
