@@ -210,29 +210,9 @@ def _band_html(name: str, unc) -> str:
     return band_html(name, unc)
 
 
-#: the factors a what-if page or the explorer accepts: a thousandth to a thousand times the
-#: scenario's own figure (beyond that the links are no longer links: 1e-300 gave throughputs
-#: of 1e-297 samples/s, and ``inf`` a cell the page could not show)
-FACTOR_RANGE = (1e-3, 1e3)
-
-
-def _factors(text: str, what: str) -> list[float]:
-    """``--bandwidth``/``--latency``: comma-separated factors, each a number with an optional
-    ``x`` (``0.25,0.5x,2``, as the page writes them), within :data:`FACTOR_RANGE`."""
-    lo, hi = FACTOR_RANGE
-    items = [x.strip() for x in text.split(",")]
-    vals = []
-    for item in items:
-        try:
-            v = float(item[:-1] if item.lower().endswith("x") else item)
-        except ValueError:
-            raise InputError(f"--{what} takes comma-separated factors like 0.25,0.5,1,2,4 "
-                             f"(each from {lo:g} to {hi:g}), not {text!r}") from None
-        if not lo <= v <= hi:  # also refuses nan and inf
-            raise InputError(f"--{what}: the factor {item!r} is outside {lo:g} to {hi:g} "
-                             f"(the scenario's own figure times that factor), in {text!r}")
-        vals.append(v)
-    return vals
+# the what-if factors (clustersim.report.factors), under the names the explorer imports
+from clustersim.report.factors import FACTOR_RANGE  # noqa: E402,F401
+from clustersim.report.factors import parse_factors as _factors  # noqa: E402,F401
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

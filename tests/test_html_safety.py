@@ -93,9 +93,10 @@ def test_hostile_strings_are_text_not_markup(hostile_page):
     assert set(tags) <= {"html", "head", "meta", "title", "style", "script", "body", "h1", "p",
                          "div", "h3", "ul", "li",
                          "fieldset", "legend", "label", "input", "span"}, set(tags)  # panel
-    # plotly.js, one per figure (4, and time to target and progress: resnet50 has a
-    # convergence profile), the panel
-    assert tags.count("script") == 1 + 6 + 1
+    # plotly.js, one per figure (throughput, efficiency, breakdown, efficiency vs bandwidth
+    # and vs latency, and time to target and progress: resnet50 has a convergence profile),
+    # the panel
+    assert tags.count("script") == 1 + 7 + 1
     for _, attrs in page.tags:
         assert not [a for a in attrs if a.startswith("on")], attrs
         assert not any("javascript:" in (v or "").lower() for v in attrs.values())
@@ -186,7 +187,7 @@ def test_browser_no_alert_and_charts_render(hostile_page, tmp_path):
             assert not _alert_fired(driver)
             time.sleep(0.2)
         assert not _alert_fired(driver)
-        assert _rendered(driver) == 6
+        assert _rendered(driver) == 7
         assert driver.title == f"clustersim what-if: {EVIL_NAME}"
         assert EVIL_ABOUT in driver.find_element("tag name", "body").text
         errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -201,7 +202,7 @@ def test_browser_no_alert_and_charts_render(hostile_page, tmp_path):
         deadline = time.monotonic() + 20
         while _rendered(driver) < 4 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert driver.title != "pwned" and _rendered(driver) == 6
+        assert driver.title != "pwned" and _rendered(driver) == 7
         blocked = [e["message"] for e in driver.get_log("browser")
                    if "Content Security Policy" in e["message"]]
         assert blocked, "the planted handler was not reported as refused by the policy"

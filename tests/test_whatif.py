@@ -53,7 +53,9 @@ def test_whatif_page(tmp_path, capsys):
     html = out1.read_text()
     assert out1.read_bytes() == out2.read_bytes()
     assert "plotly.js" in html or "Plotly" in html  # the library is embedded, works offline
-    assert len(re.findall(r'id="clustersim-fig-\d"', html)) == 6  # + time to target, progress
+    # throughput, efficiency, breakdown, efficiency vs bandwidth and vs latency (each factor
+    # axis with more than one value), time to target, progress
+    assert len(re.findall(r'id="clustersim-fig-\d"', html)) == 7
     # one control panel: a radio button per factor, labelled 0.5x, 10x
     assert 'id="clustersim-bandwidth-0.5"' in html and 'id="clustersim-latency-10.0"' in html
     assert "> 0.5x</label>" in html and "> 10x</label>" in html
@@ -73,6 +75,22 @@ def test_factors_take_the_pages_own_spelling():
     from clustersim.cli import _factors
 
     assert _factors("0.25, 2x,4X", "latency") == [0.25, 2.0, 4.0]
+    assert _factors(".5,5.,1e-3", "latency") == [0.5, 5.0, 0.001]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("1_0", "not '1_0'"),  # Python's float() read it as 10: a typo of 1,0 made a 10x page
+    ("0x10", "not '0x10'"),
+    ("0.5,1,0.5", "the factor '0.5' is given twice"),
+    (",".join(str(2 ** k) for k in range(-6, 7)), "13 factors, at most 12"),
+])
+def test_whatif_factors_are_plain_distinct_and_few(tmp_path, capsys, text, words):
+    """151 factors had been accepted (41 s, a 7 MB page, tick labels running together)."""
+    out = tmp_path / "page.html"
+    assert main(["whatif", "allreduce_crossbar16", "-o", str(out), "--bandwidth", text]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("module", ["clustersim.cli", "clustersim.sim.sweep",
@@ -107,3 +125,42 @@ def test_progress_chart_follows_the_panel_in_the_other_charts_styles():
     assert {t.line.color for t in thr.data} == {c for c, _ in style.values()}
     assert log_ticks([3.0, 40.0]) == [2.0, 5.0, 10.0, 20.0, 50.0]
     assert log_ticks([0.01, 5000.0]) == [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]
+
+
+def test_page_figures_bands_rings_and_palette():
+    """Seeds' bands on throughput only (an efficiency band from them read 90-109 % at the
+    smallest point, 100 % by definition), said in the title; efficiency against each factor
+    axis that has more than one value, with a ring per position for the panel; twenty
+    series, twenty colours."""
+    from clustersim.report.whatif import _training_figures
+    from clustersim.report.whatif_layout import finish_figures, wrap_title
+    from clustersim.report.whatif_panel import series_style
+
+    scn = parse_scenario({**SMALL, "workload": {**SMALL["workload"], "jitter": 0.05},
+                          "run": {**SMALL.get("run", {}), "repeats": 3}})
+    grid = whatif_grid(scn, [0.5], [1.0], jobs=1)
+    combos = grid_points(grid["bandwidths"], grid["latencies"])
+    figs, owners = _training_figures(scn, grid, combos)
+    thr, eff = figs[0], figs[1]
+    assert any(t.fill == "toself" for t in thr.data)
+    assert not any(t.fill == "toself" for t in eff.data)
+    assert "shaded: 5th-95th percentile over 3 seeds" in thr.layout.title.text
+    titles = [f.layout.title.text for f in figs]
+    assert any("vs link bandwidth" in t for t in titles)
+    assert not any("vs link latency" in t for t in titles)  # latency 1x alone: no chart
+    k = next(i for i, t in enumerate(titles) if "vs link bandwidth" in t)
+    rings = [(t.x[0], own) for t, own in zip(figs[k].data, owners[k]) if own >= 0]
+    assert sorted({own for _, own in rings}) == [0, 1]  # one ring per position and series
+    assert all(x == combos[own][0] for x, own in rings)
+    finish_figures(figs, owners)
+    for f, own in zip(figs, owners):
+        assert all(len(line) <= 62 for line in f.layout.title.text.split("<br>"))
+        assert f.layout.modebar.orientation == "v"
+        if any(o >= 0 for o in own) and f.layout.yaxis.type != "log":
+            lo, hi = f.layout.yaxis.range if f.layout.barmode != "stack" else \
+                f.layout.xaxis.range
+            ys = [v for t in f.data for v in ((t.x if f.layout.barmode == "stack" else t.y)
+                                               or ()) if v is not None]
+            assert lo <= min(ys) and max(ys) <= hi  # every position's data, bands included
+    assert wrap_title("a " * 40)[1] == 2
+    assert len({series_style(i)[0] for i in range(20)}) == 20

@@ -104,3 +104,50 @@ def test_panel_drives_every_chart(page, tmp_path):
         assert errors == []
     finally:
         driver.quit()
+
+
+#: per figure: its title's right edge, the figure's, and whether the title and the toolbar
+#: (or the legend and the toolbar) overlap
+_EDGES_JS = """
+function hit(a, b) { return a.left < b.right - 1 && b.left < a.right - 1
+                            && a.top < b.bottom - 1 && b.top < a.bottom - 1; }
+var out = [];
+document.querySelectorAll('.js-plotly-plot').forEach(function (g) {
+  var t = g.querySelector('.gtitle').getBoundingClientRect();
+  var m = g.querySelector('.modebar').getBoundingClientRect();
+  var fig = g.getBoundingClientRect();
+  var legend = Array.from(g.querySelectorAll('.legendtext')).some(function (e) {
+    return hit(e.getBoundingClientRect(), m); });
+  out.push([g.id, t.right <= fig.right, hit(t, m), legend]);
+});
+return out;
+"""
+
+_RANGE_JS = """
+var g = document.getElementById(arguments[0]);
+return [g._fullLayout.xaxis.range.slice(), g._fullLayout.yaxis.range.slice()];
+"""
+
+
+def test_titles_fit_at_800_px_and_axes_keep_their_range(page, tmp_path):
+    """At 800 px long titles ran off the figure and under Plotly's toolbar (the progress
+    chart lost its worker count); the axes rescaled at each position of the panel, so the
+    curves of 1x and 0.25x had the same height on the screen."""
+    driver = browser(800, 900)
+    try:
+        driver.get(page.as_uri())
+        wait_for(driver, "document.querySelectorAll('.js-plotly-plot .modebar').length >= 6")
+        edges = driver.execute_script(_EDGES_JS)
+        assert len(edges) >= 6
+        for fid, inside, over_title, over_legend in edges:
+            assert inside and not over_title and not over_legend, (fid, edges)
+        assert driver.execute_script(OVERLAPS_JS) == []
+        ids = ["clustersim-fig-0", "clustersim-fig-1", "clustersim-fig-2"]
+        before = {i: driver.execute_script(_RANGE_JS, i) for i in ids}
+        driver.find_element("id", "clustersim-bandwidth-0.25").click()
+        wait_for(driver, "document.getElementById('clustersim-showing').textContent"
+                 " === 'bandwidth 0.25x, latency 1x'")
+        assert {i: driver.execute_script(_RANGE_JS, i) for i in ids} == before
+        driver.save_screenshot(str(_shots(tmp_path) / "whatif_800.png"))
+    finally:
+        driver.quit()

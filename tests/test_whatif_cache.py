@@ -192,3 +192,28 @@ def test_default_cache_path(monkeypatch, tmp_path):
     monkeypatch.delenv("CLUSTERSIM_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_path() == tmp_path / "xdg" / "clustersim" / "points.sqlite"
+
+
+def test_emulated_runs_come_from_the_cache_too(tmp_path, monkeypatch):
+    """A page of run.convergence: emulate read every point from the cache and then ran every
+    emulation again (13 of its 14 s), saying "20 of 20 points from the cache".  Now the
+    second page runs no emulation and is the same as one without a cache."""
+    calls = []
+    real = sweep_mod._emulate_case
+
+    def spy(s, alg, title):
+        calls.append(title)
+        return real(s, alg, title)
+
+    monkeypatch.setattr(sweep_mod, "_emulate_case", spy)
+    sets = ["compare=[]", "sweep.workers=[2]", "run.emulation.max_iterations=60"]
+    db = tmp_path / "c.sqlite"
+    first = _grid("scenarios/emulate_digits.yaml", db, sets=sets)
+    assert len(calls) == 2  # one case, cells 0.5x and 1x
+    calls.clear()
+    second = _grid("scenarios/emulate_digits.yaml", db, sets=sets)
+    assert calls == [] and repr(first) == repr(second)
+    cell = first["cells"][(0.5, 1.0)]
+    assert all("emulation" in p for pts in cell.values() for p in pts)
+    scn, _ = load_study("scenarios/emulate_digits.yaml", sets)
+    assert repr(whatif_grid(scn, (0.5,), (), jobs=1)) == repr(first)

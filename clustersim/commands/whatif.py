@@ -69,7 +69,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             cache.close()
     atomic_write(out, whatif_html(scn, grid))
     if not args.quiet:
-        print(f"wrote {out} ({cells} grid positions, each a whole sweep; open it in a browser, "
+        print(f"wrote {out} ({cells} grid position{'' if cells == 1 else 's'}, each a whole "
+              "sweep; open it in a browser, "
               "it works offline)")
         if cache is not None and cache.hits:
             print(f"{cache.hits} of {total} points from the cache {cache.path} (the same "
@@ -81,13 +82,16 @@ def add_parser(sub: Any) -> None:
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
                         description="Simulate the scenario with the network's bandwidth and "
                                     "latency scaled by factors and write one offline HTML page "
-                                    "with Plotly charts and sliders.")
+                                    "with Plotly charts and one control panel that switches "
+                                    "them all between the factors.")
     wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
     wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
-                    help="link bandwidth factors, each 0.001 to 1000 (default %(default)s)")
+                    help="link bandwidth factors, each 0.001 to 1000 and once, at most 12 "
+                         "(default %(default)s)")
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
-                    help="link latency factors, each 0.001 to 1000 (default %(default)s)")
+                    help="link latency factors, each 0.001 to 1000 and once, at most 12 "
+                         "(default %(default)s)")
     wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
     wi.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")

@@ -31,6 +31,7 @@ from clustersim.report.htmlpage import escape_text as _esc
 from clustersim.report.htmlpage import figure_script, script_json, standalone_page
 from clustersim.report.plot_axes import log_ticks, tick_text
 from clustersim.report.whatif_bench_chart import benchmark_figures
+from clustersim.report.whatif_layout import TOOLBAR_REMOVE, finish_figures
 from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, series_style
 from clustersim.report.whatif_tta import progress_figure, tta_figure
 from clustersim.scenario.schema import Scenario
@@ -133,12 +134,12 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     """The figures and, per figure, the grid cell each trace belongs to (-1: every cell)."""
     import plotly.graph_objects as go
 
-    bws = grid["bandwidths"]
     style = _styles(grid, combos)
     algs = list(style)
     names = {a: _esc(a) for a in algs}  # labels come from the scenario: text, not markup
-    thr, eff, brk, sens = go.Figure(), go.Figure(), go.Figure(), go.Figure()
-    owners: list[list[int]] = [[], [], [], []]
+    thr, eff, brk = go.Figure(), go.Figure(), go.Figure()
+    owners: list[list[int]] = [[], [], []]
+    banded = False
     for k, cell in enumerate(combos):
         data = grid["cells"][cell]
         for a in algs:
@@ -146,16 +147,15 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
             color, dash = style[a]
             w = [p["workers"] for p in pts]
             line = {"color": color, "dash": dash, "width": 2.5}
-            base = pts[0]
             band = [p["interval"].get("throughput") for p in pts]
             if all(band) and any(lo != hi for lo, hi in band):
-                lo, hi = [b[0] for b in band], [b[1] for b in band]
-                thr.add_trace(_band(go, w, lo, hi, color, a))
+                # throughput only: an efficiency band from the throughput's interval and the
+                # smallest point's mean went above 100 % at that point, which is 100 % by
+                # definition (the ratio's spread over seeds is not the marginals')
+                thr.add_trace(_band(go, w, [b[0] for b in band], [b[1] for b in band],
+                                    color, a))
                 owners[0].append(k)
-                scale = [(p["workers"] / base["workers"]) * base["throughput"] / 100 for p in pts]
-                eff.add_trace(_band(go, w, [v / s for v, s in zip(lo, scale)],
-                                    [v / s for v, s in zip(hi, scale)], color, a))
-                owners[1].append(k)
+                banded = True
             thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=names[a],
                                      mode="lines+markers", line=line, legendgroup=a,
                                      hovertemplate="%{x} workers: %{y:,.0f} samples/s"))
@@ -180,7 +180,9 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
         yt = {"type": "log", "tickvals": ticks, "ticktext": tick_text(ticks)}
     else:
         yt = {"tickformat": "~s", "rangemode": "tozero"}
-    thr.update_layout(_LAYOUT, title={"text": "Throughput vs workers"}, xaxis=xw,
+    shade = (f" (shaded: 5th-95th percentile over {scn.run.repeats} seeds)" if banded
+             else "")
+    thr.update_layout(_LAYOUT, title={"text": f"Throughput vs workers{shade}"}, xaxis=xw,
                       yaxis={"title": {"text": "samples/s"}, **yt})
     eff.update_layout(_LAYOUT, title={"text": "Parallel efficiency vs workers"}, xaxis=xw,
                       yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
@@ -193,25 +195,54 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1,
                               "xanchor": "right"})
 
-    # efficiency at the largest point as bandwidth changes: "does the network matter?"
-    for a in algs:
-        color, dash = style[a]
-        ys = [100 * grid["cells"][(bw, 1.0)][a][-1]["efficiency"] for bw in bws]
-        sens.add_trace(go.Scatter(x=list(bws), y=ys, name=names[a], mode="lines+markers",
-                                  line={"color": color, "dash": dash, "width": 2.5},
-                                  hovertemplate="bandwidth %{x}x: %{y:.1f}%"))
-        owners[3].append(-1)
-    sens.update_layout(_LAYOUT, title={"text": f"Efficiency at {largest:,} workers vs link "
-                                               "bandwidth (latency 1x)"},
-                       xaxis={"title": {"text": "link bandwidth (x scenario)"}, "type": "log",
-                              "tickvals": list(bws), "ticktext": [factor_label(b) for b in bws]},
-                       yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
-    figs = [thr, eff, brk, sens]
+    figs = [thr, eff, brk]
+    for axis, values in (("bandwidth", grid["bandwidths"]), ("latency", grid["latencies"])):
+        if len(values) > 1:  # one factor: a chart of one dot per series says nothing
+            fig, own = _factor_figure(go, grid, combos, axis, style, names, largest)
+            figs.append(fig)
+            owners.append(own)
     tta = tta_figure(go, grid, combos, algs, names, style, xw, _LAYOUT)
     if tta is not None:
         figs.append(tta[0])
         owners.append(tta[1])
     return figs, owners
+
+
+def _factor_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
+                   axis: str, style: dict[str, tuple[str, str]], names: dict[str, str],
+                   largest: int) -> tuple[Any, list[int]]:
+    """Efficiency at the largest point against one factor (the other at 1x): "does the
+    network matter?".  The lines show every factor at once; a ring marks the position the
+    panel shows (one trace per position), so the chart follows the panel like the others."""
+    values = grid["bandwidths" if axis == "bandwidth" else "latencies"]
+    at = {f: ((f, 1.0) if axis == "bandwidth" else (1.0, f)) for f in values}
+    fig, own = go.Figure(), []
+    for a in style:
+        color, dash = style[a]
+        ys = [100 * grid["cells"][at[f]][a][-1]["efficiency"] for f in values]
+        fig.add_trace(go.Scatter(x=list(values), y=ys, name=names[a], mode="lines+markers",
+                                 line={"color": color, "dash": dash, "width": 2.5},
+                                 legendgroup=a,
+                                 hovertemplate=f"{axis} %{{x}}x: %{{y:.1f}}%<extra></extra>"))
+        own.append(-1)
+        for k, cell in enumerate(combos):
+            f = cell[0] if axis == "bandwidth" else cell[1]
+            if at.get(f) != cell:
+                continue  # a position of the other factor: not on this chart
+            fig.add_trace(go.Scatter(
+                x=[f], y=[100 * grid["cells"][cell][a][-1]["efficiency"]], mode="markers",
+                marker={"color": color, "symbol": "circle-open", "size": 14,
+                        "line": {"width": 2}},
+                showlegend=False, legendgroup=a, hoverinfo="skip"))
+            own.append(k)
+    other = "latency" if axis == "bandwidth" else "bandwidth"
+    fig.update_layout(_LAYOUT, title={"text": f"Efficiency at {largest:,} workers vs link "
+                                              f"{axis} ({other} 1x; ring: the panel's)"},
+                      xaxis={"title": {"text": f"link {axis} (x scenario)"}, "type": "log",
+                             "tickvals": list(values),
+                             "ticktext": [factor_label(b) for b in values]},
+                      yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
+    return fig, own
 
 
 def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
@@ -228,10 +259,12 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
         if prog is not None:
             figs.append(prog[0])
             owners.append(prog[1])
+    finish_figures(figs, owners)
     for fig, own in zip(figs, owners):
         for trace, k in zip(fig.data, own):
             trace.visible = k < 0 or k == active
-    config = {"displaylogo": False, "responsive": True}
+    config = {"displaylogo": False, "responsive": True,
+              "modeBarButtonsToRemove": list(TOOLBAR_REMOVE)}
     ids = [f"clustersim-fig-{k}" for k in range(len(figs))]
     parts = [figure_script(fig, i, config) for fig, i in zip(figs, ids)]
     state = {"cells": combos, "active": active,

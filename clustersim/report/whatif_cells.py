@@ -38,6 +38,9 @@ __all__ = ["default_cache_path", "CellCache", "simulate_cells"]
 
 Cell = tuple[float, float]
 _KIND = "whatif-metrics"  # keeps these rows apart from the sweep's, keyed by point_key alone
+#: a case's emulated runs (``run.convergence: emulate``): one row per case and cell, all its
+#: worker counts (they are run together, after the points)
+_EMULATED = "whatif-emulation"
 
 
 def default_cache_path() -> Path:
@@ -81,12 +84,14 @@ class CellCache:
             self.db = None
             return default
 
-    def key(self, case: int, workers: int, seed: int, cell: Cell) -> str:
+    def key(self, case: int, workers: int, seed: int, cell: Cell, kind: str = _KIND) -> str:
+        """The row's key; ``kind`` keeps a case's emulated runs (:data:`_EMULATED`) apart
+        from its points' metrics."""
         from clustersim.explore.cache import point_key
         from clustersim.explore.points import Point
 
         base = point_key(self.study, Point(0, case, workers, (), seed))
-        text = json.dumps([_KIND, base, float(cell[0]), float(cell[1]), self.extra])
+        text = json.dumps([kind, base, float(cell[0]), float(cell[1]), self.extra])
         return hashlib.sha256(text.encode()).hexdigest()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -178,11 +183,39 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
             cache.put_many(pending)
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for cell, (a, b) in zip(combos, spans):
-        res = assemble_sweep(cases[a:b], results, first=a)
+        res = assemble_sweep(cases[a:b], results, first=a,
+                             emulate=None if cache is None else _cached_emulation(cache, cell,
+                                                                                  a))
         cells[(float(cell[0]), float(cell[1]))] = {
             t: [_with_emulation(p.to_dict(), res, t, i) for i, p in enumerate(pts)]
             for t, pts in res.points.items()}
     return cells
+
+
+def _cached_emulation(cache: CellCache, cell: Cell, first: int
+                      ) -> Callable[[int, Any, Any, str], Any]:
+    """``assemble_sweep``'s ``emulate`` for one cell: a case's emulated runs from the cache,
+    else run (:func:`clustersim.sim.sweep._emulate_case`) and stored.
+
+    Why: the emulated training runs are most of an emulated scenario's page (13 s of 14 for
+    ``emulate_digits``), and they were run again on every page that read every point from
+    the cache - while the page said "20 of 20 points from the cache"."""
+    from clustersim.sim.emulate import EmulationResult
+    from clustersim.sim.sweep import _emulate_case
+
+    def emulate(ci: int, s: Any, alg: Any, title: str) -> Any:
+        key = cache.key(ci - first, 0, s.run.seed, cell, _EMULATED)
+        row = cache.get_many([key]).get(key)
+        try:
+            runs = [EmulationResult(**r) for r in row["runs"]]  # type: ignore[index]
+            return runs, list(row["analytic"])  # type: ignore[index]
+        except (TypeError, KeyError, ValueError):  # a miss, or a row of another shape
+            pass
+        runs, analytic = _emulate_case(s, alg, title)
+        cache.put_many([(key, {"runs": [asdict(r) for r in runs], "analytic": analytic})])
+        return runs, analytic
+
+    return emulate
 
 
 def _with_emulation(point: dict[str, Any], res: Any, title: str, i: int) -> dict[str, Any]:

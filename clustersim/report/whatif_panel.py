@@ -19,11 +19,15 @@ from clustersim.report.htmlpage import escape_text
 
 __all__ = ["PANEL_JS", "factor_label", "panel_html", "series_style"]
 
-# Tableau 10: distinguishable colours, and eight dash patterns: series i gets colour i mod 10
-# and dash i mod 8, so the first 40 series differ in their (colour, dash) pair and the first
-# eight in both (a print-out in grey or a colour-blind reader still tells them apart)
+# Tableau 10, then ten more of other hues and lightness (a collective benchmark draws twenty
+# algorithms: with ten colours, two teal dash-dot lines lay on top of each other), and eight
+# dash patterns: series i gets colour i mod 20 and dash i mod 8, so the first 20 series have
+# colours of their own, the first 40 a (colour, dash) pair of their own, and the first eight
+# differ in both (a print-out in grey or a colour-blind reader still tells them apart)
 PALETTE = ("#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1",
-           "#FF9DA7", "#9C755F", "#BAB0AC")
+           "#FF9DA7", "#9C755F", "#BAB0AC",
+           "#1B1B1B", "#17BECF", "#8C2D04", "#6A3D9A", "#B2DF8A", "#D62728", "#A6CEE3",
+           "#7F7F00", "#E7298A", "#08519C")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px,2px,3px,2px,3px",
           "2px,6px")
 

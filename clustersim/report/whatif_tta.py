@@ -116,4 +116,7 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
         else:
             fig.add_traces(list(part.data))
         own += [k] * len(part.data)
+    if fig is not None:  # the legend under the plot, as in the page's other charts
+        fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0,
+                                  "title": None}, margin={"b": 40})
     return None if fig is None else (fig, own)

@@ -339,9 +339,13 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
 
 
 def assemble_sweep(cases: Sequence[Case], results: dict[tuple[int, int, int], PointMetrics],
-                   out: SweepResult | None = None, first: int = 0) -> SweepResult:
+                   out: SweepResult | None = None, first: int = 0,
+                   emulate: Callable[[int, Scenario, AlgorithmSpec, str], Any] | None = None
+                   ) -> SweepResult:
     """Points in sweep order (seeds summarized, speedup and efficiency relative to the
-    smallest point) from the runs' metrics; ``first`` as in :func:`sweep_tasks`."""
+    smallest point) from the runs' metrics; ``first`` as in :func:`sweep_tasks`.
+    ``emulate(case index, scenario, algorithm, title)``: a case's emulated runs (default:
+    :func:`_emulate_case`; the what-if page reads them from its cache)."""
     out = SweepResult() if out is None else out
     for ci, (title, s, alg) in enumerate(cases, start=first):
         repeats = s.run.repeats if s.workload.jitter > 0 else 1
@@ -357,7 +361,8 @@ def assemble_sweep(cases: Sequence[Case], results: dict[tuple[int, int, int], Po
             p.efficiency = p.speedup / (p.workers / base.workers)
         out.points[title] = pts
         if s.run.convergence == "emulate":  # one run per point, at the scenario's seed
-            out.emulation[title], out.emulation_analytic[title] = _emulate_case(s, alg, title)
+            out.emulation[title], out.emulation_analytic[title] = (
+                _emulate_case(s, alg, title) if emulate is None else emulate(ci, s, alg, title))
     return out
 
 
