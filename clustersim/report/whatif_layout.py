@@ -110,8 +110,11 @@ def finish_figures(figs: Sequence[Any], owners: Sequence[Sequence[int]]) -> None
         fig.update_layout(modebar={"orientation": "v"},
                           margin={"t": (margin.t or 60) + extra, "r": max(margin.r or 0, 45)})
         legend = fig.layout.legend
-        if legend.x is not None and legend.x >= 1 and fig.layout.height:
-            # a legend right of the plot starts below the upright toolbar, not under it
+        if (legend.x is not None and legend.x >= 1 and legend.xanchor != "right"
+                and fig.layout.height):
+            # a legend right of the plot starts below the upright toolbar, not under it, in
+            # a figure taller by as much (its height was made for the legend's entries)
+            fig.layout.height += TOOLBAR_PX
             plot = fig.layout.height - fig.layout.margin.t - (fig.layout.margin.b or 40)
             legend.y, legend.yanchor = 1 - TOOLBAR_PX / max(plot, 2 * TOOLBAR_PX), "top"
         if all(k < 0 for k in own):
