@@ -249,6 +249,10 @@ def test_distributions_are_described_in_the_units_they_were_written_in():
                                         "clip": ["5 Gb/s", "20 Gb/s"]}})[0]
     assert b.describe() == "normal [1.25 GB/s, 125 MB/s] within [625 MB/s, 2.5 GB/s]"
     assert one({"uniform": [0, 0.05]}).describe() == "uniform [0, 0.05]"
+    # a choice's weights are part of it (they had been dropped from the printed inputs)
+    w = parse_uncertain({"algorithm.strategy": {"choice": ["nccl32", "ar"],
+                                                "weights": [3, 1]}})[0]
+    assert w.describe() == "choice [nccl32, ar] weights [3, 1]"
 
 
 def test_an_empty_section_says_so_with_the_file(tmp_path, capsys):

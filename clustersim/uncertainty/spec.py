@@ -119,7 +119,8 @@ class UncertainInput:
                                                         f"{self.params[1]:g}")
         else:
             ps = ", ".join(self.format(p) for p in self.params)
-        text = f"{self.dist} [{ps}]"
+        w = f" weights [{', '.join(f'{x:g}' for x in self.weights)}]" if self.weights else ""
+        text = f"{self.dist} [{ps}]{w}"
         if self.kind == "int" and self.dist != "choice":
             text += " (whole numbers)"
         if self.clip is not None:
