@@ -101,6 +101,10 @@ def _predict(args: argparse.Namespace) -> int:
                       if args.uncertainty_plot is not None else {})})
     if args.uncertainty_plot is not None and args.uncertainty is None:
         raise InputError("--uncertainty-plot needs --uncertainty N")
+    if args.quiet and args.uncertainty is not None and not (
+            args.json or args.csv or args.uncertainty_plot):  # N sweeps, shown nowhere
+        raise InputError("--uncertainty with -q shows its bands nowhere: add --json, --csv "
+                         "or --uncertainty-plot FILE, or leave out -q")
     console = _console(args.quiet, args.wide)
     args.all_sets = sets
     if scn.benchmark is not None:

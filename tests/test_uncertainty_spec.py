@@ -257,7 +257,8 @@ def test_distributions_are_described_in_the_units_they_were_written_in():
 
 def test_an_empty_section_says_so_with_the_file(tmp_path, capsys):
     f, line = _alexnet_with(tmp_path, "")
-    assert main(["predict", str(f), "--uncertainty", "4", "-q"]) == 2
+    assert main(["predict", str(f), "--uncertainty", "4", "-q", "--json",
+                 str(tmp_path / "u.json")]) == 2
     err = capsys.readouterr().err
     assert f"{f}:{line - 1}, uncertain:" in err and "section is empty" in err
     assert "has no 'uncertain:' section" not in err
@@ -268,3 +269,14 @@ def test_entries_under_a_section_that_set_replaced_are_left_to_their_use(capsys)
     # must not fail on the file's algorithm.tau entry; predict's band still checks it
     assert main(["validate", "knl_easgd_compare", "--set", "algorithm={name: gosgd}"]) == 0
     capsys.readouterr()
+
+
+def test_quiet_bands_shown_nowhere_are_refused(tmp_path, capsys):
+    """-q --uncertainty 64 without an output file ran 64 sweeps and printed nothing."""
+    assert main(["predict", "theano_mpi_alexnet", "--uncertainty", "2", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "shows its bands nowhere" in err and err.count("\n") == 1
+    assert main(["predict", "theano_mpi_alexnet", "--uncertainty", "2", "-q", "-j", "1",
+                 "--set", "sweep.workers=[1, 2]", "--set", "compare=[]",
+                 "--json", str(tmp_path / "u.json")]) == 0
+    assert "uncertainty" in (tmp_path / "u.json").read_text()
