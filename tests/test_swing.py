@@ -231,3 +231,21 @@ def test_a_scenario_value_outside_its_entry_is_named():
     assert outside(_one({"choice": ["a", "b"], "weights": [1, 0]}), "b")
     assert not outside(_one({"choice": ["a", "b"]}), "b")
     assert not outside(_one({"uniform": [0.3, 0.4]}), "not a number")
+
+
+def test_one_worker_count_has_no_efficiency_band():
+    """A sweep of one worker count is 100 % efficient by definition: its band read
+    "100.0% to 100.0%; top drivers none", and sensitivity gave it zero indices."""
+    from types import SimpleNamespace
+
+    from clustersim.uncertainty.focus import sweep_headline
+
+    def point(w, thr):
+        return SimpleNamespace(workers=w, efficiency=1.0, throughput=thr, iteration_time=0.5,
+                               comm_share=0.1, time_to_target=None, tta_note="")
+
+    one = SimpleNamespace(points={"a": [point(16, 100.0)]})
+    two = SimpleNamespace(points={"a": [point(8, 60.0), point(16, 100.0)]})
+    assert "efficiency" not in sweep_headline(one)
+    assert sweep_headline(one)["throughput"] == 100.0
+    assert sweep_headline(two)["efficiency"] == 1.0

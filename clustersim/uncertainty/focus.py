@@ -104,10 +104,13 @@ def measured_points(result: Any) -> dict[str, list[Any]]:
 def sweep_headline(result: Any) -> dict[str, float | None]:
     """The metrics of :data:`WHAT` of a sweep's headline: its first (main) algorithm at its
     largest point (time to target where it has one, emulated ones included)."""
-    p = next(iter(measured_points(result).values()))[-1]
+    pts = next(iter(measured_points(result).values()))
+    p = pts[-1]
     out: dict[str, float | None] = {"efficiency": p.efficiency, "throughput": p.throughput,
                                     "iteration_time": p.iteration_time,
                                     "comm_share": p.comm_share}
+    if len(pts) < 2:  # one worker count: efficiency is 100 % by definition, no metric (its
+        del out["efficiency"]  # band read "100.0% to 100.0%, no input moves it")
     if p.time_to_target is not None or p.tta_note:
         out["time_to_target"] = p.time_to_target
     return out
