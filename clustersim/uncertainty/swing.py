@@ -15,8 +15,10 @@ and the inputs' distributions do not enter; the output says so and names the two
 that include them.
 
 Values tried: a range's or a uniform's two ends (within its ``clip``; whole numbers inside
-for ``kind: int``), a choice's every other option of positive weight, and the 5th and 95th percentiles of an unbounded distribution
-(within its ``clip``); a value equal to the one the scenario sets is not run again.
+for ``kind: int``), a choice's every other option of positive weight, and the 5th and 95th
+percentiles of any other distribution (within its ``clip``): a normal's ends are infinite,
+and a triangular's or loguniform's ends are where it rarely or never draws, unlike a
+uniform's; a value equal to the one the scenario sets is not run again.
 """
 
 from __future__ import annotations
