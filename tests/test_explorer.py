@@ -168,7 +168,9 @@ def test_sweep_table_grows_without_mixing_rows(tmp_path):
     ex, _ = load(args)
     assert ex.inputs[-2:] == ["bandwidth_factor", "latency_factor"]
     assert default_value(ex, "workload.batch_per_worker", ["16", "32"]) == "32"
-    assert ex.start(1.0, 1.0).endswith("already in the table")
+    assert ex.start(1.0, 1.0) == ("bandwidth 1x, latency 1x is already in the table at "
+                                  "workload.batch_per_worker 32, seed 0 (the scenario's own: "
+                                  "new points are computed there)")
     ex.start(2.0, 1.0)
     for _ in range(600):
         if ex.version:
@@ -199,13 +201,18 @@ def test_chart_without_rows_says_so(alone):
     from clustersim.explorer.table import split_columns, sweep_table
 
     df = sweep_table(alone)
-    ex = Explorer(df, *split_columns(df))
+    ex = Explorer(df, *split_columns(df), compute=lambda bw, lat, adv: df.iloc[:0])
     fixed = {"algorithm": "ps", "workers": "4", "bandwidth_factor": "2.0",
              "latency_factor": "10.0"}
     fig = figure(ex, "workers", "throughput", "algorithm", NONE, fixed)
     assert not fig.data
     assert fig.layout.annotations[0].text == ("no rows for bandwidth 2x, latency 10x: compute "
                                               "it or pick another value")
+    # a table that cannot grow (no --scenario) offers no computing
+    ex.compute = None
+    fig = figure(ex, "workers", "throughput", "algorithm", NONE, fixed)
+    assert fig.layout.annotations[0].text == ("no rows for bandwidth 2x, latency 10x: pick "
+                                              "another value")
 
 
 def test_explore_table_and_port_errors(tmp_path, capsys, monkeypatch):

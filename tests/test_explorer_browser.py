@@ -43,6 +43,19 @@ def _choose(driver, dropdown_id: str, text: str) -> None:
     options[-1].click()
 
 
+def _type(driver, box_id: str, text: str) -> None:
+    """Replace the text of an input as a user does (select all, type): selenium's clear()
+    does not reach React, which then puts the old text back."""
+    from selenium.webdriver.common.keys import Keys
+
+    box = driver.find_element("id", box_id)
+    box.click()
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(Keys.BACK_SPACE)
+    if text:
+        box.send_keys(text)
+
+
 _STATUS = "document.getElementById('status').textContent"
 _PROGRESS = ("(function () { var p = document.getElementById('progress');"
              " return p ? p.getAttribute('value') + '/' + p.getAttribute('max') : null; })()")
@@ -83,9 +96,7 @@ def test_explorer_in_browser(tmp_path, caplog):
         second = wait_for(driver, f"{_Y} !== {first!r} ? {_Y} : null")
         assert second.startswith('["scaling efficiency (%)"')
         # a factor not yet in the table: computed in the background, progress shown
-        bw = driver.find_element("id", "bw")
-        bw.clear()
-        bw.send_keys("4")
+        _type(driver, "bw", "4")
         driver.find_element("id", "go").click()
         # the bar moves while the points are simulated (each idle poll answered, not a 500)
         seen, t0 = set(), time.monotonic()
@@ -103,21 +114,33 @@ def test_explorer_in_browser(tmp_path, caplog):
                  " return p.getAttribute('value') === '6' && p.getAttribute('max') === '6'; })()",
                  timeout=30)
         # a factor the CLI refuses: the page says the range, and says it until the next action
+        # an empty or non-numeric box (a number input sent nothing: the last error stayed),
+        # a decimal comma (Chromium's number input made 2,5 into 25, computed unasked)
         for bad, said in (("0.0001", "bandwidth: the factor '0.0001' is outside 0.001 to 1000"),
-                          ("5000", "bandwidth: the factor '5000' is outside 0.001 to 1000")):
-            bw.clear()
-            bw.send_keys(bad)
+                          ("5000", "bandwidth: the factor '5000' is outside 0.001 to 1000"),
+                          ("", "give a bandwidth factor (0.001 to 1000)"),
+                          ("xyz", "bandwidth: 'xyz' is not a number: give a bandwidth factor"),
+                          ("2,5", "bandwidth: give one factor, written with a decimal point "
+                                  "(2.5, not 2,5)")):
+            _type(driver, "bw", bad)
             driver.find_element("id", "go").click()
             wait_for(driver, f"{_STATUS}.indexOf({said!r}) === 0", timeout=30)
             time.sleep(1.6)  # three polls
             assert driver.execute_script(f"return {_STATUS};").startswith(said)
-        assert not (ex.table.bandwidth_factor > 4.0).any()
+        assert sorted(ex.table.bandwidth_factor.unique()) == [1.0, 2.0, 4.0]  # no 25x, 2.5x
+        # the next computation's bar starts empty with its "computing" (it showed the last
+        # one's full 6/6 until the next poll, and throughout a quick computation)
+        _type(driver, "bw", "0.5")
+        driver.find_element("id", "go").click()
+        wait_for(driver, f"{_STATUS}.indexOf('computing bandwidth 0.5x') === 0", timeout=30)
+        assert driver.execute_script(f"return {_PROGRESS};") != "6/6"
+        wait_for(driver, f"{_STATUS}.indexOf('added bandwidth 0.5x') === 0", timeout=120)
         # the new factor is offered by the linked control of its axis
         wait_for(driver, "document.getElementById('{\"axis\":\"bandwidth_factor\",\"type\":"
                  "\"fix\"}') !== null")
         _choose(driver, "x", "bandwidth_factor")
         wait_for(driver, "Array.from(document.querySelectorAll('#chart .xtick text'))"
-                 ".map(function (t) { return t.textContent; }).join(' ') === '1x 2x 4x'")
+                 ".map(function (t) { return t.textContent; }).join(' ') === '0.5x 1x 2x 4x'")
         shots = Path(os.environ.get("CLUSTERSIM_SCREENSHOTS", tmp_path))
         shots.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(shots / "explorer.png"))
@@ -162,7 +185,7 @@ def test_facet_grid_in_browser(tmp_path):
         shared = driver.execute_script(
             "return Array.from(document.querySelectorAll('#chart .annotation-text'))"
             ".map(function (t) { return t.textContent; });")
-        assert shared.count("time to target accuracy (s)") == 1 and "workers" in shared
+        assert shared.count("time to target accuracy (hours)") == 1 and "workers" in shared
         # x tick labels under each of the three columns (the third's bottom cell is empty)
         columns = driver.execute_script(
             "var xs = new Set(); document.querySelectorAll('#chart .xaxislayer-above')"

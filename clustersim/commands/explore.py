@@ -4,9 +4,11 @@ A scenario is simulated at the starting bandwidth/latency factors (one process p
 of them) and served; more factors can be asked for from the page.  A Parquet table is served
 as it is (``--scenario`` lets it grow: its rows are the scenario's network as written, 1x, and
 rows computed later carry the scenario's values of the table's other axes; so a scenario that
-is not the table's - a benchmark, another study - is refused at the start).  The server binds
-to 127.0.0.1 unless ``--host`` says otherwise - and binds before anything is simulated, so a
-port in use is an error at once, not after minutes of simulation - and runs until Ctrl-C.
+is not the table's - a benchmark, another study - is refused at the start, and so is
+``--scenario`` beside a scenario, which was silently ignored).  The server binds to 127.0.0.1
+unless ``--host`` says otherwise (then a warning: the page runs simulations for whoever
+reaches it) - and binds before anything is simulated, so a port in use is an error at once,
+not after minutes of simulation - and runs until Ctrl-C.
 dash is imported only here, inside the command.
 """
 
@@ -18,6 +20,16 @@ from typing import Any
 
 from clustersim.errors import InputError
 
+#: ``explore --help``'s description
+_DESCRIPTION = (
+    "Serve a live explorer of a scenario's sweep (simulated at the given network factors) or "
+    "of a Parquet table of results: pick x, metric, colour and facet, fix the other axes, "
+    "compute new bandwidth/latency factors on request. Every point it simulates, with a "
+    "table (--scenario) too, is kept in the what-if point cache (--cache below), not in a "
+    "sweep's own DIR/points.sqlite: a what-if point's key includes its bandwidth and latency "
+    "factors, which a sweep point has not, so a later 'clustersim sweep' does not reuse the "
+    "points computed here, and this page does not reuse a sweep's. The points run on this "
+    "machine's process pool (-j), never on a sweep's Dask or MPI executor.")
 #: the factors a scenario is simulated at when the page starts (``--bandwidth``/``--latency``)
 _BANDWIDTHS, _LATENCIES = "0.5,1,2", "1"
 
@@ -61,6 +73,10 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
         st.update(df=df, inputs=inputs)
     else:
         _not_a_table(path)
+        if args.scenario is not None:  # it was ignored, a missing file included (QA 7a M7)
+            raise InputError(f"--scenario applies to a Parquet table (the scenario it was "
+                             f"swept from, which computes its new points); {path} is a "
+                             "scenario itself: drop --scenario, or give the table")
         scn, study = _scenario(path, args)
         _training(scn, path)
         st.update(scn=scn, study=study,
@@ -225,21 +241,46 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         raise InputError("explore needs dash: pip install 'clustersim[dash]'") from None
     from clustersim.explorer.app import make_app
-    from clustersim.explorer.server import bind, serve
+    from clustersim.explorer.server import bind, is_local, serve
 
     _inputs(args)  # a missing or bad input first, then the port, then the simulations
     sock = bind(args.host, args.port)  # before the simulations: a port in use fails at once
+    if not is_local(sock):
+        _warn_public(args.host, sock.getsockname()[1])
     try:
         ex, title = load(args)
         served = serve(make_app(ex, title), args.host, args.port, sock)
     finally:
         sock.close()  # the server holds its own copy
-    print(f"clustersim explore: {served.url}  (Ctrl-C stops it)", flush=True)
+    _announce(served.url, args.host)
     try:
         while True:
             time.sleep(3600)
     finally:
         served.stop()
+
+
+def _warn_public(host: str, port: int) -> None:
+    """A warning on stderr that the server listens beyond this machine - printed once the
+    port is bound, before anything is simulated, so it can be stopped at once.  Why: the page
+    runs simulations for whoever opens it (each "compute" takes this machine's CPU for as
+    long as the sweep takes, and its messages name local files), and ``--host 0.0.0.0`` said
+    nothing of that (QA 7a L5)."""
+    import sys
+
+    print(f"clustersim explore: warning: listening on {host} port {port}, not on this machine "
+          "only: anyone who can reach it can open the page and run simulations here on "
+          "request; --host 127.0.0.1 (the default) keeps it to this machine",
+          file=sys.stderr, flush=True)
+
+
+def _announce(url: str, host: str) -> None:
+    """Print the URL to open (:func:`~clustersim.explorer.server.open_url`: the one printed
+    for ``--host 0.0.0.0`` was ``http://0.0.0.0:8050/``, not one to open, and for ``::``
+    the malformed ``http://:::8050/``)."""
+    where = (" on this machine (from another: this machine's address)"
+             if host.strip("[]") in ("0.0.0.0", "::", "") else "")
+    print(f"clustersim explore: {url}{where}  (Ctrl-C stops it)", flush=True)
 
 
 def _port(text: str) -> int:
@@ -259,14 +300,12 @@ def add_parser(sub: Any) -> None:
     from clustersim.cli import _jobs
 
     ex = sub.add_parser("explore", help="live what-if explorer in the browser (Dash)",
-                        description="Serve a live explorer of a scenario's sweep (simulated "
-                                    "at the given network factors) or of a Parquet table of "
-                                    "results: pick x, metric, colour and facet, fix the other "
-                                    "axes, compute new bandwidth/latency factors on request.")
+                        description=_DESCRIPTION)
     ex.add_argument("source", metavar="SCENARIO|RESULTS.parquet",
                     help="scenario YAML (or a shipped scenario's name), or a Parquet table")
-    ex.add_argument("--scenario", help="with a Parquet table: the scenario it was swept from, "
-                    "which computes new points")
+    ex.add_argument("--scenario", help="with a Parquet table (only): the scenario it was "
+                    "swept from, which computes new points, at its own values of the table's "
+                    "other axes")
     ex.add_argument("--bandwidth", metavar="FACTORS",
                     help="with a scenario: link bandwidth factors simulated at the start "
                     f"(default {_BANDWIDTHS})")

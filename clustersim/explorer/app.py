@@ -21,6 +21,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.explorer import chart
 from clustersim.explorer.chart import NONE, sort_key
+from clustersim.explorer.table import INPUTS
 
 __all__ = ["Explorer", "make_app", "figure", "options", "default_value", "page_factors", "NONE"]
 
@@ -51,6 +52,28 @@ class Explorer:
     #: stays until the next event instead of being overwritten by the next poll
     said: int = 0
 
+    def computed_at(self) -> dict[str, Any] | None:
+        """The values of the table's other axes (a sweep's ``workload.batch_per_worker``,
+        ``seed``, ...) that computed rows take: the scenario's own (:attr:`defaults`); None
+        when the table cannot grow.
+
+        Why not the values the page has fixed: a sweep applies its axes by its own rules (an
+        ``algorithm.X`` axis reaches each ``compare`` entry that takes X, variants, constraints,
+        a seed per point, through its executor and cache), which the what-if simulation of
+        the scenario does not; rows computed with the page's value set on the scenario would
+        be labelled with a sweep's axis value without having been simulated as the sweep
+        simulates it.  So new points stay at the scenario's values, and the page says so
+        (:func:`~clustersim.explorer.chart.no_rows`, :meth:`start`)."""
+        if self.compute is None:
+            return None
+        return {c: self.defaults[c] for c in self.inputs if c not in INPUTS
+                and self.defaults.get(c) is not None}
+
+    @property
+    def running(self) -> bool:
+        """Whether a computation is under way (read under :attr:`lock`)."""
+        return bool(self.todo) and self.done < self.todo
+
     def start(self, bw: float, lat: float) -> str:
         """Begin computing one cell in the background; a message for the page."""
         import pandas as pd
@@ -58,11 +81,20 @@ class Explorer:
         if self.compute is None:
             return "this table has no scenario: open a scenario to compute new points"
         have = self.table
-        if {"bandwidth_factor", "latency_factor"} <= set(have.columns) and (
-                (have["bandwidth_factor"] == bw) & (have["latency_factor"] == lat)).any():
-            return f"bandwidth {bw:g}x, latency {lat:g}x is already in the table"
+        at = self.computed_at() or {}
+        if {"bandwidth_factor", "latency_factor"} <= set(have.columns):
+            mask = (have["bandwidth_factor"] == bw) & (have["latency_factor"] == lat)
+            for col, val in at.items():  # the rows a computation would add: at these values
+                if col in have.columns:
+                    key = sort_key(val)
+                    mask &= have[col].map(lambda v, key=key: sort_key(v) == key).astype(bool)
+            if mask.any():
+                where = ", ".join(f"{c} {v}" for c, v in at.items())
+                where = (f" at {where} (the scenario's own: new points are computed there)"
+                         if where else "")
+                return f"bandwidth {bw:g}x, latency {lat:g}x is already in the table{where}"
         with self.lock:
-            if self.todo and self.done < self.todo:
+            if self.running:
                 return "a computation is already running"
             self.done, self.todo = 0, max(1, self.total())
             self.message = f"computing bandwidth {bw:g}x, latency {lat:g}x"
@@ -97,23 +129,34 @@ class Explorer:
 
 
 def page_factors(bw: Any, lat: Any) -> tuple[float, float]:
-    """The page's bandwidth and latency factors, checked as the command line checks them
-    (:func:`clustersim.cli._factors`: 0.001 to 1000) - the page once simulated 1e308x, which
-    the CLI refuses - or an :class:`InputError` that says the allowed range.  ``None`` is what
-    the page sends for an empty box or one that is not a number."""
+    """The page's bandwidth and latency factors (the text of its boxes), checked as the
+    command line checks them (:func:`clustersim.cli._factors`: 0.001 to 1000) - the page once
+    simulated 1e308x, which the CLI refuses - or an :class:`InputError` that says what to
+    give.
+
+    Why text boxes and not number inputs: a browser's number input sends nothing for an
+    empty box or ``xyz`` (the page then repeated the last value's error), and Chromium drops
+    a decimal comma (``2,5`` became 25, computed without a word: QA 7a M5, L7).  So the page
+    sends what was typed, and a comma is refused, naming the decimal point: ``2,5`` could
+    be 2.5 or the CLI's list of 2 and 5, and a guess would be a silent wrong factor."""
     from clustersim.cli import FACTOR_RANGE, _factors
 
+    lo, hi = FACTOR_RANGE
     out = []
     for what, val in (("bandwidth", bw), ("latency", lat)):
-        if val is None or isinstance(val, bool) or str(val).strip() == "":
-            lo, hi = FACTOR_RANGE
-            raise InputError(f"{what}: enter a factor from {lo:g} to {hi:g}")
+        text = "" if val is None or isinstance(val, bool) else str(val).strip()
+        ask = f"give a {what} factor ({lo:g} to {hi:g})"
+        if not text:
+            raise InputError(ask)
+        if "," in text:
+            raise InputError(f"{what}: give one factor, written with a decimal point (2.5, "
+                             f"not 2,5), not {text!r}")
         try:
-            vals = _factors(str(val), what)
+            vals = _factors(text, what)
         except InputError as exc:  # the CLI names its flag; the page's box has no "--"
-            raise InputError(exc.message.removeprefix("--")) from None
-        if len(vals) != 1:
-            raise InputError(f"{what}: give one factor, not {val!r}")
+            if "is outside" in exc.message:
+                raise InputError(exc.message.removeprefix("--")) from None
+            raise InputError(f"{what}: {text!r} is not a number: {ask}") from None
         out.append(vals[0])
     return out[0], out[1]
 
@@ -140,7 +183,8 @@ def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
 def figure(ex: Explorer, x: str, y: str, color: str, facet: str, fixed: dict[str, Any]) -> Any:
     """The chart for the current choices over the explorer's table
     (:func:`clustersim.explorer.chart.figure`)."""
-    return chart.figure(ex.table, ex.inputs, ex.metrics, x, y, color, facet, fixed)
+    return chart.figure(ex.table, ex.inputs, ex.metrics, x, y, color, facet, fixed,
+                        ex.computed_at())
 
 
 def make_app(ex: Explorer, title: str) -> Any:
@@ -158,8 +202,10 @@ def make_app(ex: Explorer, title: str) -> Any:
                         style={"width": "14em", "display": "inline-block", "marginRight": "1em"})
 
     def page() -> Any:
-        with ex.lock:
-            table, version, said, message = ex.table, ex.version, ex.said, ex.message
+        with ex.lock:  # a computation under way shows; a finished one's news is old news
+            table, version, said = ex.table, ex.version, ex.said
+            running, done, todo = ex.running, ex.done, ex.todo
+            message = ex.message if running else ""
         controls = []
         for col in ex.inputs:
             opts = options(table, col)
@@ -179,15 +225,16 @@ def make_app(ex: Explorer, title: str) -> Any:
             dcc.Graph(id="chart"),
             html.Div([
                 html.B("compute new points: "), "bandwidth x ",
-                # no min/max: the browser sends nothing for a number outside them, and the
-                # page could not say what the allowed range is (page_factors says it)
-                dcc.Input(id="bw", type="number", value=1.5, step="any",
-                          style={"width": "6em"}),
+                # text, not type=number: the page_factors docstring says why
+                dcc.Input(id="bw", type="text", inputMode="decimal", value="1.5",
+                          autoComplete="off", style={"width": "6em"}),
                 " latency x ",
-                dcc.Input(id="lat", type="number", value=1, step="any",
-                          style={"width": "6em"}),
+                dcc.Input(id="lat", type="text", inputMode="decimal", value="1",
+                          autoComplete="off", style={"width": "6em"}),
                 html.Button("compute", id="go", n_clicks=0, style={"marginLeft": "1em"}),
-                html.Progress(id="progress", value="0", max="1", style={"marginLeft": "1em"}),
+                html.Progress(id="progress", value=str(done) if running else "0",
+                              max=str(todo) if running else "1",
+                              style={"marginLeft": "1em"}),
                 html.Span(message, id="status", style={"marginLeft": "1em"}),
             ], style={"display": "block" if ex.compute else "none"}),
             dcc.Interval(id="tick", interval=500),
@@ -210,13 +257,21 @@ def make_app(ex: Explorer, title: str) -> Any:
         return [c in (x, color, facet) for c in ex.inputs]
 
     @app.callback(Output("status", "children", allow_duplicate=True),
+                  Output("progress", "value", allow_duplicate=True),
+                  Output("progress", "max", allow_duplicate=True),
                   Input("go", "n_clicks"), State("bw", "value"), State("lat", "value"),
                   prevent_initial_call=True)
     def _go(_n, bw, lat):
+        # the bar restarts with the answer: it showed the last computation's full bar while
+        # "computing" until the next poll, and all along when that one was quick (QA 7a L6)
         try:
-            return ex.start(*page_factors(bw, lat))
+            said = ex.start(*page_factors(bw, lat))
         except InputError as exc:
-            return str(exc)
+            return str(exc), no_update, no_update
+        if not said.startswith("computing "):  # refused: the bar stays as it was
+            return said, no_update, no_update
+        with ex.lock:
+            return said, str(ex.done), str(max(ex.todo, 1))
 
     @app.callback(Output("progress", "value"), Output("progress", "max"),
                   Output("status", "children"), Output("said", "data"),
@@ -230,7 +285,11 @@ def make_app(ex: Explorer, title: str) -> Any:
         # the message only when it changed since this page showed it: an answer of _go's
         # (an invalid factor) stays until the next event
         status = (msg, said) if said != heard else (no_update, no_update)
-        progress = (str(done), str(max(todo, 1)))
+        # the bar moves while a computation runs, and fills when it ends (with its rows);
+        # otherwise it is left as this page last set it
+        running = bool(todo) and done < todo
+        progress = ((str(done), str(max(todo, 1))) if running or ver != seen
+                    else (no_update, no_update))
         if ver == seen:  # nothing new: leave the chart (and the user's zoom) alone; an ALL
             # output takes one no_update per control (a bare one fails the whole callback)
             return (*progress, *status, no_update, [no_update] * len(ex.inputs))

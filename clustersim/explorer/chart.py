@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["NONE", "figure", "sort_key"]
+__all__ = ["NONE", "figure", "no_rows", "sort_key"]
 
 NONE = "(none)"
 HEIGHT = 560  # the chart without facets, and a facet grid of up to two rows (px)
@@ -50,32 +50,69 @@ def _named(col: str, val: Any) -> str:
     return f"{col} {val}"
 
 
+def no_rows(fixed: dict[str, Any], free: set[str],
+            computed_at: dict[str, Any] | None) -> str:
+    """What the chart says when the fixed values select no rows: the combination, and what
+    can be done about it.
+
+    ``computed_at``: the values of the table's other axes that new points are computed at
+    (the scenario's own; None: the table cannot grow).  Why not simply "compute it": with a
+    sweep's table, the page computes new network factors at the scenario's values of the
+    sweep's other axes only, so at another value (``workload.batch_per_worker 64`` where the
+    scenario has 128) computing answered "already in the table" and the chart stayed empty
+    (QA 7a M4).  The hint then names the values where computing helps."""
+    held = [_named(c, v) for c, v in fixed.items() if c not in free and v is not None]
+    head = f"no rows for {', '.join(held) or 'this choice'}"
+    if computed_at is None:
+        return f"{head}: pick another value"
+    off = [(c, v) for c, v in computed_at.items() if c in fixed and c not in free
+           and fixed[c] is not None and sort_key(fixed[c]) != sort_key(v)]
+    if not off:
+        return f"{head}: compute it or pick another value"
+    at = ", ".join(_named(c, v) for c, v in off)
+    return (f"{head}:<br>new points are computed at the scenario's own {at} only"
+            f"<br>(the sweep's other values come from 'clustersim sweep'):"
+            f"<br>fix {'them' if len(off) > 1 else 'it'} there and compute, "
+            "or pick another value")
+
+
 def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, color: str,
-           facet: str, fixed: dict[str, Any]) -> Any:
+           facet: str, fixed: dict[str, Any], computed_at: dict[str, Any] | None = None
+           ) -> Any:
     """The chart for the current choices (a plotly figure); a message in place of the chart
-    when the fixed values select no rows (a combination not computed, an empty table)."""
+    when the fixed values select no rows (a combination not computed, an empty table;
+    :func:`no_rows`).  A duration metric is drawn in the unit it reads in (hours, days:
+    :func:`~clustersim.explorer.table.time_scale`)."""
     import plotly.express as px
     import plotly.graph_objects as go
 
-    from clustersim.explorer.table import metric_title
+    from clustersim.explorer.table import metric_title, time_scale
 
     free = {x, color, facet} - {NONE}
     df = _slice(table, fixed, free)
     df = df[df[y].notna()] if y in df.columns else df.iloc[:0]
     if not len(df):
-        held = [_named(c, v) for c, v in fixed.items() if c not in free and v is not None]
         fig = go.Figure(layout={"template": "plotly_white", "height": HEIGHT,
                                 "xaxis": {"visible": False}, "yaxis": {"visible": False}})
-        fig.add_annotation(text=(f"no rows for {', '.join(held) or 'this choice'}: compute it "
-                                 "or pick another value"), showarrow=False, font={"size": 16},
-                           x=0.5, y=0.5, xref="paper", yref="paper")
+        fig.add_annotation(text=no_rows(fixed, free, computed_at), showarrow=False,
+                           font={"size": 16}, x=0.5, y=0.5, xref="paper", yref="paper")
         return fig
     order = [c for c in (color, facet, x) if c != NONE]
     df = df.iloc[sorted(range(len(df)), key=lambda i: [sort_key(df[c].iat[i]) for c in order])]
-    kw: dict[str, Any] = {"x": x, "y": y, "markers": True, "template": "plotly_white"}
+    titles: dict[str, tuple[str, str | None]] = {}
+    for col in dict.fromkeys(c for c in (x, y) if c in metrics or c == y):
+        scale = time_scale(col, df[col])
+        if scale is not None:  # the column and its interval, in that unit
+            size, word = scale
+            df = df.assign(**{c: df[c] / size for c in (col, f"{col}_lo", f"{col}_hi")
+                              if c in df.columns})
+        titles[col] = metric_title(col, scale[1] if scale else None)
+    kw: dict[str, Any] = {"x": x, "y": y, "markers": True, "template": "plotly_white",
+                          "labels": {c: t for c, (t, _f) in titles.items()}}
     if color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
         df = df.assign(_colour=df[color].astype(str))
-        kw.update(color="_colour", line_dash="_colour", labels={"_colour": color})
+        kw.update(color="_colour", line_dash="_colour")
+        kw["labels"]["_colour"] = color
     rows = 0
     if facet != NONE:
         rows = math.ceil(df[facet].nunique() / WRAP)
@@ -85,11 +122,11 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
         kw["error_y"] = df[f"{y}_hi"] - df[y]
         kw["error_y_minus"] = df[y] - df[f"{y}_lo"]
     fig = px.line(df, **kw)
-    title, fmt = metric_title(y)
+    title, fmt = titles[y]
     fig.update_yaxes(title_text=title, tickformat=fmt, rangemode="tozero")
     xtitle = x
     if x in metrics:
-        xtitle, xfmt = metric_title(x)
+        xtitle, xfmt = titles[x]
         fig.update_xaxes(title_text=xtitle, tickformat=xfmt)
     vals = sorted(df[x].unique(), key=sort_key) if x in inputs else []
     if x in ("workers", "bandwidth_factor", "latency_factor"):

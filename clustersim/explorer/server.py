@@ -20,7 +20,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["Served", "bind", "serve"]
+__all__ = ["Served", "bind", "serve", "open_url", "is_local"]
 
 
 def _quiet_handler() -> type:
@@ -41,12 +41,44 @@ class Served:
     def __init__(self, server: Any, thread: threading.Thread) -> None:
         self._server = server
         self._thread = thread
-        self.url = f"http://{server.host}:{server.port}/"
+        self.url = open_url(server.host, server.port)
 
     def stop(self) -> None:
         self._server.shutdown()
         self._thread.join(timeout=10)
         self._server.server_close()
+
+
+def open_url(host: str, port: int) -> str:
+    """The address a browser on this machine opens for a server on ``host:port``.
+
+    Why not ``http://HOST:PORT/``: ``0.0.0.0`` and ``::`` (every interface) are addresses to
+    listen on, not to open (``http://0.0.0.0:8050/`` fails in some browsers), and an IPv6
+    literal needs brackets (``--host ::`` printed ``http://:::8050/``).  So every interface
+    is opened at the loopback address of its family, and IPv6 is bracketed."""
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host.replace('%', '%25')}]"  # a zone id (fe80::1%eth0) escaped
+    return f"http://{host}:{port}/"
+
+
+def is_local(sock: socket.socket) -> bool:
+    """Whether a listening socket is reachable from this machine only (bound to a loopback
+    address): the explorer runs simulations for whoever opens its page, so listening
+    anywhere else is worth a warning."""
+    import ipaddress
+
+    addr = str(sock.getsockname()[0]).split("%")[0]
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return ip.is_loopback or bool(mapped and mapped.is_loopback)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -11,7 +11,10 @@ results):
   :class:`~clustersim.sim.metrics.PointMetrics` that is not an input - ``throughput``,
   ``efficiency``, ``speedup``, ``iteration_time``, ``compute``, ``comm``, ``wait``,
   ``comm_share``, ... and, where the scenario has a convergence profile, ``time_to_target``,
-  ``goodput``, ``statistical_efficiency``, ``steps_to_target``, ...;
+  ``goodput``, ``statistical_efficiency``, ``steps_to_target``, ...; where it emulates its
+  training (``run.convergence: emulate``), ``emulated_time_to_target`` and, beside it,
+  ``analytic_time_to_target`` (the analytic model's prediction for the same run), the names
+  ``predict --csv`` gives them;
 * uncertainty (optional): ``<metric>_lo`` / ``<metric>_hi``, the 90% interval over seeds.
 
 A table read from Parquet keeps its columns.  Which are inputs: the ones its schema metadata
@@ -26,6 +29,7 @@ integer like ``workers``, and taking it for an axis fixes the chart at one row.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,12 +37,16 @@ from typing import Any
 from clustersim.errors import InputError
 
 __all__ = ["INPUTS", "METRIC_NAMES", "sweep_table", "compute_cells", "read_table",
-           "split_columns", "metric_title", "sweep_meta"]
+           "split_columns", "metric_title", "time_scale", "sweep_meta", "EMULATED"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
 #: PointMetrics fields that are neither inputs nor metrics worth plotting
 _SKIP = {"algorithm", "workers", "interval", "tta_note", "seeds", "sim_events", "flows"}
+#: a point's ``emulation`` figures (:func:`clustersim.report.whatif_cells.simulate_cells`) as
+#: (column, key); the columns are ``predict --csv``'s names for them
+EMULATED = (("emulated_time_to_target", "time_to_target"),
+            ("analytic_time_to_target", "analytic_time_to_target"))
 #: columns that are always metrics: the sweep table's (:data:`clustersim.explore.points.METRICS`)
 #: and the numeric fields of a point (:func:`sweep_table`)
 METRIC_NAMES = frozenset({
@@ -48,7 +56,8 @@ METRIC_NAMES = frozenset({
     "makespan", "sim_events", "flows", "seeds", "warmup_steps", "measured_steps",
     "steps_to_target", "samples_to_target",
     "epochs_to_target", "time_to_target", "statistical_efficiency", "goodput", "devices",
-    "servers", "service_time", "saturation_workers", "speedup", "efficiency"})
+    "servers", "service_time", "saturation_workers", "speedup", "efficiency",
+    *(col for col, _key in EMULATED)})
 #: what a table must look like (said by every error about one)
 EXPECTED = ("explore reads a .parquet results table (from 'clustersim sweep': input columns "
             "such as algorithm, workers and the sweep's axes, and numeric metric columns such "
@@ -57,7 +66,13 @@ EXPECTED = ("explore reads a .parquet results table (from 'clustersim sweep': in
 
 def sweep_table(cells: dict[tuple[float, float], dict[str, list[dict[str, Any]]]]) -> Any:
     """A pandas DataFrame from ``{(bandwidth, latency): {algorithm: [point dicts]}}`` (the
-    ``cells`` of :func:`~clustersim.report.whatif.whatif_grid`), in a fixed row order."""
+    ``cells`` of :func:`~clustersim.report.whatif.whatif_grid`), in a fixed row order.
+
+    A point's ``emulation`` dict (its emulated training run) gives the columns
+    :data:`EMULATED` (NaN where the run never reached the target): the point's own
+    ``time_to_target`` is the analytic model's, empty when the scenario emulates, and the
+    table skipped dicts, so ``explore emulate_digits`` - a study of time to accuracy - had no
+    time-to-accuracy metric at all (QA 7a H1)."""
     import pandas as pd
 
     rows = []
@@ -71,6 +86,11 @@ def sweep_table(cells: dict[tuple[float, float], dict[str, list[dict[str, Any]]]
                     if key in _SKIP or isinstance(val, (str, dict)):
                         continue
                     row[key] = float("nan") if val is None else float(val)
+                emu = p.get("emulation")
+                if isinstance(emu, dict):
+                    for col, key in EMULATED:
+                        val = emu.get(key)
+                        row[col] = float("nan") if val is None else float(val)
                 for key, (lo, hi) in (p.get("interval") or {}).items():
                     row[f"{key}_lo"], row[f"{key}_hi"] = float(lo), float(hi)
                 rows.append(row)
@@ -189,21 +209,52 @@ _UNITS = (("_samples_per_s", "samples/s"), ("_per_s", "per s"), ("_fraction", "%
 _TITLES = {"iteration_time": "iteration time", "comm": "communication (exposed)",
            "comm_total": "communication (total)", "comm_share": "exposed communication",
            "efficiency": "scaling efficiency", "speedup": "speedup",
-           "time_to_target": "time to target accuracy"}
+           "time_to_target": "time to target accuracy",
+           "emulated_time_to_target": "emulated time to target",
+           "analytic_time_to_target": "analytic model's time to target, same run"}
 
 
-def metric_title(col: str) -> tuple[str, str | None]:
+def metric_title(col: str, unit: str | None = None) -> tuple[str, str | None]:
     """A metric's axis title with its unit, and a plotly tick format (None: the default):
     the tables hold SI values (seconds, samples/s, 0..1 fractions), which a raw column name
-    leaves the reader to guess."""
-    from clustersim.report.tables import TRAINING_CSV_COLUMNS
-
+    leaves the reader to guess.  ``unit``: the unit the values are shown in, when not the
+    table's (:func:`time_scale`)."""
     name = _TITLES.get(col, col.replace("_", " "))
     if col in ("efficiency", "speedup"):
         return (f"{name} (%)", ".0%") if col == "efficiency" else (f"{name} (x)", None)
+    own = _unit(col)
+    if own is None:
+        return name, None
+    fmt = {"%": ".0%", "samples/s": "~s", "bytes": "~s"}.get(own)
+    return f"{name} ({unit or own})", None if unit else fmt
+
+
+def _unit(col: str) -> str | None:
+    """The unit of a metric's values, from its CSV column's suffix (None: none known)."""
+    from clustersim.report.tables import TRAINING_CSV_COLUMNS
+
     csv = TRAINING_CSV_COLUMNS.get(col, "")
-    for suffix, unit in _UNITS:
-        if csv.endswith(suffix):
-            fmt = {"%": ".0%", "samples/s": "~s", "bytes": "~s"}.get(unit)
-            return f"{name} ({unit})", fmt
-    return name, None
+    return next((unit for suffix, unit in _UNITS if csv.endswith(suffix)), None)
+
+
+def time_scale(col: str, values: Iterable[Any]) -> tuple[float, str] | None:
+    """(seconds per unit, unit word) to show a duration metric in, when not seconds: the
+    unit the rest of the tool reads durations in (days, hours, minutes: the what-if page's
+    axes, :func:`clustersim.report.plot_axes.time_unit`; the tables'
+    :func:`clustersim.units.format_duration`).  Why: a time to target of 450,000 s showed as
+    "450k" seconds, which nobody reads as five days (QA 7a L4).  None: not a duration, or one
+    best read in seconds (an iteration time)."""
+    from clustersim.report.plot_axes import time_unit
+
+    if _unit(col) != "s":
+        return None
+    vals = []
+    for v in values:
+        try:
+            vals.append(float(v))
+        except (TypeError, ValueError):
+            continue
+    if not any(math.isfinite(v) and v > 0 for v in vals):
+        return None
+    size, word, _short = time_unit(vals)
+    return None if size == 1.0 else (size, word)
