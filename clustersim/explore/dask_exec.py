@@ -106,11 +106,14 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
     try:
         if address == "local":
             # dashboard on a free port: the default 8787 may be taken ("Port 8787 is
-            # already in use" warnings); nobody looks at this cluster's dashboard
+            # already in use" warnings); nobody looks at this cluster's dashboard.  Its
+            # worker processes log nothing below CRITICAL: stopped by a signal, a worker
+            # whose heartbeat met the closed scheduler printed an ERROR with a traceback
+            # under the command's one line (a task's own error reaches the client anyway)
             with _sigint_ignored():
                 cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1,
                                        processes=True, dashboard_address=":0",
-                                       silence_logs=40)
+                                       silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
             client = _connect(Client, address)
