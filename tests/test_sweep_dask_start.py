@@ -82,3 +82,27 @@ def test_a_sigterm_swallowed_by_a_callback_still_ends_the_command(tmp_path: Path
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "-j", "1", "-q",
                  "--no-cache", "--chunk", "1"]) == 143
     assert fired and not (tmp_path / "o" / "sweep.csv").exists()
+
+
+def test_the_local_clusters_workers_log_nothing_below_critical(tmp_path: Path) -> None:
+    """A worker process's ERROR lines reached the command's stderr: stopped by a signal on
+    a loaded machine, a worker whose heartbeat met the closed scheduler printed a traceback
+    under the command's one line.  A LocalCluster started as the sweep starts it prints no
+    ERROR line its workers log."""
+    pytest.importorskip("dask.distributed")
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import logging\n"
+        "from dask.distributed import Client\n"
+        "from clustersim.explore.dask_exec import LOCAL_CLUSTER\n"
+        "def f(x):\n"
+        "    logging.getLogger('distributed.worker').error('WORKER-ERROR-LINE')\n"
+        "    return x\n"
+        "if __name__ == '__main__':\n"
+        "    from dask.distributed import LocalCluster\n"
+        "    with LocalCluster(n_workers=1, **LOCAL_CLUSTER) as c, Client(c) as cl:\n"
+        "        print(cl.submit(f, 7).result())\n")
+    r = subprocess.run([os.sys.executable, str(script)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "7", r.stderr[-2000:]
+    assert "WORKER-ERROR-LINE" not in r.stderr

@@ -111,9 +111,7 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             # whose heartbeat met the closed scheduler printed an ERROR with a traceback
             # under the command's one line (a task's own error reaches the client anyway)
             with _sigint_ignored():
-                cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1,
-                                       processes=True, dashboard_address=":0",
-                                       silence_logs=logging.CRITICAL)
+                cluster = LocalCluster(n_workers=max(1, jobs), **LOCAL_CLUSTER)
             client = Client(cluster)
         else:
             client = _connect(Client, address)
@@ -151,6 +149,11 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             # ending, and a half-started cluster's exit hooks logged "reaping stray process"
             # and "Worker process ... was killed" under its one line
             logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+#: how ``--dask local`` starts its LocalCluster (besides the worker count; see run_dask)
+LOCAL_CLUSTER: dict[str, Any] = {"threads_per_worker": 1, "processes": True,
+                                 "dashboard_address": ":0", "silence_logs": logging.CRITICAL}
 
 
 def _quiet_close_at_exit() -> None:
