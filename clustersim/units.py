@@ -212,12 +212,13 @@ def format_duration(seconds: float | None, like: float | None = None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "never"
     ref = seconds if like is None or not math.isfinite(like) else like
+    ref = float(f"{ref:.3g}")  # rounded first: 59.97 s is 1.00 min, 9.996 s is 10.0 s
     name, size = next(((n, z) for n, z in DURATION_UNITS if abs(ref) >= z), DURATION_UNITS[-1])
     if abs(ref) < 1.0:  # below a second: significant figures (0.0012 s, not 0.00120 s)
         return f"{seconds / size:.3g} {name}"
     # fixed decimals for 3 significant figures of ``ref``: "15.0 d [14.4 d, 16.5 d]", not
     # "15 d [...]"; thousands grouped, never an exponent ("5,010 d", not "5.01e+03 d")
-    lead = math.floor(math.log10(abs(ref) / size))
+    lead = math.floor(math.log10(float(f"{abs(ref) / size:.3g}")))
     return f"{seconds / size:,.{max(0, 2 - lead)}f} {name}"
 
 

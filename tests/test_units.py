@@ -80,6 +80,12 @@ def test_format_duration_reads_at_a_glance_and_bands_share_the_median_unit() -> 
     assert format_duration(5010 * 86400) == "5,010 d"  # was "5.01e+03 d"
     assert format_duration(4646 * 86400, like=5010 * 86400) == "4,646 d"
     assert format_duration(0.0012) == "0.0012 s"
+    # rounded before the unit and the decimals are chosen (had read "10.00 s", "60.0 s",
+    # "60.0 min", and "1 s" for 0.9996 s beside "1.00 s" for 1 s)
+    assert format_duration(9.996) == "10.0 s"
+    assert format_duration(59.97) == "1.00 min"
+    assert format_duration(3599.9) == "1.00 h"
+    assert format_duration(0.9996) == format_duration(1.0) == "1.00 s"
     assert format_duration(None) == format_duration(float("inf")) == "never"
     # an interval's end beside its median: the median's unit and decimals (was "22 h")
     assert format_duration(22 * 3600, like=22.8 * 3600) == "22.0 h"

@@ -82,7 +82,8 @@ def test_factors_take_the_pages_own_spelling():
     ("1_0", "not '1_0'"),  # Python's float() read it as 10: a typo of 1,0 made a 10x page
     ("0x10", "not '0x10'"),
     ("0.5,1,0.5", "the factor '0.5' is given twice"),
-    (",".join(str(2 ** k) for k in range(-6, 7)), "13 factors, at most 12"),
+    (",".join(str(2 ** k) for k in range(-6, 7)), "13 factors with 1x, at most 12"),
+    (",".join(str(k) for k in range(2, 14)), "13 factors with 1x, at most 12"),
 ])
 def test_whatif_factors_are_plain_distinct_and_few(tmp_path, capsys, text, words):
     """151 factors had been accepted (41 s, a 7 MB page, tick labels running together)."""
@@ -164,3 +165,25 @@ def test_page_figures_bands_rings_and_palette():
             assert lo <= min(ys) and max(ys) <= hi  # every position's data, bands included
     assert wrap_title("a " * 40)[1] == 2
     assert len({series_style(i)[0] for i in range(20)}) == 20
+
+
+def test_factor_axis_labels_do_not_crowd_and_one_worker_count_charts_throughput():
+    """Within the cap, clustered factors (1, 2, 3, 4 between 0.001 and 1000) ran their tick
+    labels together; a sweep of one worker count drew efficiency as flat lines at 100 %."""
+    from clustersim.report.whatif import _factor_ticks, _training_figures
+
+    assert _factor_ticks([0.001, 1, 2, 3, 4, 1000]) == [0.001, 1.0, 4, 1000]
+    assert _factor_ticks([0.001, 0.01, 0.1, 1, 10, 100, 1000, 2, 3, 4, 5, 6]) == [
+        0.001, 0.01, 0.1, 1.0, 10, 100, 1000]
+    assert _factor_ticks([0.25, 0.5, 1, 2, 4]) == [0.25, 0.5, 1.0, 2, 4]  # all fit
+    scn = parse_scenario({**SMALL, "sweep": {"workers": [4]}})
+    grid = whatif_grid(scn, [0.5, 2.0], [10.0], jobs=1)
+    combos = grid_points(grid["bandwidths"], grid["latencies"])
+    figs, owners = _training_figures(scn, grid, combos)
+    titles = [f.layout.title.text for f in figs]
+    assert not any("fficiency" in t for t in titles), titles
+    bw = next(f for f in figs if "vs link bandwidth" in f.layout.title.text)
+    assert bw.layout.title.text.startswith("Throughput at 4 workers")
+    line = next(t for t in bw.data if t.mode == "lines+markers")
+    thr = {c: grid["cells"][c][line.legendgroup][-1]["throughput"] for c in combos}
+    assert list(line.y) == [thr[(b, 1.0)] for b in (0.5, 1.0, 2.0)]

@@ -87,10 +87,10 @@ def add_parser(sub: Any) -> None:
     wi.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     wi.add_argument("-o", "--output", default="whatif.html", help="HTML file (default %(default)s)")
     wi.add_argument("--bandwidth", default="0.25,0.5,1,2,4", metavar="FACTORS",
-                    help="link bandwidth factors, each 0.001 to 1000 and once, at most 12 "
+                    help="link bandwidth factors, each 0.001 to 1000 and once, at most 12 with 1x "
                          "(default %(default)s)")
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
-                    help="link latency factors, each 0.001 to 1000 and once, at most 12 "
+                    help="link latency factors, each 0.001 to 1000 and once, at most 12 with 1x "
                          "(default %(default)s)")
     wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
     wi.add_argument("--set", action="append", metavar="KEY=VALUE",

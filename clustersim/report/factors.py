@@ -19,7 +19,7 @@ __all__ = ["FACTOR_RANGE", "MAX_FACTORS", "parse_factors"]
 #: scenario's own figure (beyond that the links are no longer links: 1e-300 gave throughputs
 #: of 1e-297 samples/s, and ``inf`` a cell the page could not show)
 FACTOR_RANGE = (1e-3, 1e3)
-#: the most factors one axis (bandwidth or latency) may have
+#: the most factors one axis (bandwidth or latency) may have, its 1x included
 MAX_FACTORS = 12
 #: a plain decimal number with an optional ``x``: no ``1_0`` (Python reads it as 10, a typo
 #: of ``1,0`` became a 10x page), no hex, no ``nan``/``inf``
@@ -29,7 +29,7 @@ _NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?[xX]?|[0-9]+\.[xX]?")
 def parse_factors(text: str, what: str) -> list[float]:
     """``--bandwidth``/``--latency``: comma-separated factors, each a number with an optional
     ``x`` (``0.25,0.5x,2``, as the page writes them), within :data:`FACTOR_RANGE`, each once,
-    at most :data:`MAX_FACTORS`."""
+    at most :data:`MAX_FACTORS` with the 1x the page always has."""
     lo, hi = FACTOR_RANGE
     items = [x.strip() for x in str(text).split(",")]
     vals: list[float] = []
@@ -45,8 +45,10 @@ def parse_factors(text: str, what: str) -> list[float]:
             raise InputError(f"--{what}: the factor {item!r} is given twice in {text!r}; "
                              "each factor once")
         vals.append(v)
-    if len(vals) > MAX_FACTORS:
-        raise InputError(f"--{what}: {len(vals)} factors, at most {MAX_FACTORS} (each is a "
-                         "whole sweep of the scenario and a button of the page); for a finer "
-                         "scan, sweep a field with 'clustersim sweep' (docs/exploration.md)")
+    shown = len({*vals, 1.0})  # the page always has the scenario's own 1x
+    if shown > MAX_FACTORS:
+        raise InputError(f"--{what}: {shown} factors with 1x, at most {MAX_FACTORS} (each is "
+                         "a whole sweep of the scenario and a button of the page); for a "
+                         "finer scan, sweep a field with 'clustersim sweep' "
+                         "(docs/exploration.md)")
     return vals

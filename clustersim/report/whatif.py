@@ -21,6 +21,7 @@ simulator core never pulls it in.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -196,9 +197,15 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                               "xanchor": "right"})
 
     figs = [thr, eff, brk]
+    # one worker count: efficiency is 100 % by definition (flat lines at 100): no efficiency
+    # chart, and the factor charts show throughput
+    single = len(ticks) == 1
+    if single:
+        figs, owners = [thr, brk], [owners[0], owners[2]]
     for axis, values in (("bandwidth", grid["bandwidths"]), ("latency", grid["latencies"])):
         if len(values) > 1:  # one factor: a chart of one dot per series says nothing
-            fig, own = _factor_figure(go, grid, combos, axis, style, names, largest)
+            fig, own = _factor_figure(go, grid, combos, axis, style, names, largest,
+                                      "throughput" if single else "efficiency")
             figs.append(fig)
             owners.append(own)
     tta = tta_figure(go, grid, combos, algs, names, style, xw, _LAYOUT)
@@ -208,40 +215,64 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     return figs, owners
 
 
+def _factor_ticks(values: Sequence[float]) -> list[float]:
+    """The factors labelled on a factor axis: 1x, then powers of ten, then 2 and 5 times
+    them, then the others, nearest to 1x first, each at least a tenth of the axis's log span
+    from every label kept (clustered factors - 1, 2, 3, 4 between 0.001 and 1000 - had run
+    their labels together); the others are points with the factor in their hover."""
+    logs = {f: math.log10(f) for f in values}
+    gap = max(max(logs.values()) - min(logs.values()), 0.3) / 10
+
+    def round_first(f: float) -> tuple[int, float, float]:  # 10^k, then 2 and 5 x 10^k
+        mant = round(f / 10.0 ** math.floor(logs[f] + 1e-9), 9)
+        return (0 if mant == 1 else 1 if mant in (2, 5) else 2), abs(logs[f]), f
+
+    kept = [1.0] if 1.0 in logs else []
+    for f in sorted(values, key=round_first):
+        if all(abs(logs[f] - logs[k]) >= gap for k in kept):
+            kept.append(f)
+    return sorted(kept)
+
+
 def _factor_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, float]],
                    axis: str, style: dict[str, tuple[str, str]], names: dict[str, str],
-                   largest: int) -> tuple[Any, list[int]]:
-    """Efficiency at the largest point against one factor (the other at 1x): "does the
-    network matter?".  The lines show every factor at once; a ring marks the position the
-    panel shows (one trace per position), so the chart follows the panel like the others."""
+                   largest: int, metric: str = "efficiency") -> tuple[Any, list[int]]:
+    """Efficiency (``metric``: throughput, for a sweep of one worker count) at the largest
+    point against one factor (the other at 1x): "does the network matter?".  The lines
+    show every factor at once; a ring marks the position the panel shows (one trace per
+    position), so the chart follows the panel like the others."""
     values = grid["bandwidths" if axis == "bandwidth" else "latencies"]
     at = {f: ((f, 1.0) if axis == "bandwidth" else (1.0, f)) for f in values}
+    scale, unit, fmt = ((100.0, "efficiency (%)", ".1f}%") if metric == "efficiency"
+                        else (1.0, "samples/s", ",.0f} samples/s"))
     fig, own = go.Figure(), []
     for a in style:
         color, dash = style[a]
-        ys = [100 * grid["cells"][at[f]][a][-1]["efficiency"] for f in values]
+        ys = [scale * grid["cells"][at[f]][a][-1][metric] for f in values]
         fig.add_trace(go.Scatter(x=list(values), y=ys, name=names[a], mode="lines+markers",
                                  line={"color": color, "dash": dash, "width": 2.5},
                                  legendgroup=a,
-                                 hovertemplate=f"{axis} %{{x}}x: %{{y:.1f}}%<extra></extra>"))
+                                 hovertemplate=f"{axis} %{{x}}x: %{{y:{fmt}<extra></extra>"))
         own.append(-1)
         for k, cell in enumerate(combos):
             f = cell[0] if axis == "bandwidth" else cell[1]
             if at.get(f) != cell:
                 continue  # a position of the other factor: not on this chart
             fig.add_trace(go.Scatter(
-                x=[f], y=[100 * grid["cells"][cell][a][-1]["efficiency"]], mode="markers",
+                x=[f], y=[scale * grid["cells"][cell][a][-1][metric]], mode="markers",
                 marker={"color": color, "symbol": "circle-open", "size": 14,
                         "line": {"width": 2}},
                 showlegend=False, legendgroup=a, hoverinfo="skip"))
             own.append(k)
     other = "latency" if axis == "bandwidth" else "bandwidth"
-    fig.update_layout(_LAYOUT, title={"text": f"Efficiency at {largest:,} workers vs link "
+    what = "Efficiency" if metric == "efficiency" else "Throughput"
+    ticks = _factor_ticks(values)
+    fig.update_layout(_LAYOUT, title={"text": f"{what} at {largest:,} workers vs link "
                                               f"{axis} ({other} 1x; ring: the panel's)"},
                       xaxis={"title": {"text": f"link {axis} (x scenario)"}, "type": "log",
-                             "tickvals": list(values),
-                             "ticktext": [factor_label(b) for b in values]},
-                      yaxis={"title": {"text": "efficiency (%)"}, "rangemode": "tozero"})
+                             "tickvals": ticks, "ticktext": [factor_label(b) for b in ticks],
+                             "tickangle": 0},
+                      yaxis={"title": {"text": unit}, "rangemode": "tozero"})
     return fig, own
 
 
