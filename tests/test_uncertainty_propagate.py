@@ -493,3 +493,22 @@ def test_csv_carries_the_bands_beside_each_point(tmp_path):
             assert float(r[f"efficiency_fraction_{q}"]) == b["efficiency"][q]
             assert float(r[f"iteration_time_s_{q}"]) == b["iteration_time"][q]
         assert float(r["efficiency_fraction_p05"]) <= float(r["efficiency_fraction_p95"])
+
+
+def test_one_worker_count_has_no_efficiency_band(tmp_path):
+    """A sweep of one worker count is 100 % efficient and 1x by definition: its band read
+    "100.0% [100.0%, 100.0%]" (pushing time to target out of an 80-column table) and the
+    band chart drew a flat efficiency panel."""
+    import json
+
+    from clustersim.cli import main
+
+    args = ["predict", "theano_mpi_alexnet", "--set", "compare=[]", "--set",
+            "sweep.workers=[8]", "--uncertainty", "2", "-q", "-j", "1", "--no-band",
+            "--json", str(tmp_path / "u.json"), "--uncertainty-plot", str(tmp_path / "u.html")]
+    assert main(args) == 0
+    rows = json.loads((tmp_path / "u.json").read_text())["uncertainty"]["algorithms"]
+    (row,) = rows["nccl32"]
+    assert "efficiency" not in row and "speedup" not in row and "throughput" in row
+    page = (tmp_path / "u.html").read_text()
+    assert page.count("Plotly.newPlot") == 1 and "scaling efficiency" not in page

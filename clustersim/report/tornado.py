@@ -102,6 +102,8 @@ def band_figures(name: str, unc: Mapping[str, Any],
                                      mode="lines+markers", legendgroup=title,
                                      line={"color": c, "dash": DASHES[k % len(DASHES)]},
                                      name=f"{_esc(title)} median"))
+        if not fig.data:  # no algorithm has this band (efficiency of one worker count)
+            continue
         axis_title, fmt = _BAND_AXES.get(key, (key, ""))
         # the worker counts themselves as ticks: a bare log axis read "9 1 2 3 ... 9"
         xaxis = {"title": "workers", "type": "log", "tickvals": sorted(ticks),

@@ -381,6 +381,8 @@ def band(results: Sequence[Mapping[str, Sequence[Any]]]
         for i, p in enumerate(pts):
             bands = {}
             for key, _what in HEADLINE:
+                if len(pts) < 2 and key in ("efficiency", "speedup"):
+                    continue  # one worker count: 100 % and 1x by definition, no band
                 vals = [r[title][i].__dict__.get(key) for r in results]
                 if all(v is None for v in vals) and key != "time_to_target":
                     continue
