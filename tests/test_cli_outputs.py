@@ -233,3 +233,21 @@ def test_seed_intervals_have_a_legend(capsys):
     assert main([*args, "--set", "run.repeats=1"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "seed 0" in text and "[..]" not in text
+
+
+def test_seed_legend_describes_the_cases_that_were_repeated(tmp_path, capsys):
+    """The legend and header had read the base case's repeats and jitter (3 seeds, jitter
+    0) beside the intervals of a variant that ran 5 seeds with jitter 0.05."""
+    f = tmp_path / "v.yaml"
+    f.write_text("name: v\nplatform: dgx1_edr8\nworkload: {model: resnet50, "
+                 "batch_per_worker: 32}\nalgorithm: {name: bsp}\nsweep:\n  workers: [8]\n"
+                 "run: {iterations: 2, warmup: 1, repeats: 3}\nvariants:\n"
+                 "  - {label: noisy, set: {workload.jitter: 0.05, run.repeats: 5, "
+                 "run.seed: 10}}\n")
+    assert main(["predict", str(f), "--no-band", "-j", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seeds 10-14" in text and "over the 5 seeds (run.repeats, compute jitter 0.05)" in text
+    f.write_text(f.read_text() + "  - {label: calm, set: {workload.jitter: 0.01}}\n")
+    assert main(["predict", str(f), "--no-band", "-j", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seeds per case" in text and "over each case's seeds" in text

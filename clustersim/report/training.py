@@ -58,12 +58,36 @@ def _repeated(result: Any) -> bool:
     return any(p.interval for pts in result.points.values() for p in pts)
 
 
+def _runs(scn: Any, result: Any) -> set[tuple[int, int, float]]:
+    """(first seed, seeds, jitter) of every case whose points have seed intervals: a
+    variant may set its own (the legend had described the base case's)."""
+    from clustersim.sim.sweep import sweep_cases
+
+    shown = {t for t, pts in result.points.items() if any(p.interval for p in pts)}
+    return {(s.run.seed, s.run.repeats, s.workload.jitter)
+            for t, s, _alg in sweep_cases(scn) if t in shown}
+
+
 def _seeds(scn: Any, result: Any) -> str:
-    """``seed 0``, or ``seeds 0-2`` for a run repeated over seeds."""
-    s = scn.run.seed
-    if _repeated(result):
-        return f"seeds {s}-{s + scn.run.repeats - 1}"
-    return f"seed {s}"
+    """``seed 0``; ``seeds 0-2`` for a run repeated over seeds; ``seeds per case`` when the
+    repeated cases differ."""
+    runs = _runs(scn, result) if _repeated(result) else set()
+    if len(runs) == 1:
+        (s, n, _j), = runs
+        return f"seeds {s}-{s + n - 1}"
+    return "seeds per case (run.seed, run.repeats)" if runs else f"seed {scn.run.seed}"
+
+
+def _legend(scn: Any, result: Any) -> str:
+    """What the ``[..]`` of the tables are: over how many seeds, with which jitter."""
+    runs = _runs(scn, result)
+    if len(runs) == 1:
+        (_s, n, j), = runs
+        over = f"the {n} seeds (run.repeats, compute jitter {j:g})"
+    else:
+        over = "each case's seeds (its run.repeats and compute jitter)"
+    return f"\\[..]: 5th-95th percentile over {over}, the figure before it their mean; the " \
+           "inputs fixed"
 
 
 def _interval(p: Any, key: str, fmt) -> str:
@@ -113,9 +137,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         if line:
             console.print(f"[dim]{escape(line)}[/dim]")
     if _repeated(result):  # say what the [..] are (they had no legend without --uncertainty)
-        console.print(f"[dim]\\[..]: 5th-95th percentile over the {scn.run.repeats} seeds "
-                      f"(run.repeats, compute jitter {scn.workload.jitter:g}), the figure "
-                      "before it their mean; the inputs fixed[/dim]")
+        console.print(f"[dim]{_legend(scn, result)}[/dim]")
     from clustersim.sim.runwindow import stretched
 
     for title, (warm, measured, n) in stretched(scn).items():
