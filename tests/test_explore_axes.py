@@ -165,7 +165,7 @@ def test_constraints_that_leave_no_point_are_an_input_error() -> None:
 def test_seed_means_keep_a_count_whole() -> None:
     """With run.repeats the master's figures are averaged over seeds; ``servers`` (the same
     count in each) came out 1.0, a float column in the table."""
-    from clustersim.explore.points import _mean_figures
+    from clustersim.explore.saturation import mean_figures as _mean_figures
 
     out = _mean_figures([{"servers": 1, "service_time": 0.02, "saturation_workers": None},
                          {"servers": 1, "service_time": 0.04, "saturation_workers": 9.0}])

@@ -177,8 +177,13 @@ def test_the_cap_is_on_the_points_that_run_not_on_n(tmp_path: Path, capsys,
     path = _scenario(tmp_path, "  workers: [1, 2]\n  axes:\n"
                                "    workload.batch_per_worker: [16, 32, 64]\n")
     monkeypatch.setattr(points, "MAX_POINTS", 10)  # 6 design points x 2 cases = 12 > 10
+    built = []
+    real = points.Point
+    monkeypatch.setattr(points, "Point", lambda *a: built.append(a) or real(*a))
     err = _refused(capsys, _sweep(path, tmp_path / "o"))
     assert "more than 10 points (6 design points x 2 cases" in err, err
+    assert built == []  # every axis reaches every case: refused before a point is built
+    monkeypatch.setattr(points, "Point", real)
     monkeypatch.setattr(points, "MAX_POINTS", 12)
     assert _sweep(path, tmp_path / "o", "-q") == 0
 

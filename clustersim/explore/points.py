@@ -151,6 +151,9 @@ def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
         raise locate(study, exc) from None
     distinct = {json.dumps(list(v.items()), default=str) for v in values_list}
     counts = DesignCounts(excluded, len(values_list) - len(distinct))
+    if all(axis_target(c, k) is not None for c in study.cases for k in study.spec.names
+           if k != WORKERS):  # every case runs every distinct point: the count is known
+        _cap(study, len(distinct) * len(study.cases), len(values_list))
     out = []
     for ci, case in enumerate(study.cases):
         seen: set[str] = set()
@@ -164,12 +167,18 @@ def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
             seen.add(key)
             out.append(Point(len(out), ci, values.get(WORKERS), sets))
             if len(out) > MAX_POINTS:  # the cap is on what runs: the design x the cases
-                raise locate(study, InputError(
-                    f"the sweep has more than {MAX_POINTS:,} points ({len(values_list):,} "
-                    f"design points x {len(study.cases)} cases: each algorithm of each "
-                    "variant runs the design); sample fewer (sweep.sample.n), use fewer "
-                    "values or compare fewer algorithms", path=("sweep",)))
+                _cap(study, len(out), len(values_list))
     return out, counts
+
+
+def _cap(study: Study, total: int, design: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_POINTS` points (``total`` so far or in all)."""
+    if total > MAX_POINTS:
+        raise locate(study, InputError(
+            f"the sweep has more than {MAX_POINTS:,} points ({design:,} design points x "
+            f"{len(study.cases)} cases: each algorithm of each variant runs the design); "
+            "sample fewer (sweep.sample.n), use fewer values or compare fewer algorithms",
+            path=("sweep",)))
 
 
 def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
@@ -320,7 +329,7 @@ def no_machine(scn: Any, alg: Any, workers: int) -> str | None:
 
 def run_point(study: Study, point: Point) -> dict[str, Any]:
     """Simulate one point: ``{metric: value}`` (JSON values), or ``{"skipped": why}``."""
-    from clustersim.explore.saturation import master_figures
+    from clustersim.explore.saturation import master_figures, mean_figures
     from clustersim.sim.metrics import summarize
     from clustersim.sim.runwindow import aligned_run
     from clustersim.sim.sweep import simulate_point
@@ -356,28 +365,13 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
     row["measured_steps"] = ran.iterations - ran.warmup
     if ran is not scn.run:
         row["stretched"] = [scn.run.warmup, scn.run.iterations - scn.run.warmup]
-    row.update(figures[0] if repeats == 1 else _mean_figures(figures))
+    row.update(figures[0] if repeats == 1 else mean_figures(figures))
     for key, (lo, hi) in sorted(m.interval.items()):
         row[f"{key}_lo"], row[f"{key}_hi"] = lo, hi
     row["workers"] = w
     row["algorithm"] = alg.title
     row["seed"] = seed
     return json.loads(json.dumps(row, default=float))
-
-
-def _mean_figures(figs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The master's figures over the seeds: means, but a count the same in every seed
-    (``servers``) stays that whole number (a mean made it 1.0, a float column)."""
-    out: dict[str, Any] = {}
-    for k in figs[0]:
-        vals = [f[k] for f in figs if f[k] is not None]
-        if len(vals) != len(figs):
-            out[k] = None
-        elif all(type(v) is int for v in vals) and len(set(vals)) == 1:
-            out[k] = vals[0]
-        else:
-            out[k] = sum(vals) / len(vals)
-    return out
 
 
 def run_chunk(study: Study, chunk: Sequence[Point], freeze: bool = True

@@ -53,7 +53,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["master_figures", "master_knee", "saturation_summary", "saturation_text"]
+__all__ = ["master_figures", "master_knee", "mean_figures", "saturation_summary", "saturation_text"]
 
 #: the smallest point counts as past the knee when it has this many times the knee's workers:
 #: nearer, the throughput curve is still bending (2% compute noise rounds the knee) and the
@@ -166,3 +166,18 @@ def saturation_text(w_star: float, service: float, step: float, workers: int) ->
         return f"{past}, at ~{w_star:,.0f} workers or fewer: {why}"
     return (f"master saturates at ~{w_star:,.0f} workers: {why} (measured at {workers} "
             f"workers); throughput stops growing beyond ~{w_star:,.0f} workers")
+
+
+def mean_figures(figs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The master's figures over the seeds: means, but a count the same in every seed
+    (``servers``) stays that whole number (a mean made it 1.0, a float column)."""
+    out: dict[str, Any] = {}
+    for k in figs[0]:
+        vals = [f[k] for f in figs if f[k] is not None]
+        if len(vals) != len(figs):
+            out[k] = None
+        elif all(type(v) is int for v in vals) and len(set(vals)) == 1:
+            out[k] = vals[0]
+        else:
+            out[k] = sum(vals) / len(vals)
+    return out
