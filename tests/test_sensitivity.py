@@ -130,3 +130,13 @@ def test_an_algorithm_name_shared_by_several_cases_is_refused():
     out, title = focus_raw(LineDict(raw), "gosgd")
     assert title == "g" and out["algorithm"]["name"] == "gosgd"
     assert focus_raw(LineDict(raw), "b")[1] == "b"
+
+
+def test_quiet_indices_shown_nowhere_are_refused(capsys):
+    """sensitivity -q without --json or --plot ran every simulation and printed nothing."""
+    from clustersim.cli import main
+
+    assert main(["sensitivity", "theano_mpi_alexnet", "-q", "-n", "2", "--method",
+                 "morris"]) == 2
+    err = capsys.readouterr().err
+    assert "shows the indices nowhere" in err and err.count("\n") == 1

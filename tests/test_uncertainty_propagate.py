@@ -179,7 +179,7 @@ def test_a_profile_that_applies_to_nothing_is_refused_and_q_is_quiet(tmp_path, c
     assert "device 'h200_rank'" in err and "'knl_core'" in err
     # sensitivity samples the profile instead of applying it once: it ignored it, exit 0
     assert main(["sensitivity", "knl_4253", "--calibration", str(h200), "-n", "2",
-                 "-q"]) == 2
+                 "-q", "--json", str(tmp_path / "s.json")]) == 2
     assert "applies to nothing in platform 'cori_knl_cores'" in capsys.readouterr().err
     prof = tmp_path / "p.yaml"
     prof.write_text(_SHM)

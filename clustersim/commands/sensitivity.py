@@ -37,6 +37,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     if scn.workload is None:
         raise InputError("sensitivity needs a training scenario ('workload' and 'algorithm')")
     check_outputs({"--json": args.json, "--plot": args.plot})
+    if args.quiet and not (args.json or args.plot):  # every simulation run, shown nowhere
+        raise InputError("-q shows the indices nowhere: add --json FILE or --plot FILE, or "
+                         "leave out -q")
     profile = None
     if args.calibration:
         from clustersim.calibration.applyprofile import load_applicable, profile_identity
