@@ -267,3 +267,10 @@ def test_variant_labels_collide_at_the_parse(tmp_path, capsys, labels, bad, line
     head, _, tail = p.read_text().rpartition(f"label: {labels[-1]},")
     p.write_text(f"{head}label: other,{tail}")
     assert run_cli(capsys, "validate", str(p))[0] == 0
+
+
+def test_an_empty_worker_list_without_axes_is_refused(capsys):
+    """sweep.workers: [] with no sweep.axes ran every device of the platform, unsaid (QA 8)."""
+    code, out, err = run_cli(capsys, "predict", "theano_mpi_alexnet", "--set",
+                             "sweep.workers=[]", "-q")
+    assert code == 2 and "sweep.workers: must list at least one worker count" in err

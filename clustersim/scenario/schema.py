@@ -191,6 +191,10 @@ def _parse_sweep(raw: Any) -> SweepSpec:
                             nonempty=False))
     if list(workers) != sorted(set(workers)):
         raise InputError("must be increasing without repeats", path=(*path, "workers"))
+    if not workers and not axes:  # [] ran every device of the platform, without a word
+        raise InputError("must list at least one worker count (or give sweep.axes, whose "
+                         "points run at every device unless 'workers' is an axis)",
+                         path=(*path, "workers"))
     at: dict[int, Mapping[str, Any]] = {}
     raw_at = s.get("at", default=None)
     if raw_at is not None:
