@@ -138,10 +138,12 @@ def test_constraints_cannot_compute_huge_values(constraint, needle) -> None:
 @pytest.mark.parametrize("constraint, needle", [
     ("2 ** 1330 > workers", "a power of 401 digits (at most 400)"),  # 401 > 400, said so
     ("0.5 ** -10000 > workers", "a power of 3,011 digits"),
-    ("10.0 ** 308.5 > workers", "cannot be evaluated at {workers=1}: a number too large for a "
-                                "float"),  # not "(34, 'Numerical result out of range')"
+    ("10.0 ** 308.5 > workers", "cannot be evaluated at {workers=1}: a number beyond a "
+                                "float's range"),  # not "(34, 'Numerical result out of range')"
     ("1 << 10000 > workers", "uses <<; allowed"),  # not "uses BinOp"
     ("workers is 1", "uses is; allowed"),
+    ("abs(workers) > 1", "uses a function call; allowed"),  # not "uses Call"
+    ("(workers if 1 else 2) > 1", "uses if-else; allowed"),  # not "uses IfExp"
 ])
 def test_constraint_refusals_say_what_is_wrong(constraint, needle) -> None:
     with pytest.raises(InputError) as exc:

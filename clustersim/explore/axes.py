@@ -279,7 +279,7 @@ def expand_counted(spec: AxesSpec) -> tuple[list[dict[str, Any]], int]:
                 ok = eval_constraint(tree, p)
             except (TypeError, ZeroDivisionError, OverflowError, ValueError) as exc:
                 # a float overflow's text is an errno tuple: say what it means
-                why = ("a number too large for a float" if isinstance(exc, OverflowError)
+                why = ("a number beyond a float's range" if isinstance(exc, OverflowError)
                        else exc)
                 raise InputError(f"the constraint {spec.constraints[i]!r} cannot be evaluated "
                                  f"at {_show(p)}: {why}", path=("sweep", "constraints", i)

@@ -106,7 +106,10 @@ _BIN = {ast.Add: _add, ast.Sub: operator.sub, ast.Mult: _mul,
         ast.Pow: _pow}
 #: the operators a constraint may not use, by their symbol (the message had said "BinOp")
 _OPS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-        ast.MatMult: "@", ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not"}
+        ast.MatMult: "@", ast.Invert: "~", ast.Is: "is", ast.IsNot: "is not",
+        ast.Call: "a function call", ast.IfExp: "if-else", ast.Subscript: "indexing",
+        ast.Lambda: "lambda", ast.Dict: "a dict", ast.Set: "a set", ast.NamedExpr: ":=",
+        ast.ListComp: "a comprehension", ast.GeneratorExp: "a comprehension"}
 _CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
         ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
         ast.NotIn: lambda a, b: a not in b}
@@ -155,7 +158,7 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
                   and isinstance(node.value, (int, float, str, bool))):
             ops = getattr(node, "ops", None) or [getattr(node, "op", None)]
             bad = [o for o in ops if type(o) not in _CMP]
-            what = _OPS.get(type(bad[0]) if bad else None, type(node).__name__)
+            what = _OPS.get(type(bad[0]) if bad else type(node), type(node).__name__)
             raise InputError(f"the constraint {text!r} uses {what}; allowed: "
                              f"axis names, numbers, strings, + - * / // % **, comparisons, "
                              f"and/or/not, in [...]", path=path)
