@@ -157,7 +157,7 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
         elif not (isinstance(node, ast.Constant)
                   and isinstance(node.value, (int, float, str, bool))):
             ops = getattr(node, "ops", None) or [getattr(node, "op", None)]
-            bad = [o for o in ops if type(o) not in _CMP]
+            bad = [o for o in ops if o is not None and type(o) not in _CMP]
             what = _OPS.get(type(bad[0]) if bad else type(node), type(node).__name__)
             raise InputError(f"the constraint {text!r} uses {what}; allowed: "
                              f"axis names, numbers, strings, + - * / // % **, comparisons, "
