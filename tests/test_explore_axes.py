@@ -64,7 +64,7 @@ def test_sampled_designs_are_deterministic_and_in_range(method: str) -> None:
     ({"workers": [1, 2]}, None, [], (1, 2), "once"),
     ({"sweep.workers": [1]}, None, [], (), "cannot change 'sweep'"),
     ({"x": [1]}, None, ["y > 2"], (), "not an axis"),
-    ({"x": [1]}, None, ["__import__('os')"], (), "Call"),
+    ({"x": [1]}, None, ["__import__('os')"], (), "a function call"),
     ({"x": [1]}, None, ["x >"], (), "cannot read"),
     ({"x": [], "y": [1]}, None, [], (), "must not be empty"),
 ])
