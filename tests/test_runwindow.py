@@ -97,7 +97,8 @@ def test_a_sweep_says_which_points_ran_longer(tmp_path, capsys):
                  "--no-cache"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert ("2 points ran longer than 'run:' asked, in whole exchange periods (e.g. "
-            "async_easgd at 8 workers: 3 warm-up + 3 measured steps for 1 + 1)") in text
+            "async_easgd at 8 workers, algorithm.tau=3, run.iterations=2: 3 warm-up + 3 "
+            "measured steps for 1 + 1)") in text
     rows = list(csv.DictReader((tmp_path / "o" / "sweep.csv").open()))
     got = {(r["algorithm.tau"], r["run.iterations"]): (r["warmup_steps"], r["measured_steps"])
            for r in rows}

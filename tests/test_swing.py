@@ -246,6 +246,7 @@ def test_one_worker_count_has_no_efficiency_band():
 
     one = SimpleNamespace(points={"a": [point(16, 100.0)]})
     two = SimpleNamespace(points={"a": [point(8, 60.0), point(16, 100.0)]})
-    assert "efficiency" not in sweep_headline(one)
+    assert "efficiency" not in sweep_headline(one)  # and the swing's note says "its one
+    # point", not "the sweep's two ends" (report/swing.py reads the nominal's keys)
     assert sweep_headline(one)["throughput"] == 100.0
     assert sweep_headline(two)["efficiency"] == 1.0

@@ -238,9 +238,11 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     longer = sorted(i for i, r in res.results.items() if "stretched" in r)
     if longer:  # the first point's, so that the line does not depend on the executor
         r = res.results[longer[0]]
+        sets = next((pt.sets for pt in points if pt.index == longer[0]), ())
+        at = "".join(f", {k}={v}" for k, v in sets)
         print(f"  {len(longer):,} point{'' if len(longer) == 1 else 's'} ran longer than "
               f"'run:' asked, in whole exchange periods (e.g. {r['algorithm']} at "
-              f"{r['workers']} workers: {r['warmup_steps']} warm-up + {r['measured_steps']} "
+              f"{r['workers']} workers{at}: {r['warmup_steps']} warm-up + {r['measured_steps']} "
               f"measured steps for {r['stretched'][0]} + {r['stretched'][1]}); the table's "
               "warmup_steps and measured_steps are the steps run")
     if res.skipped:

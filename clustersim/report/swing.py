@@ -23,7 +23,7 @@ __all__ = ["print_swing", "swing_json", "SWING_NOTE"]
 _KEYS = ("efficiency", "throughput", "time_to_target")
 
 SWING_NOTE = ("one input at a time, the others at the scenario's values ({runs} of "
-              "{alg} at the sweep's two ends): a screening range, not a probability "
+              "{alg} at {where}): a screening range, not a probability "
               "interval - 'predict --uncertainty N' moves the inputs together, 'clustersim "
               "sensitivity' gives global indices (docs/uncertainty.md)")
 
@@ -81,7 +81,9 @@ def print_swing(console: Console, sw: Any, wide: bool = False) -> None:
                       f"value its uncertain entry never draws ({escape(inp.describe())}); "
                       "the band spans it because the nominal run does")
     runs = f"{sw.runs} run{'s' if sw.runs != 1 else ''}"
-    console.print(SWING_NOTE.format(runs=runs, alg=escape(sw.algorithm)))
+    # one worker count (no efficiency: it is 100 % there) is one point, not two ends
+    where = "the sweep's two ends" if "efficiency" in sw.nominal else "its one point"
+    console.print(SWING_NOTE.format(runs=runs, alg=escape(sw.algorithm), where=where))
 
 
 def swing_json(sw: Any) -> dict[str, Any]:
