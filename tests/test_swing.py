@@ -246,7 +246,15 @@ def test_one_worker_count_has_no_efficiency_band():
 
     one = SimpleNamespace(points={"a": [point(16, 100.0)]})
     two = SimpleNamespace(points={"a": [point(8, 60.0), point(16, 100.0)]})
-    assert "efficiency" not in sweep_headline(one)  # and the swing's note says "its one
-    # point", not "the sweep's two ends" (report/swing.py reads the nominal's keys)
+    assert "efficiency" not in sweep_headline(one)
     assert sweep_headline(one)["throughput"] == 100.0
     assert sweep_headline(two)["efficiency"] == 1.0
+
+
+def test_the_note_of_one_worker_count_says_one_point(capsys):
+    assert main(["predict", "theano_mpi_alexnet", "--set", "compare=[]", "--set",
+                 "sweep.workers=[8]", "--set", "uncertain={workload.jitter: {uniform: "
+                 "[0, 0.05]}}", "-j", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "of nccl32 at its one point)" in text and "two ends" not in text
+    assert "efficiency" not in text.split("each uncertain input alone")[1].split("one input")[0]
