@@ -126,6 +126,18 @@ def _sweep_parquet(tmp_path):
     return f, tmp_path / "sw" / "sweep.parquet"
 
 
+def _added(ex, bw: float, lat: float) -> None:
+    """Compute a new position in the app and wait (at most a minute) until it is added."""
+    import time
+
+    ex.start(bw, lat)
+    for _ in range(600):
+        if ex.version:
+            break
+        time.sleep(0.1)
+    assert ex.message.startswith(f"added bandwidth {bw:g}x"), ex.message
+
+
 def test_sweep_table_columns(tmp_path):
     """A sweep's integer counters (sim_events, flows, seeds, devices, servers) are metrics,
     from the table's schema metadata, else the sweep's JSON beside it, else by name."""
@@ -156,8 +168,6 @@ def test_sweep_table_grows_without_mixing_rows(tmp_path):
     """explore TABLE --scenario: the file's rows are the 1x network; computed rows carry the
     scenario's batch size and seed, so a chart at fixed inputs has one row per point."""
     pytest.importorskip("dash")
-    import time
-
     from clustersim.cli import build_parser
     from clustersim.commands.explore import load
     from clustersim.explorer.app import NONE, default_value, figure, options
@@ -171,12 +181,7 @@ def test_sweep_table_grows_without_mixing_rows(tmp_path):
     assert ex.start(1.0, 1.0) == ("bandwidth 1x, latency 1x is already in the table at "
                                   "workload.batch_per_worker 32, seed 0 (the scenario's own: "
                                   "new points are computed there)")
-    ex.start(2.0, 1.0)
-    for _ in range(600):
-        if ex.version:
-            break
-        time.sleep(0.1)
-    assert ex.message.startswith("added bandwidth 2x"), ex.message
+    _added(ex, 2.0, 1.0)
     new = ex.table[ex.table.bandwidth_factor == 2.0]
     assert len(new) == 2 * 3 and set(new["workload.batch_per_worker"]) == {32}
     assert set(new["seed"]) == {0}

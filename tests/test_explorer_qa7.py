@@ -13,7 +13,7 @@ import types
 
 import pandas as pd
 import pytest
-from test_explorer import _sweep_parquet
+from test_explorer import _added, _sweep_parquet
 
 from clustersim.cli import build_parser, main
 
@@ -168,8 +168,6 @@ def test_sweep_table_says_where_new_points_are_computed(tmp_path):
     in the table" (M4).  Now the chart names the value where computing helps; there, the
     computed rows draw."""
     pytest.importorskip("dash")
-    import time
-
     from clustersim.commands.explore import load
     from clustersim.explorer.app import NONE, figure
 
@@ -178,12 +176,7 @@ def test_sweep_table_says_where_new_points_are_computed(tmp_path):
                                       "--no-cache", "-q"])
     ex, _ = load(args)
     assert ex.computed_at() == {"workload.batch_per_worker": 32, "seed": 0}
-    ex.start(2.0, 1.0)
-    for _ in range(600):
-        if ex.version:
-            break
-        time.sleep(0.1)
-    assert ex.message.startswith("added bandwidth 2x"), ex.message
+    _added(ex, 2.0, 1.0)
     fixed = {"algorithm": "bsp", "workers": "4", "bandwidth_factor": "2.0",
              "latency_factor": "1.0", "seed": "0", "workload.batch_per_worker": "16"}
     fig = figure(ex, "workers", "throughput", "algorithm", NONE, fixed)
