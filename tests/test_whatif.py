@@ -177,7 +177,9 @@ def test_factor_axis_labels_do_not_crowd_and_one_worker_count_charts_throughput(
         0.001, 0.01, 0.1, 1.0, 10, 100, 1000]
     assert _factor_ticks([0.25, 0.5, 1, 2, 4]) == [0.25, 0.5, 1.0, 2, 4]  # all fit
     scn = parse_scenario({**SMALL, "sweep": {"workers": [4]}})
-    grid = whatif_grid(scn, [0.5, 2.0], [10.0], jobs=1)
+    # 0.001x: throughput spans more than 100x, a log axis whose ticks had been taken for
+    # the worker counts (and the efficiency charts came back)
+    grid = whatif_grid(scn, [0.001, 0.5, 2.0], [10.0], jobs=1)
     combos = grid_points(grid["bandwidths"], grid["latencies"])
     figs, owners = _training_figures(scn, grid, combos)
     titles = [f.layout.title.text for f in figs]
@@ -186,4 +188,5 @@ def test_factor_axis_labels_do_not_crowd_and_one_worker_count_charts_throughput(
     assert bw.layout.title.text.startswith("Throughput at 4 workers")
     line = next(t for t in bw.data if t.mode == "lines+markers")
     thr = {c: grid["cells"][c][line.legendgroup][-1]["throughput"] for c in combos}
-    assert list(line.y) == [thr[(b, 1.0)] for b in (0.5, 1.0, 2.0)]
+    assert list(line.y) == [thr[(b, 1.0)] for b in (0.001, 0.5, 1.0, 2.0)]
+    assert max(line.y) > 100 * min(line.y) and figs[0].layout.yaxis.type == "log"

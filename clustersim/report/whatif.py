@@ -170,15 +170,15 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                                  name=part, orientation="h", marker_color=color,
                                  hovertemplate="%{y}: %{x:.2f} ms"))
             owners[2].append(k)
-    ticks = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
-    xw = {"title": {"text": "workers"}, "type": "log", "tickvals": ticks,
-          "ticktext": [f"{t:,}" for t in ticks]}
+    counts = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
+    xw = {"title": {"text": "workers"}, "type": "log", "tickvals": counts,
+          "ticktext": [f"{t:,}" for t in counts]}
     # a log axis when the series span more than two decades: on a linear one the seven
     # saturated masters of knl_4253 lay on top of each other along the floor
     ys = [y for tr in thr.data if tr.fill is None for y in tr.y if y]
     if ys and max(ys) > 100 * min(ys):
-        ticks = log_ticks(ys)
-        yt = {"type": "log", "tickvals": ticks, "ticktext": tick_text(ticks)}
+        yticks = log_ticks(ys)
+        yt = {"type": "log", "tickvals": yticks, "ticktext": tick_text(yticks)}
     else:
         yt = {"tickformat": "~s", "rangemode": "tozero"}
     shade = (f" (shaded: 5th-95th percentile over {scn.run.repeats} seeds)" if banded
@@ -199,7 +199,7 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     figs = [thr, eff, brk]
     # one worker count: efficiency is 100 % by definition (flat lines at 100): no efficiency
     # chart, and the factor charts show throughput
-    single = len(ticks) == 1
+    single = len(counts) == 1
     if single:
         figs, owners = [thr, brk], [owners[0], owners[2]]
     for axis, values in (("bandwidth", grid["bandwidths"]), ("latency", grid["latencies"])):
