@@ -141,6 +141,7 @@ def test_scenario_option_with_a_scenario_is_refused(capsys, monkeypatch):
                  "not '2,5'"),
     ("4", "4,8", "latency: give one factor, written with a decimal point"),
     ("7000", "1", "bandwidth: the factor '7000' is outside 0.001 to 1000"),
+    ("-1", "1", "bandwidth: the factor '-1' is outside 0.001 to 1000"),  # not "not a number"
 ])
 def test_page_factor_text_is_answered(bw, lat, said):
     """What the page's text boxes send: an empty or non-numeric box was dropped by the
@@ -213,7 +214,8 @@ def test_no_rows_names_each_value_off_the_computed_ones():
 
 
 @pytest.mark.parametrize("host, url", [
-    ("0.0.0.0", "http://127.0.0.1:8050/"), ("::", "http://[::1]:8050/"),
+    ("0.0.0.0", "http://127.0.0.1:8050/"), ("0", "http://127.0.0.1:8050/"),
+    ("::", "http://[::1]:8050/"),
     ("::1", "http://[::1]:8050/"), ("[::1]", "http://[::1]:8050/"),
     ("127.0.0.1", "http://127.0.0.1:8050/"), ("localhost", "http://localhost:8050/"),
     ("192.0.2.7", "http://192.0.2.7:8050/"), ("fe80::1%eth0", "http://[fe80::1%25eth0]:8050/"),

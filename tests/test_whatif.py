@@ -82,6 +82,8 @@ def test_factors_take_the_pages_own_spelling():
     ("1_0", "not '1_0'"),  # Python's float() read it as 10: a typo of 1,0 made a 10x page
     ("0x10", "not '0x10'"),
     ("0.5,1,0.5", "the factor '0.5' is given twice"),
+    ("-1", "the factor '-1' is outside 0.001 to 1000 (the scenario's own figure times "
+           "that factor)\n"),  # not "takes comma-separated factors", no "in '-1'" echo
     (",".join(str(2 ** k) for k in range(-6, 7)), "13 factors with 1x, at most 12"),
     (",".join(str(k) for k in range(2, 14)), "13 factors with 1x, at most 12"),
 ])

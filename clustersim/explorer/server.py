@@ -57,7 +57,7 @@ def open_url(host: str, port: int) -> str:
     literal needs brackets (``--host ::`` printed ``http://:::8050/``).  So every interface
     is opened at the loopback address of its family, and IPv6 is bracketed."""
     host = host.strip("[]")
-    if host in ("", "0.0.0.0"):
+    if host in ("", "0", "0.0.0.0"):  # "0" is every interface too
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"

@@ -23,7 +23,7 @@ FACTOR_RANGE = (1e-3, 1e3)
 MAX_FACTORS = 12
 #: a plain decimal number with an optional ``x``: no ``1_0`` (Python reads it as 10, a typo
 #: of ``1,0`` became a 10x page), no hex, no ``nan``/``inf``
-_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?[xX]?|[0-9]+\.[xX]?")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|[0-9]+\.)[xX]?")
 
 
 def parse_factors(text: str, what: str) -> list[float]:
@@ -38,9 +38,10 @@ def parse_factors(text: str, what: str) -> list[float]:
             raise InputError(f"--{what} takes comma-separated factors like 0.25,0.5,1,2,4 "
                              f"(each from {lo:g} to {hi:g}), not {text!r}")
         v = float(item.rstrip("xX"))
-        if not lo <= v <= hi:
+        if not lo <= v <= hi:  # a sign is read, so that -1 is said to be out of range
+            where = f", in {text!r}" if len(items) > 1 else ""
             raise InputError(f"--{what}: the factor {item!r} is outside {lo:g} to {hi:g} "
-                             f"(the scenario's own figure times that factor), in {text!r}")
+                             f"(the scenario's own figure times that factor){where}")
         if v in vals:
             raise InputError(f"--{what}: the factor {item!r} is given twice in {text!r}; "
                              "each factor once")
