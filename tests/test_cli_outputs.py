@@ -246,7 +246,8 @@ def test_seed_legend_describes_the_cases_that_were_repeated(tmp_path, capsys):
                  "run.seed: 10}}\n")
     assert main(["predict", str(f), "--no-band", "-j", "1"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "seeds 10-14" in text and "over the 5 seeds (run.repeats, compute jitter 0.05)" in text
+    assert "seed 0; seeds 10-14 where repeated" in text  # the base case ran seed 0 alone
+    assert "over the 5 seeds (run.repeats, compute jitter 0.05)" in text
     f.write_text(f.read_text() + "  - {label: calm, set: {workload.jitter: 0.01}}\n")
     assert main(["predict", str(f), "--no-band", "-j", "1"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -74,7 +74,9 @@ def _seeds(scn: Any, result: Any) -> str:
     runs = _runs(scn, result) if _repeated(result) else set()
     if len(runs) == 1:
         (s, n, _j), = runs
-        return f"seeds {s}-{s + n - 1}"
+        every = all(p.interval for pts in result.points.values() for p in pts)
+        return (f"seeds {s}-{s + n - 1}" if every
+                else f"seed {scn.run.seed}; seeds {s}-{s + n - 1} where repeated")
     return "seeds per case (run.seed, run.repeats)" if runs else f"seed {scn.run.seed}"
 
 
