@@ -332,3 +332,24 @@ def test_progress_restarts_with_each_computation_and_a_new_page_is_not_greeted()
         threading.Event().wait(0.1)
     assert tick(3, seen, 4)[:3] == ("24", "24", "added bandwidth 2x, latency 1x (2 rows)")
     assert tick(4, ex.version, 5)[:2] == (no_update, no_update)
+
+
+def test_a_series_keeps_its_colour_whatever_the_metric():
+    """An algorithm without a metric (GoSGD has no analytic time to target) had shifted the
+    others' colours between charts: Sync EASGD orange in one, purple in the next (QA 9)."""
+    pytest.importorskip("plotly")
+    from clustersim.explorer.chart import figure
+    from clustersim.report.whatif_panel import series_style
+
+    nan = float("nan")
+    table = pd.DataFrame({"algorithm": ["a", "a", "b", "b", "c", "c"],
+                          "workers": [1, 2, 1, 2, 1, 2],
+                          "emulated": [5.0, 4.0, 6.0, 5.0, 7.0, 6.0],
+                          "analytic": [nan, nan, 6.5, 5.5, 7.5, 6.5]})
+    styles = []
+    for metric in ("emulated", "analytic"):
+        fig = figure(table, ["algorithm", "workers"], ["emulated", "analytic"], "workers",
+                     metric, "algorithm", "(none)", {})
+        styles.append({t.name: (t.line.color, t.line.dash) for t in fig.data})
+    assert styles[0]["c"] == styles[1]["c"] == series_style(2)
+    assert styles[0]["b"] == styles[1]["b"] == series_style(1) and "a" not in styles[1]

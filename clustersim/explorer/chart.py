@@ -87,6 +87,7 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     import plotly.graph_objects as go
 
     from clustersim.explorer.table import metric_title, time_scale
+    from clustersim.report.whatif_panel import series_style
 
     free = {x, color, facet} - {NONE}
     df = _slice(table, fixed, free)
@@ -111,7 +112,15 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
                           "labels": {c: t for c, (t, _f) in titles.items()}}
     if color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
         df = df.assign(_colour=df[color].astype(str))
-        kw.update(color="_colour", line_dash="_colour")
+        # each value keeps its style whatever the chart shows: taken from the whole table's
+        # values (a metric that one algorithm lacks had shifted the others' colours), in
+        # the what-if page's palette and dashes
+        every = [str(v) for v in sorted(table[color].dropna().unique(), key=sort_key)]
+        style = {v: series_style(i) for i, v in enumerate(every)}
+        kw.update(color="_colour", line_dash="_colour",
+                  color_discrete_map={v: c for v, (c, _d) in style.items()},
+                  line_dash_map={v: d for v, (_c, d) in style.items()},
+                  category_orders={"_colour": every})
         kw["labels"]["_colour"] = color
     rows = 0
     if facet != NONE:
