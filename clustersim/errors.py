@@ -68,7 +68,9 @@ class InputError(Exception):
         self.file = file
         self.path = tuple(path)
         self.line = line
-        self.origin = origin[:MAX_MESSAGE // 4] if origin else origin
+        # a long --set echoed in part says so: "...[16, 32, 64])" read as the whole value
+        cut = MAX_MESSAGE // 4
+        self.origin = (origin[:cut - 1] + "…") if origin and len(origin) > cut else origin
 
     def located(
         self,

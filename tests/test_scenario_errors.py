@@ -274,3 +274,13 @@ def test_an_empty_worker_list_without_axes_is_refused(capsys):
     code, out, err = run_cli(capsys, "predict", "theano_mpi_alexnet", "--set",
                              "sweep.workers=[]", "-q")
     assert code == 2 and "sweep.workers: must list at least one worker count" in err
+
+
+def test_a_long_set_echoed_in_part_says_so(capsys):
+    """A long --set was echoed cut mid-value, and the closing parenthesis made the cut read
+    as the whole value ("... {choice: [16, 32, 64])"); the cut now ends in an ellipsis."""
+    value = ", ".join(f"f{k}.x: {{choice: [16, 32, 64]}}" for k in range(20))
+    code, out, err = run_cli(capsys, "predict", "theano_mpi_alexnet", "--set",
+                             f"uncertain={{{value}}}", "--uncertainty", "2", "-q", "--json",
+                             "/dev/null")
+    assert code == 2 and "(--set uncertain={f0.x" in err and "…)" in err, err

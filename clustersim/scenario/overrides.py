@@ -71,7 +71,7 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
     """Apply ``--set a.b.c=value`` overrides (value parsed as YAML) to a raw scenario."""
     raw = copy.deepcopy(raw)
     for item in sets:
-        origin = f"--set {item[:120]}"
+        origin = f"--set {item if len(item) <= 120 else item[:119] + '…'}"  # cut, and said
         if "=" not in item:
             raise InputError(f"--set needs KEY=VALUE, got {item[:120]!r}")
         key, text = item.split("=", 1)
