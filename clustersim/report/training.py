@@ -53,25 +53,21 @@ def _has_async(result: Any) -> bool:
                for pts in result.points.values() for p in pts)
 
 
-def _repeated(result: Any) -> bool:
-    """Whether the points are means over seeds with intervals (``run.repeats`` with jitter)."""
-    return any(p.interval for pts in result.points.values() for p in pts)
-
-
 def _runs(scn: Any, result: Any) -> set[tuple[int, int, float]]:
-    """(first seed, seeds, jitter) of every case whose points have seed intervals: a
-    variant may set its own (the legend had described the base case's)."""
+    """(first seed, seeds, jitter) of every case whose points have seed intervals
+    (``run.repeats`` with jitter; a variant may set its own); empty when none has."""
+    shown = {t for t, pts in result.points.items() if any(p.interval for p in pts)}
+    if not shown:
+        return set()
     from clustersim.sim.sweep import sweep_cases
 
-    shown = {t for t, pts in result.points.items() if any(p.interval for p in pts)}
     return {(s.run.seed, s.run.repeats, s.workload.jitter)
             for t, s, _alg in sweep_cases(scn) if t in shown}
 
 
-def _seeds(scn: Any, result: Any) -> str:
-    """``seed 0``; ``seeds 0-2`` for a run repeated over seeds; ``seeds per case`` when the
-    repeated cases differ."""
-    runs = _runs(scn, result) if _repeated(result) else set()
+def _seeds(scn: Any, result: Any, runs: set[tuple[int, int, float]]) -> str:
+    """``seed 0``; ``seeds 0-2`` for a run repeated over seeds (``runs``: :func:`_runs`);
+    ``seeds per case`` when the repeated cases differ."""
     if len(runs) == 1:
         (s, n, _j), = runs
         every = all(p.interval for pts in result.points.values() for p in pts)
@@ -80,9 +76,8 @@ def _seeds(scn: Any, result: Any) -> str:
     return "seeds per case (run.seed, run.repeats)" if runs else f"seed {scn.run.seed}"
 
 
-def _legend(scn: Any, result: Any) -> str:
+def _legend(runs: set[tuple[int, int, float]]) -> str:
     """What the ``[..]`` of the tables are: over how many seeds, with which jitter."""
-    runs = _runs(scn, result)
     if len(runs) == 1:
         (_s, n, j), = runs
         over = f"the {n} seeds (run.repeats, compute jitter {j:g})"
@@ -110,9 +105,10 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     console.print(f"platform: {escape(scn.platform.describe())}")
     print_assumed(console, scn)
     scaling = scn.sweep.scaling if scn.sweep else "single point"
+    runs = _runs(scn, result)  # the cases repeated over seeds: the header and the legend
     console.print(f"workload: {wl.model.name}, {wl.model.params:,} parameters, "
                   f"{wl.model.grad_bytes / 2**20:.1f} MiB of gradients; scaling: {scaling}; "
-                  f"fidelity: {scn.run.fidelity}; {_seeds(scn, result)}")
+                  f"fidelity: {scn.run.fidelity}; {_seeds(scn, result, runs)}")
     if scn.sweep is not None:
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
@@ -138,8 +134,8 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         line = saturation_line(pts)
         if line:
             console.print(f"[dim]{escape(line)}[/dim]")
-    if _repeated(result):  # say what the [..] are (they had no legend without --uncertainty)
-        console.print(f"[dim]{_legend(scn, result)}[/dim]")
+    if runs:  # say what the [..] are (they had no legend without --uncertainty)
+        console.print(f"[dim]{_legend(runs)}[/dim]")
     from clustersim.sim.runwindow import stretched
 
     for title, (warm, measured, n) in stretched(scn).items():
