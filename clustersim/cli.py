@@ -214,9 +214,6 @@ def _band_html(name: str, unc) -> str:
     return band_html(name, unc)
 
 
-# the what-if factors (clustersim.report.factors), under the names the explorer imports
-from clustersim.report.factors import FACTOR_RANGE  # noqa: E402,F401
-from clustersim.report.factors import parse_factors as _factors  # noqa: E402,F401
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -72,7 +72,7 @@ def test_whatif_bad_factors(tmp_path, capsys, text):
 
 
 def test_factors_take_the_pages_own_spelling():
-    from clustersim.cli import _factors
+    from clustersim.report.factors import parse_factors as _factors
 
     assert _factors("0.25, 2x,4X", "latency") == [0.25, 2.0, 4.0]
     assert _factors(".5,5.,1e-3", "latency") == [0.5, 5.0, 0.001]

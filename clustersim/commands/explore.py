@@ -34,12 +34,6 @@ _DESCRIPTION = (
 _BANDWIDTHS, _LATENCIES = "0.5,1,2", "1"
 
 
-def _factors(text: str, what: str) -> list[float]:
-    from clustersim.cli import _factors as parse
-
-    return parse(text, what)
-
-
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     """Everything :func:`load` needs before it simulates - the table read, the scenario
     parsed, the factors checked - once per command (kept on ``args``).
@@ -77,6 +71,8 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
             raise InputError(f"--scenario applies to a Parquet table (the scenario it was "
                              f"swept from, which computes its new points); {path} is a "
                              "scenario itself: drop --scenario, or give the table")
+        from clustersim.report.factors import parse_factors as _factors
+
         scn, study = _scenario(path, args)
         _training(scn, path)
         st.update(scn=scn, study=study,

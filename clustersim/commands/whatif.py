@@ -38,8 +38,9 @@ def open_cache(args: argparse.Namespace, study: Any, extra: str | None = None) -
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from clustersim.cli import EXIT_OK, _factors, _progress
+    from clustersim.cli import EXIT_OK, _progress
     from clustersim.explore import load_study
+    from clustersim.report.factors import parse_factors as _factors
 
     bws = _factors(args.bandwidth, "bandwidth")
     lats = _factors(args.latency, "latency")

@@ -130,7 +130,7 @@ class Explorer:
 
 def page_factors(bw: Any, lat: Any) -> tuple[float, float]:
     """The page's bandwidth and latency factors (the text of its boxes), checked as the
-    command line checks them (:func:`clustersim.cli._factors`: 0.001 to 1000) - the page once
+    command line checks them (:func:`clustersim.report.factors.parse_factors`: 0.001 to 1000) - the page once
     simulated 1e308x, which the CLI refuses - or an :class:`InputError` that says what to
     give.
 
@@ -139,7 +139,8 @@ def page_factors(bw: Any, lat: Any) -> tuple[float, float]:
     a decimal comma (``2,5`` became 25, computed without a word: QA 7a M5, L7).  So the page
     sends what was typed, and a comma is refused, naming the decimal point: ``2,5`` could
     be 2.5 or the CLI's list of 2 and 5, and a guess would be a silent wrong factor."""
-    from clustersim.cli import FACTOR_RANGE, _factors
+    from clustersim.report.factors import FACTOR_RANGE
+    from clustersim.report.factors import parse_factors as _factors
 
     lo, hi = FACTOR_RANGE
     out = []
