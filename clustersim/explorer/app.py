@@ -21,9 +21,10 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.explorer import chart
 from clustersim.explorer.chart import NONE, sort_key
-from clustersim.explorer.table import INPUTS
+from clustersim.explorer.table import FACTORS, INPUTS, metric_choices
 
-__all__ = ["Explorer", "make_app", "figure", "options", "default_value", "page_factors", "NONE"]
+__all__ = ["Explorer", "make_app", "figure", "options", "default_value", "labelled", "page_factors",
+           "NONE"]
 
 
 @dataclass
@@ -167,6 +168,25 @@ def options(table: Any, col: str) -> list[str]:
     return [str(v) for v in sorted(table[col].dropna().unique(), key=sort_key)]
 
 
+def labelled(col: str, opts: list[str]) -> list[Any]:
+    """A fixed control's options as the dropdown shows them: a network factor's as the
+    what-if page writes it (``0.25x``, ``1x``; :func:`~clustersim.report.whatif_panel.
+    factor_label`), its value still the column's text (:func:`options`), which the chart's
+    slicing and :func:`default_value` compare; any other column's as they are.
+
+    Why: the controls showed ``1.0`` and ``0.25`` for factors the page's own messages, the
+    chart's ticks and the what-if page call ``1x`` and ``0.25x`` (QA 10)."""
+    from clustersim.report.whatif_panel import factor_label
+
+    if col not in FACTORS:
+        return opts
+    out = []
+    for o in opts:
+        kind, num = sort_key(o)  # a number: its factor label; text: as it is
+        out.append({"label": factor_label(num) if kind == 0 else o, "value": o})
+    return out
+
+
 def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
     """A fixed control's start: the scenario's own value where the table has it (1x for the
     network factors: not the largest, which would show a changed network unannounced), else
@@ -195,7 +215,8 @@ def make_app(ex: Explorer, title: str) -> Any:
 
     app = Dash(__name__, title=f"clustersim explore: {title}")
     first = lambda cols, name: name if name in cols else cols[0]  # noqa: E731
-    axis_opts = [*ex.inputs, *ex.metrics]
+    shown = metric_choices(ex.metrics)  # without the simulation's counters
+    axis_opts = [*ex.inputs, *shown]
 
     def pick(ident: str, label: str, opts: list[str], value: str) -> Any:
         return html.Div([html.Label(label, htmlFor=ident),
@@ -212,13 +233,13 @@ def make_app(ex: Explorer, title: str) -> Any:
             opts = options(table, col)
             controls.append(html.Div([
                 html.Label(col, htmlFor={"type": "fix", "axis": col}),
-                dcc.Dropdown(id={"type": "fix", "axis": col}, options=opts,
+                dcc.Dropdown(id={"type": "fix", "axis": col}, options=labelled(col, opts),
                              value=default_value(ex, col, opts), clearable=False),
             ], style={"width": "12em", "display": "inline-block", "marginRight": "1em"}))
         return html.Div([
             html.H2(f"clustersim explore: {title}"),
             html.Div([pick("x", "x axis", axis_opts, first(ex.inputs, "workers")),
-                      pick("y", "metric", ex.metrics, first(ex.metrics, "throughput")),
+                      pick("y", "metric", shown, first(shown, "throughput")),
                       pick("color", "colour", [NONE, *ex.inputs], first(ex.inputs, "algorithm")),
                       pick("facet", "facet", [NONE, *ex.inputs], NONE)]),
             html.Div([html.B("other axes (fixed at): ")], style={"marginTop": "0.6em"}),
@@ -294,6 +315,6 @@ def make_app(ex: Explorer, title: str) -> Any:
         if ver == seen:  # nothing new: leave the chart (and the user's zoom) alone; an ALL
             # output takes one no_update per control (a bare one fails the whole callback)
             return (*progress, *status, no_update, [no_update] * len(ex.inputs))
-        return (*progress, *status, ver, [options(table, c) for c in ex.inputs])
+        return (*progress, *status, ver, [labelled(c, options(table, c)) for c in ex.inputs])
 
     return app

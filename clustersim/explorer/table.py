@@ -24,7 +24,9 @@ its axes there), else by name - a column named like a sweep metric (:data:`METRI
 sweep's own list, integer counters such as ``sim_events`` included) is a metric, one of
 :data:`INPUTS`, ``seed``, ``variant`` or a dotted scenario field is an input, and any other
 column is an input unless it is floating point.  Why names before types: a counter is an
-integer like ``workers``, and taking it for an axis fixes the chart at one row.
+integer like ``workers``, and taking it for an axis fixes the chart at one row.  Such
+counters stay metrics of the table, but the page does not offer them to chart
+(:data:`BOOKKEEPING`, :func:`metric_choices`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["INPUTS", "METRIC_NAMES", "sweep_table", "compute_cells", "read_table",
-           "split_columns", "metric_title", "time_scale", "sweep_meta", "EMULATED"]
+__all__ = ["INPUTS", "FACTORS", "METRIC_NAMES", "BOOKKEEPING", "sweep_table", "compute_cells",
+           "read_table", "split_columns", "metric_choices", "metric_title", "time_scale",
+           "sweep_meta", "EMULATED"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
+#: the inputs that are what-if factors of the scenario's network (1.0 = as written)
+FACTORS = ("bandwidth_factor", "latency_factor")
 #: PointMetrics fields that are neither inputs nor metrics worth plotting
 _SKIP = {"algorithm", "workers", "interval", "tta_note", "seeds", "sim_events", "flows"}
 #: a point's ``emulation`` figures (:func:`clustersim.report.whatif_cells.simulate_cells`) as
@@ -58,6 +63,14 @@ METRIC_NAMES = frozenset({
     "epochs_to_target", "time_to_target", "statistical_efficiency", "goodput", "devices",
     "servers", "service_time", "saturation_workers", "speedup", "efficiency",
     *(col for col, _key in EMULATED)})
+#: metric columns that say how a point was simulated, not how the design performs: the
+#: simulation's own counts (``sim_events``, ``flows``), the seeds summarised and the steps run
+#: (the run window), and a seed or repeat index where a table has one that is not named an
+#: input.  They stay metrics (:func:`split_columns`: an integer counter taken for an axis
+#: fixed the chart at one row) and in the table, but the page does not offer them as the
+#: metric or x axis (:func:`metric_choices`)
+BOOKKEEPING = frozenset({"sim_events", "flows", "seeds", "warmup_steps", "measured_steps",
+                         "seed", "repeat"})
 #: what a table must look like (said by every error about one)
 EXPECTED = ("explore reads a .parquet results table (from 'clustersim sweep': input columns "
             "such as algorithm, workers and the sweep's axes, and numeric metric columns such "
@@ -200,6 +213,19 @@ def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | No
                          "sweep' writes them, or name the inputs in the Parquet schema "
                          "metadata 'clustersim.inputs')", file=source)
     return ins, mets
+
+
+def metric_choices(metrics: Sequence[str]) -> list[str]:
+    """The metrics the page offers to chart: ``metrics`` without :data:`BOOKKEEPING`.
+
+    Why: a sweep's table has the simulation's counters beside its performance figures, and
+    the metric list put ``sim_events``, ``flows``, ``seeds`` and the run window's step counts
+    among them - not performance metrics, just a longer scroll to throughput (QA 10).  Why
+    not as fixed controls either: they vary with the point (events and flows grow with the
+    workers), so fixing one would only hide rows.  A table of nothing but such counters
+    keeps them all: an empty metric list would leave the page nothing to draw."""
+    shown = [m for m in metrics if m not in BOOKKEEPING]
+    return shown or list(metrics)
 
 
 #: unit of a CSV column name's suffix (:data:`clustersim.report.tables.TRAINING_CSV_COLUMNS`)
