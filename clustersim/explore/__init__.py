@@ -54,6 +54,7 @@ from clustersim.explore.points import (
     run_point,
     study_points,
 )
+from clustersim.explore.reach import has_servers
 from clustersim.explore.table import input_columns, tidy_rows
 
 __all__ = ["AxesSpec", "Axis", "Case", "METRICS", "Outcome", "Point", "PointCache", "Study",
@@ -155,7 +156,8 @@ def make_study(scn: Any, raw: Mapping[str, Any]) -> Study:
     cases = []
     for (label, sets), vscn in zip(variants, (scn, *(s for _, s in scn.variants))):
         for i, alg in enumerate(vscn.algorithms):
-            cases.append(Case(label, alg.title, sets, i, tuple(sorted(alg.params))))
+            cases.append(Case(label, alg.title, sets, i, tuple(sorted(alg.params)),
+                              has_servers(alg, i == 0, spec.names)))
     _distinct_rows(scn, raw)
     base = {k: plain(v) for k, v in raw.items() if k not in ("sweep", "variants")}
     at = {int(w): plain(s) for w, s in (sweep.at.items() if sweep else ())}

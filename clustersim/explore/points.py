@@ -23,12 +23,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clustersim.errors import InputError, format_path
+from clustersim.errors import InputError
 from clustersim.explore.axes import MAX_POINTS, WORKERS, AxesSpec, expand_counted
+from clustersim.explore.blame import locate, point_error
+from clustersim.explore.reach import (
+    applied,
+    axis_target,
+    field_parts,
+    plain,
+    point_raw,
+    point_sets,
+)
 
 __all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design",
-           "point_sets", "run_point", "run_chunk", "no_machine", "applied", "axis_target",
-           "locate", "METRICS"]
+           "point_sets", "point_raw", "run_point", "run_chunk", "no_machine", "applied",
+           "axis_target", "field_parts", "plain", "locate", "METRICS"]
 
 #: metric columns of a row, in table order (PointMetrics fields, then the master's figures)
 METRICS = ("batch_per_worker", "iteration_time", "throughput", "compute", "comm", "wait",
@@ -52,6 +61,9 @@ class Case:
     alg: int
     #: the algorithm's parameter names: an ``algorithm.X`` axis reaches the cases that take X
     takes: tuple[str, ...] = ()
+    #: whether its algorithm may place servers (:func:`clustersim.explore.reach.has_servers`):
+    #: a ``placement.server`` axis reaches only the cases that do
+    servers: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,53 +91,6 @@ class Point:
     seed: int | None = None  # None: run.seed of the point's scenario
 
 
-def plain(obj: Any) -> Any:
-    """The raw scenario as plain dicts and lists (picklable, JSON-able, no line info)."""
-    if isinstance(obj, Mapping):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain(v) for v in obj]
-    return obj
-
-
-def locate(study: Study, exc: InputError) -> InputError:
-    """``exc`` with the study's file and the line (or ``--set`` item) of the deepest part of
-    its path that the study knows: the axis or constraint at fault, not just 'sweep'."""
-    path = exc.path
-    for n in range(len(path), 0, -1):
-        got = study.where.get(format_path(path[:n]))
-        if got is not None:
-            line, origin = got
-            return exc.located(file=study.file, line=line, origin=origin)
-    return exc.located(file=study.file)
-
-
-def field_parts(dotted: str) -> tuple[str, ...]:
-    return tuple(p for p in str(dotted).strip().split(".") if p)
-
-
-def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
-    """Where the axis ``name`` lands in a case's scenario, or None where the case's
-    algorithm does not take it.  ``algorithm.X`` reaches every case whose algorithm takes
-    parameter X: the main one as written, a ``compare`` entry at ``compare[i].X`` (each case
-    runs one algorithm, so that is the one the axis must change); ``algorithm``,
-    ``algorithm.name`` and ``algorithm.label`` are the main algorithm's only."""
-    parts = field_parts(name)
-    if not parts or parts[0] != "algorithm":
-        return parts
-    if len(parts) == 1 or parts[1] in ("name", "label"):
-        return parts if case.alg == 0 else None
-    if case.takes and parts[1] not in case.takes:
-        return None
-    return parts if case.alg == 0 else ("compare", case.alg - 1, *parts[1:])
-
-
-def applied(study: Study, point: Point) -> dict[str, Any]:
-    """The point's axis values that its case runs with (the table's axis columns)."""
-    case = study.cases[point.case]
-    return {k: v for k, v in point.sets if axis_target(case, k) is not None}
-
-
 @dataclass(frozen=True)
 class DesignCounts:
     """How the design shrank before it became points: ``excluded`` by the constraints, and
@@ -138,7 +103,8 @@ class DesignCounts:
 
 def study_points(study: Study) -> list[Point]:
     """Every case at every design point, in table order (case, then the design's order).
-    A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take)
+    A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take,
+    ``placement.server`` for an algorithm without servers: :mod:`clustersim.explore.reach`)
     runs each of its other points once, not once per value of that axis."""
     return study_design(study)[0]
 
@@ -179,62 +145,6 @@ def _cap(study: Study, total: int, design: int) -> None:
             f"{len(study.cases)} cases: each algorithm of each variant runs the design); "
             "sample fewer (sweep.sample.n), use fewer values or compare fewer algorithms",
             path=("sweep",)))
-
-
-def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
-    """The fields a point sets, in the order they are applied: the variant's, the sweep
-    point's own (``sweep.at``), then the axes' that reach its case."""
-    at = study.at.get(point.workers, {}) if point.workers is not None else {}
-    return [*study.cases[point.case].sets, *at.items(), *applied(study, point).items()]
-
-
-def point_raw(study: Study, point: Point) -> dict[str, Any]:
-    """The point's scenario as a raw mapping (all fields set; its sweep: the scaling only).
-
-    Fields are set as ``--set`` sets them (clustersim.scenario.overrides): a missing or
-    non-mapping parent becomes a mapping.  The base is copied through JSON (the raw is plain
-    JSON values), ten times faster than ``copy.deepcopy``: the cache computes this for every
-    point of a resumed sweep."""
-    raw = json.loads(_base_json(study))
-    raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
-    case = study.cases[point.case]
-    at = study.at.get(point.workers, {}) if point.workers is not None else {}
-    fields = [(field_parts(k), v) for k, v in (*case.sets, *at.items())]
-    for k, v in point.sets:
-        target = axis_target(case, k)
-        if target is not None:
-            fields.append((target, v))
-    for parts, value in fields:
-        node: Any = raw
-        for i, p in enumerate(parts[:-1]):
-            if isinstance(node, list) and isinstance(p, int):  # compare[i]
-                if isinstance(node[p], str):  # a bare name takes a parameter as {name: ..}
-                    node[p] = {"name": node[p]}
-                node = node[p]
-                continue
-            if p == "platform" and i == 0 and isinstance(node.get(p), str):
-                # a platform named by its file: its fields are that file's, changed
-                node[p] = {"file": node[p]}
-            elif p == "algorithm" and i == 0 and isinstance(node.get(p), str):
-                node[p] = {"name": node[p]}  # algorithm: sync_easgd, as {name: sync_easgd}
-            elif p == "compare" and isinstance(node.get(p), (dict, str)):
-                node[p] = [node[p]]
-            if not isinstance(node.get(p), (dict, list)) or (
-                    isinstance(node.get(p), list) and not isinstance(parts[i + 1], int)):
-                node[p] = {}
-            node = node[p]
-        node[parts[-1]] = plain(value)
-    return raw
-
-
-_BASE_JSON: dict[str, str] = {}
-
-
-def _base_json(study: Study) -> str:
-    text = _BASE_JSON.get(study.token)
-    if text is None:
-        text = _BASE_JSON[study.token] = json.dumps(study.raw)
-    return text
 
 
 _PARSED: OrderedDict[str, Any] = OrderedDict()  # per process: canonical raw -> Scenario
@@ -280,31 +190,13 @@ def _scenario(study: Study, point: Point) -> Any:
             with _shared_platforms(raw):
                 scn = parse_scenario(copy.deepcopy(raw), study.file)
         except InputError as exc:
-            raise _point_error(study, point, exc) from None
+            raise point_error(study, point, exc) from None
         _PARSED[key] = scn
         while len(_PARSED) > 32:
             _PARSED.popitem(last=False)
     else:
         _PARSED.move_to_end(key)
     return scn
-
-
-def _point_error(study: Study, point: Point, exc: InputError) -> InputError:
-    """A point's parse error, located at the axis whose value it is about (its line, or
-    its ``--set`` item); the point's values are named too."""
-    fields = ", ".join(f"{k}={v!r}" for k, v in point_sets(study, point))
-    where = f"{format_path(exc.path)}: " if exc.path else ""
-    blame = ("sweep", "axes")
-    bad = tuple(str(p) for p in exc.path)
-    case = study.cases[point.case]
-    for k, _ in point.sets:
-        target = tuple(str(p) for p in axis_target(case, k) or ())
-        n = min(len(target), len(bad))
-        if target and target[:n] == bad[:n]:
-            blame = ("sweep", "axes", k)
-            break
-    return locate(study, InputError(f"at the sweep point {{{fields}}}: {where}{exc.message}",
-                                    path=blame))
 
 
 def no_machine(scn: Any, alg: Any, workers: int) -> str | None:

@@ -23,7 +23,7 @@ from clustersim.scenario.fields import as_str
 from clustersim.scenario.yamlio import LineDict, line_of, load_yaml
 from clustersim.shipped import shipped_names, shipped_roots
 
-__all__ = ["PROJECT_ROOT", "resolve_platform_file", "parse_platform"]
+__all__ = ["PROJECT_ROOT", "resolve_platform_file", "parse_platform", "named_by"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _SUFFIXES = (".yaml", ".yml")
@@ -81,8 +81,15 @@ def _in_file(exc: InputError, pfile: Path, file_raw: Any, scenario_file: str | N
     named it."""
     sub = exc.path[1:] if exc.path[:1] == ("platform",) else exc.path
     line = exc.line if exc.line is not None else line_of(file_raw, sub)
-    by = f" (platform file of scenario {scenario_file})" if scenario_file else ""
-    return InputError(exc.message + by, file=_shown(pfile), path=exc.path, line=line)
+    return InputError(exc.message + named_by(scenario_file), file=_shown(pfile),
+                      path=exc.path, line=line)
+
+
+def named_by(scenario_file: str | None) -> str:
+    """The end of a platform file's error that names the scenario which brought the file in
+    (empty without one).  Public so that ``clustersim sweep`` can tell a platform file's
+    error from the scenario's own and say which sweep point named the file instead."""
+    return f" (platform file of scenario {scenario_file})" if scenario_file else ""
 
 
 def _shown(p: Path) -> str:

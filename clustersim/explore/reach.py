@@ -1,0 +1,144 @@
+"""Which axis reaches which case, and a point's scenario built from the fields that do.
+
+A sweep crosses its axes with its cases (each variant x each algorithm).  An axis reaches a
+case only where it can change what the case runs: ``algorithm.X`` the cases whose algorithm
+takes parameter X, ``placement.server`` the cases whose algorithm has servers (a master, a
+parameter server's shards: :meth:`AlgorithmDef.servers`).  A case the axis does not reach
+runs each of its other points once, with an empty cell in the axis's column, rather than
+once per value with identical rows that read as if the value had been tried and made no
+difference.
+
+Why a module of its own: :mod:`clustersim.explore.points` (the point and its run) had grown
+to its size limit, and the rule of reach is what the table, the cache and the errors share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clustersim.explore.points import Case, Point, Study
+
+__all__ = ["plain", "field_parts", "axis_target", "applied", "point_sets", "point_raw",
+           "SERVER_FIELDS", "has_servers"]
+
+#: placement fields that place the servers only: an axis on one of them changes nothing for
+#: an algorithm without servers (``devices_per_worker`` groups the workers' devices: every
+#: case)
+SERVER_FIELDS = (("placement", "server"),)
+#: axes that change the main algorithm itself: its servers are then the point's, not the
+#: case's as written
+_ALGORITHM_AXES = (("algorithm",), ("algorithm", "name"))
+
+
+def plain(obj: Any) -> Any:
+    """The raw scenario as plain dicts and lists (picklable, JSON-able, no line info)."""
+    if isinstance(obj, Mapping):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
+
+
+def field_parts(dotted: str) -> tuple[str, ...]:
+    """A dotted field name as its parts (``"a.b"`` -> ``("a", "b")``), blanks dropped."""
+    return tuple(p for p in str(dotted).strip().split(".") if p)
+
+
+def has_servers(alg: Any, main: bool, axes: tuple[str, ...]) -> bool:
+    """Whether the case of the parsed algorithm ``alg`` may place servers at some point:
+    its algorithm declares servers for its parameters, or (``main``: the main algorithm) an
+    axis of ``axes`` replaces that algorithm, so that the point's algorithm may have them.
+
+    Why the second: the main case's algorithm is then the point's, and leaving the
+    ``placement.server`` axis on every point of that case costs a duplicate row at worst,
+    where dropping it would run a master-based point without the placement it is labelled
+    with."""
+    from clustersim.algorithms.base import get_algorithm
+
+    if main and any(field_parts(n) in _ALGORITHM_AXES for n in axes):
+        return True
+    return get_algorithm(alg.name).servers(alg.params) > 0
+
+
+def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
+    """Where the axis ``name`` lands in a case's scenario, or None where it does not reach
+    the case.  ``algorithm.X`` reaches every case whose algorithm takes parameter X: the
+    main one as written, a ``compare`` entry at ``compare[i].X`` (each case runs one
+    algorithm, so that is the one the axis must change); ``algorithm``, ``algorithm.name``
+    and ``algorithm.label`` are the main algorithm's only.  A :data:`SERVER_FIELDS` axis
+    (``placement.server``) reaches the cases whose algorithm has servers."""
+    parts = field_parts(name)
+    if parts in SERVER_FIELDS and not case.servers:
+        return None
+    if not parts or parts[0] != "algorithm":
+        return parts
+    if len(parts) == 1 or parts[1] in ("name", "label"):
+        return parts if case.alg == 0 else None
+    if case.takes and parts[1] not in case.takes:
+        return None
+    return parts if case.alg == 0 else ("compare", case.alg - 1, *parts[1:])
+
+
+def applied(study: Study, point: Point) -> dict[str, Any]:
+    """The point's axis values that its case runs with (the table's axis columns)."""
+    case = study.cases[point.case]
+    return {k: v for k, v in point.sets if axis_target(case, k) is not None}
+
+
+def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
+    """The fields a point sets, in the order they are applied: the variant's, the sweep
+    point's own (``sweep.at``), then the axes' that reach its case."""
+    at = study.at.get(point.workers, {}) if point.workers is not None else {}
+    return [*study.cases[point.case].sets, *at.items(), *applied(study, point).items()]
+
+
+def point_raw(study: Study, point: Point) -> dict[str, Any]:
+    """The point's scenario as a raw mapping (all fields set; its sweep: the scaling only).
+
+    Fields are set as ``--set`` sets them (clustersim.scenario.overrides): a missing or
+    non-mapping parent becomes a mapping.  The base is copied through JSON (the raw is plain
+    JSON values), ten times faster than ``copy.deepcopy``: the cache computes this for every
+    point of a resumed sweep."""
+    raw = json.loads(_base_json(study))
+    raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
+    case = study.cases[point.case]
+    at = study.at.get(point.workers, {}) if point.workers is not None else {}
+    fields = [(field_parts(k), v) for k, v in (*case.sets, *at.items())]
+    for k, v in point.sets:
+        target = axis_target(case, k)
+        if target is not None:
+            fields.append((target, v))
+    for parts, value in fields:
+        node: Any = raw
+        for i, p in enumerate(parts[:-1]):
+            if isinstance(node, list) and isinstance(p, int):  # compare[i]
+                if isinstance(node[p], str):  # a bare name takes a parameter as {name: ..}
+                    node[p] = {"name": node[p]}
+                node = node[p]
+                continue
+            if p == "platform" and i == 0 and isinstance(node.get(p), str):
+                # a platform named by its file: its fields are that file's, changed
+                node[p] = {"file": node[p]}
+            elif p == "algorithm" and i == 0 and isinstance(node.get(p), str):
+                node[p] = {"name": node[p]}  # algorithm: sync_easgd, as {name: sync_easgd}
+            elif p == "compare" and isinstance(node.get(p), (dict, str)):
+                node[p] = [node[p]]
+            if not isinstance(node.get(p), (dict, list)) or (
+                    isinstance(node.get(p), list) and not isinstance(parts[i + 1], int)):
+                node[p] = {}
+            node = node[p]
+        node[parts[-1]] = plain(value)
+    return raw
+
+
+_BASE_JSON: dict[str, str] = {}
+
+
+def _base_json(study: Study) -> str:
+    text = _BASE_JSON.get(study.token)
+    if text is None:
+        text = _BASE_JSON[study.token] = json.dumps(study.raw)
+    return text
