@@ -216,18 +216,10 @@ def _band_html(name: str, unc) -> str:
 
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    from clustersim.report.training import print_assumed
-    from clustersim.scenario.schema import load_scenario
-    from clustersim.shipped import scenario_path
+def _validate(args: argparse.Namespace) -> int:
+    from clustersim.commands.validate import cmd_validate
 
-    scn = load_scenario(scenario_path(args.scenario), list(args.set or []))
-    console = _console()
-    from rich.markup import escape
-
-    console.print(f"ok: {escape(scn.name)} — {escape(scn.platform.describe())}")
-    print_assumed(console, scn)
-    return EXIT_OK
+    return cmd_validate(args)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -308,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(clustersim list scenarios)")
     va.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")
-    va.set_defaults(func=cmd_validate)
+    va.set_defaults(func=_validate)
 
     li = sub.add_parser("list", help="list catalog entries, components and shipped scenarios")
     li.add_argument("what", choices=LIST_KINDS, help="'scenarios': the shipped scenarios that "
