@@ -1,6 +1,6 @@
 """Which algorithms an uncertain ``algorithm.X`` moves: every case whose algorithm takes
 parameter X - the main one and each ``compare`` entry - as a sweep's ``algorithm.X`` axis
-does (:func:`clustersim.explore.points.axis_target`).
+does (:func:`clustersim.explore.reach.axis_target`).
 
 Why: the entry was set on the main algorithm only.  In ``scenarios/knl_4253.yaml``
 (``algorithm.tau: {range: [1, 10]}``, "the paper tunes it per run") Sync EASGD's tau was
