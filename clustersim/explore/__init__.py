@@ -54,7 +54,7 @@ from clustersim.explore.points import (
     run_point,
     study_points,
 )
-from clustersim.explore.reach import has_servers
+from clustersim.explore.reach import has_servers, named_takes
 from clustersim.explore.table import input_columns, tidy_rows
 
 __all__ = ["AxesSpec", "Axis", "Case", "METRICS", "Outcome", "Point", "PointCache", "Study",
@@ -199,7 +199,8 @@ def _check_axes_reach(study: Study) -> None:
     replaced that variant's setting (the row named after the variant did not run it), an
     axis on a field that ``sweep.at`` sets at some worker count silently dropped that
     entry, and an ``algorithm.X`` axis that no algorithm takes would label rows with a value
-    nobody used."""
+    nobody used (an algorithm that an ``algorithm``/``algorithm.name`` axis names counts:
+    the points that run it take the value)."""
     # (field another setting sets, what it is, what the axis would do to it)
     others = [(key, f"sweep.at sets at {w} workers", "that entry would be dropped at every "
                "point; give the values as the axis only, or drop the sweep.at entry")
@@ -207,6 +208,7 @@ def _check_axes_reach(study: Study) -> None:
     others += [(key, f"the variant {case.variant!r} sets", "its rows would not run the "
                 "variant's value; give the values as the axis only, or drop the variant's "
                 "field") for case in study.cases for key, _ in case.sets]
+    takes = sorted({t for c in study.cases for t in c.takes} | named_takes(study))
     for name in study.spec.names:
         if name == WORKERS:
             continue
@@ -218,8 +220,7 @@ def _check_axes_reach(study: Study) -> None:
                 raise InputError(f"the axis {name!r} changes {key!r}, which {who}: {why}",
                                  path=("sweep", "axes", name))
         if parts[0] == "algorithm" and len(parts) > 1 and parts[1] not in ("name", "label") \
-                and not any(parts[1] in c.takes for c in study.cases):
-            takes = sorted({t for c in study.cases for t in c.takes})
+                and parts[1] not in takes:
             raise InputError(f"no algorithm of this scenario takes a parameter {parts[1]!r}"
                              f"{did_you_mean(parts[1], takes)} (allowed: "
                              f"{', '.join(takes) or 'none'})",

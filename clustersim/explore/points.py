@@ -33,6 +33,7 @@ from clustersim.explore.reach import (
     plain,
     point_raw,
     point_sets,
+    reach_is_fixed,
 )
 
 __all__ = ["Case", "Study", "Point", "DesignCounts", "study_points", "study_design",
@@ -103,9 +104,11 @@ class DesignCounts:
 
 def study_points(study: Study) -> list[Point]:
     """Every case at every design point, in table order (case, then the design's order).
-    A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take,
-    ``placement.server`` for an algorithm without servers: :mod:`clustersim.explore.reach`)
-    runs each of its other points once, not once per value of that axis."""
+    A case that an axis does not reach (an ``algorithm.X`` its algorithm does not take -
+    at a point whose ``algorithm``/``algorithm.name`` axis replaces the main algorithm, the
+    point's algorithm -, ``placement.server`` for an algorithm without servers:
+    :mod:`clustersim.explore.reach`) runs each of its other points once, not once per value
+    of that axis."""
     return study_design(study)[0]
 
 
@@ -117,8 +120,7 @@ def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
         raise locate(study, exc) from None
     distinct = {json.dumps(list(v.items()), default=str) for v in values_list}
     counts = DesignCounts(excluded, len(values_list) - len(distinct))
-    if all(axis_target(c, k) is not None for c in study.cases for k in study.spec.names
-           if k != WORKERS):  # every case runs every distinct point: the count is known
+    if reach_is_fixed(study):  # every case runs every distinct point: the count is known
         _cap(study, len(distinct) * len(study.cases), len(values_list))
     out = []
     for ci, case in enumerate(study.cases):
@@ -126,7 +128,7 @@ def study_design(study: Study) -> tuple[list[Point], DesignCounts]:
         for values in values_list:
             sets = tuple((k, v) for k, v in values.items() if k != WORKERS)
             key = json.dumps([values.get(WORKERS), [(k, v) for k, v in sets
-                                                    if axis_target(case, k) is not None]],
+                                                    if axis_target(case, k, sets) is not None]],
                              default=str)
             if key in seen:
                 continue

@@ -8,6 +8,12 @@ runs each of its other points once, with an empty cell in the axis's column, rat
 once per value with identical rows that read as if the value had been tried and made no
 difference.
 
+Where an ``algorithm`` or ``algorithm.name`` axis replaces the main algorithm, the main
+case's algorithm is the point's, not the one written: an ``algorithm.X`` axis reaches the
+main case at the points whose algorithm takes X (:func:`takes_at`), so ``{algorithm.name:
+[sync_easgd, async_sgd], algorithm.shards: [1, 2]}`` runs Async SGD at both shard counts
+and Sync EASGD (no shards) once, with an empty cell.
+
 Why a module of its own: :mod:`clustersim.explore.points` (the point and its run) had grown
 to its size limit, and the rule of reach is what the table, the cache and the errors share.
 """
@@ -15,14 +21,15 @@ to its size limit, and the rule of reach is what the table, the cache and the er
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from clustersim.explore.points import Case, Point, Study
 
 __all__ = ["plain", "field_parts", "axis_target", "applied", "point_sets", "point_raw",
-           "SERVER_FIELDS", "has_servers"]
+           "SERVER_FIELDS", "has_servers", "takes_at", "named_takes", "reach_is_fixed"]
 
 #: placement fields that place the servers only: an axis on one of them changes nothing for
 #: an algorithm without servers (``devices_per_worker`` groups the workers' devices: every
@@ -47,6 +54,82 @@ def field_parts(dotted: str) -> tuple[str, ...]:
     return tuple(p for p in str(dotted).strip().split(".") if p)
 
 
+def _replaces_main(names: Iterable[str]) -> bool:
+    """Whether an axis of ``names`` replaces the main algorithm (``algorithm``,
+    ``algorithm.name``)."""
+    return any(field_parts(n) in _ALGORITHM_AXES for n in names)
+
+
+def _named(parts: tuple[str, ...], value: Any) -> Any:
+    """The algorithm name an ``algorithm`` axis value (a name or a mapping with ``name``)
+    or an ``algorithm.name`` value gives the main algorithm (None: it names none)."""
+    if parts == ("algorithm",) and isinstance(value, Mapping):
+        return value.get("name")
+    return value
+
+
+@cache
+def _params_of(name: str) -> tuple[str, ...]:
+    """The parameter names of the algorithm ``name``, sorted (empty: no such algorithm)."""
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.errors import InputError
+
+    try:
+        return tuple(sorted(get_algorithm(name).params))
+    except InputError:
+        return ()
+
+
+def takes_at(case: Case, sets: Iterable[tuple[str, Any]] = ()) -> tuple[str, ...]:
+    """The parameters that the case's algorithm takes at a point with axis values ``sets``:
+    the algorithm as written (:attr:`Case.takes`), or for the main case at a point where an
+    ``algorithm``/``algorithm.name`` axis replaces it, the point's algorithm's (with both,
+    ``algorithm.name``'s: :func:`point_raw` sets a field's parts after the whole).
+
+    Why: the written algorithm is not what such a point runs.  Reach by the written one
+    refused ``algorithm.shards`` beside ``algorithm.name: [sync_easgd, async_sgd]`` (Sync
+    EASGD takes no shards) and gave Sync EASGD's points shards it does not take.  Empty: not
+    known (a name that is no algorithm, which the point's parse reports) - every
+    ``algorithm.X`` then reaches, as for a case built without ``takes``."""
+    if case.alg != 0:
+        return case.takes
+    name: Any = None
+    replaced = False
+    for parts, value in _whole_first((field_parts(k), v) for k, v in sets):
+        if parts in _ALGORITHM_AXES:
+            replaced, name = True, _named(parts, value)
+    if not replaced:
+        return case.takes
+    return _params_of(name) if isinstance(name, str) else ()
+
+
+def named_takes(study: Study) -> set[str]:
+    """The parameters taken by the algorithms that the study's ``algorithm`` and
+    ``algorithm.name`` axes name: an ``algorithm.X`` axis that one of them takes reaches
+    the points that run it, so it is not refused as taken by no case."""
+    out: set[str] = set()
+    for axis in study.spec.axes:
+        parts = field_parts(axis.name)
+        if parts in _ALGORITHM_AXES:
+            for value in axis.values or ():
+                name = _named(parts, value)
+                out.update(_params_of(name) if isinstance(name, str) else ())
+    return out
+
+
+def reach_is_fixed(study: Study) -> bool:
+    """Whether every axis (but ``workers``) reaches every case at every point, so that the
+    design runs its distinct points times the cases.  Not where an ``algorithm.X`` axis
+    meets an axis that replaces the main algorithm: the main case's reach then depends on
+    the point (:func:`takes_at`)."""
+    names = [n for n in study.spec.names if n != "workers"]
+    params = any(len(p) > 1 and p[0] == "algorithm" and p[1] not in ("name", "label")
+                 for p in map(field_parts, names))
+    if params and _replaces_main(names):
+        return False
+    return all(axis_target(c, n) is not None for c in study.cases for n in names)
+
+
 def has_servers(alg: Any, main: bool, axes: tuple[str, ...]) -> bool:
     """Whether the case of the parsed algorithm ``alg`` may place servers at some point:
     its algorithm declares servers for its parameters, or (``main``: the main algorithm) an
@@ -58,18 +141,21 @@ def has_servers(alg: Any, main: bool, axes: tuple[str, ...]) -> bool:
     with."""
     from clustersim.algorithms.base import get_algorithm
 
-    if main and any(field_parts(n) in _ALGORITHM_AXES for n in axes):
+    if main and _replaces_main(axes):
         return True
     return get_algorithm(alg.name).servers(alg.params) > 0
 
 
-def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
-    """Where the axis ``name`` lands in a case's scenario, or None where it does not reach
-    the case.  ``algorithm.X`` reaches every case whose algorithm takes parameter X: the
-    main one as written, a ``compare`` entry at ``compare[i].X`` (each case runs one
-    algorithm, so that is the one the axis must change); ``algorithm``, ``algorithm.name``
-    and ``algorithm.label`` are the main algorithm's only.  A :data:`SERVER_FIELDS` axis
-    (``placement.server``) reaches the cases whose algorithm has servers."""
+def axis_target(case: Case, name: str, sets: Iterable[tuple[str, Any]] = ()
+                ) -> tuple[str | int, ...] | None:
+    """Where the axis ``name`` lands in a case's scenario at a point with axis values
+    ``sets``, or None where it does not reach the case there.  ``algorithm.X`` reaches every
+    case whose algorithm takes parameter X (:func:`takes_at`: the point's algorithm where
+    an axis replaces the main one): the main one at ``algorithm.X``, a ``compare`` entry at
+    ``compare[i].X`` (each case runs one algorithm, so that is the one the axis must
+    change); ``algorithm``, ``algorithm.name`` and ``algorithm.label`` are the main
+    algorithm's only.  A :data:`SERVER_FIELDS` axis (``placement.server``) reaches the
+    cases whose algorithm has servers."""
     parts = field_parts(name)
     if parts in SERVER_FIELDS and not case.servers:
         return None
@@ -77,7 +163,8 @@ def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
         return parts
     if len(parts) == 1 or parts[1] in ("name", "label"):
         return parts if case.alg == 0 else None
-    if case.takes and parts[1] not in case.takes:
+    takes = takes_at(case, sets)
+    if takes and parts[1] not in takes:
         return None
     return parts if case.alg == 0 else ("compare", case.alg - 1, *parts[1:])
 
@@ -85,7 +172,7 @@ def axis_target(case: Case, name: str) -> tuple[str | int, ...] | None:
 def applied(study: Study, point: Point) -> dict[str, Any]:
     """The point's axis values that its case runs with (the table's axis columns)."""
     case = study.cases[point.case]
-    return {k: v for k, v in point.sets if axis_target(case, k) is not None}
+    return {k: v for k, v in point.sets if axis_target(case, k, point.sets) is not None}
 
 
 def point_sets(study: Study, point: Point) -> list[tuple[str, Any]]:
@@ -101,16 +188,15 @@ def point_raw(study: Study, point: Point) -> dict[str, Any]:
     Fields are set as ``--set`` sets them (clustersim.scenario.overrides): a missing or
     non-mapping parent becomes a mapping.  The base is copied through JSON (the raw is plain
     JSON values), ten times faster than ``copy.deepcopy``: the cache computes this for every
-    point of a resumed sweep."""
+    point of a resumed sweep.  The axes' fields are set whole before part
+    (:func:`_whole_first`)."""
     raw = json.loads(_base_json(study))
     raw["sweep"] = {"scaling": study.scaling, "workers": [1]}  # only the scaling is read
     case = study.cases[point.case]
     at = study.at.get(point.workers, {}) if point.workers is not None else {}
     fields = [(field_parts(k), v) for k, v in (*case.sets, *at.items())]
-    for k, v in point.sets:
-        target = axis_target(case, k)
-        if target is not None:
-            fields.append((target, v))
+    fields += _whole_first((target, v) for k, v in point.sets
+                           if (target := axis_target(case, k, point.sets)) is not None)
     for parts, value in fields:
         node: Any = raw
         for i, p in enumerate(parts[:-1]):
@@ -132,6 +218,15 @@ def point_raw(study: Study, point: Point) -> dict[str, Any]:
             node = node[p]
         node[parts[-1]] = plain(value)
     return raw
+
+
+def _whole_first(fields: Iterable[tuple[tuple, Any]]) -> list[tuple[tuple, Any]]:
+    """``(path, value)`` fields, a field before its parts (``algorithm`` before
+    ``algorithm.shards``), otherwise in their order.  Why: the axes are set in the order
+    they are written, and ``{algorithm.shards: [1, 2], algorithm: [...]}`` set the shards
+    and then replaced the whole algorithm - rows labelled shards 2 ran with the mapping's
+    own.  A part refines its whole, whatever the order of the axes."""
+    return sorted(fields, key=lambda f: len(f[0]))
 
 
 _BASE_JSON: dict[str, str] = {}
