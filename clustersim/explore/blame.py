@@ -56,7 +56,8 @@ def _blamed(study: Study, point: Point, bad_path: tuple, file: bool = False
     (``sweep.axes`` where none is): the axis whose field is, or holds, the bad one; with
     ``file``, first the axis that chose the platform file."""
     case = study.cases[point.case]
-    targets = [(k, tuple(str(p) for p in axis_target(case, k, point.sets) or ())) for k, _ in point.sets]
+    targets = [(k, tuple(str(p) for p in axis_target(case, k, point.sets) or ()))
+               for k, _ in point.sets]
     if file:
         for k, target in targets:
             if target in _PLATFORM_FILE:
