@@ -109,6 +109,10 @@ def default_scenarios(root: str | Path | None = None, device: str | None = None)
 
 def _main_point(scn: Any, algorithm: str | None, workers: int | None) -> tuple[Any, int]:
     algs = scn.algorithms
+    if scn.workload is None or not algs:  # a collective benchmark: no training point
+        raise InputError("a validation scenario must be a training scenario (a 'workload' "
+                         "and an 'algorithm'), not a collective benchmark",
+                         file=str(scn.file) if getattr(scn, "file", None) else None)
     alg = algs[0]
     if algorithm is not None:
         match = [a for a in algs if algorithm in (a.title, a.name)]

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clustersim.commands.calibrate_checks import check_link, check_rank_counts, check_work_dir
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
 from clustersim.commands.calibrate_inputs import load_traces, validation_scenarios
@@ -76,6 +77,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="MPI ranks for the microbenchmarks (default %(default)s)")
     p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
     p.add_argument("--hostfile", metavar="FILE", help="hostfile passed to mpiexec")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow more ranks (--np, validation scenarios) than this machine has "
+                        "cores (at most 8 per core; without a --hostfile the default is to "
+                        "refuse, as run --real does)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="limit per real run (default %(default)s)")
     p.add_argument("--quick", action="store_true",
@@ -230,6 +235,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     source: dict[str, Any] = {"platform": str(args.platform), "statistic": args.statistic}
     runs: list[list[Any]] = [[] for _ in scenarios]
     repeats = args.repeats or (1 if args.quick else 3)
+    # everything that can be refused is refused now, before the first process starts
+    run_here = bool(scenarios) and args.runs is None
+    check_link(platform, args.link)
+    check_rank_counts(args, scenarios, run_here)
+    if args.real or run_here:
+        check_work_dir(args, scenarios if run_here else [], repeats)
     if args.real:
         from clustersim.calibration.measure import bench_plan, classify_rows, run_benchmarks
         from clustersim.calibration.rows import rows_from_events

@@ -66,12 +66,14 @@ def validation_scenarios(args: argparse.Namespace) -> list[Path]:
     runs recorded in DIR; else the shipped ``scenarios/real_*.yaml`` of the plan's device
     (``real_gpu_*`` with ``--plan gpu``, the others with ``cpu``)."""
     from clustersim.calibration.validate import default_scenarios
+    from clustersim.commands.calibrate_checks import check_training_scenario
 
     if args.scenarios:
         out = []
         for s in args.scenarios:
             if not Path(s).is_file():
                 raise InputError(f"validation scenario {s!r} not found")
+            check_training_scenario(s)  # a collective benchmark crashed after measuring
             out.append(Path(s))
         return out
     if getattr(args, "runs", None):
