@@ -11,6 +11,7 @@ docs/exploration.md.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -53,7 +54,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "all cores); results do not depend on it")
     p.add_argument("--out", metavar="DIR",
                    help="folder for sweep.parquet, sweep.csv, sweep.json and the point cache "
-                        "(default: <scenario name>.sweep)")
+                        "(default: <scenario name>.sweep in the working folder; characters "
+                        "other than letters, digits, '_', '-' and '.' become '_', and the "
+                        "name is cut to 100 characters)")
     p.add_argument("--parquet", metavar="FILE", help="the table as Parquet (instead of DIR's)")
     p.add_argument("--csv", metavar="FILE", help="the table as CSV (instead of DIR's)")
     p.add_argument("--json", metavar="FILE", help="the table as JSON (instead of DIR's)")
@@ -111,6 +114,19 @@ def _progress(total: int, enabled: bool, what: str = "sweep"):
     return ProgressAdvance(prog, total)
 
 
+#: the longest scenario name kept in the default folder (a file name has 255 bytes at most)
+NAME_IN_FOLDER = 100
+
+
+def default_out(name: str) -> Path:
+    """The folder ``sweep`` writes to without ``--out``: ``<name>.sweep`` in the working
+    folder, with the name made a safe file name.  A scenario's ``name`` is data from whoever
+    wrote it: ``name: /tmp/x`` or ``../../x`` wrote outside the working folder, and a
+    5,000-character name was a traceback (QA 10 M7, H4)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:NAME_IN_FOLDER].lstrip(".")
+    return Path(f"{safe or 'scenario'}.sweep")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from clustersim.explore import input_columns, load_study, run_study
     from clustersim.explore.cache import open_cache
@@ -137,7 +153,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                          file=scn.file)
     if args.out is not None and not args.out.strip():
         raise InputError("cannot write --out '': an empty folder name; give a folder name")
-    out = Path(args.out) if args.out is not None else Path(f"{scn.name}.sweep")
+    out = Path(args.out) if args.out is not None else default_out(scn.name)
     # an empty name given for a file is refused by check_outputs, not replaced by the default
     files = {flag: out / f"sweep.{flag[2:]}" if given is None else given
              for flag, given in (("--parquet", args.parquet), ("--csv", args.csv),

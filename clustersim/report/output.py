@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import math
@@ -34,7 +35,33 @@ from typing import Any
 from clustersim.errors import InputError
 
 __all__ = ["atomic_write", "check_outputs", "clean_json", "csv_text", "json_text",
-           "unwritable", "write_csv", "write_json", "write_outputs"]
+           "path_problem", "unwritable", "write_csv", "write_json", "write_outputs"]
+
+#: what the file system says, in words that tell the user what to change
+_PATH_ERRNOS = {
+    errno.ENAMETOOLONG: "the name is too long (at most 255 characters for each part of the "
+                        "path, 4096 in all)",
+    errno.ELOOP: "it is a symbolic link loop (the link leads back to itself)",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+def path_problem(exc: BaseException) -> str:
+    """What is wrong with a path, from the error that looking at it raised.
+
+    ``Path.is_dir()``/``exists()`` raise on a name too long (ENAMETOOLONG) and ``resolve()``
+    raises ``RuntimeError`` on a symbolic link loop; both had reached the user as a traceback
+    (QA 10 H4).  Shared by the output checks and the YAML loader."""
+    if isinstance(exc, RuntimeError) and "loop" in str(exc).lower():
+        return _PATH_ERRNOS[errno.ELOOP]
+    if isinstance(exc, OSError):
+        if exc.errno in _PATH_ERRNOS:
+            return _PATH_ERRNOS[exc.errno]
+        return exc.strerror or str(exc)
+    return str(exc)
 
 
 def _target(path: str | Path) -> Path:
@@ -70,12 +97,15 @@ def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
             continue
         if str(raw).strip() == "":
             raise _cannot(flag, raw, "an empty file name; give a file name")
-        p = _target(raw)
-        key = os.path.abspath(p)
-        if key in seen:
-            raise _cannot(flag, raw, f"{seen[key]} writes the same file")
-        seen[key] = flag
-        why = unwritable(p)
+        try:
+            p = _target(raw)
+            key = os.path.abspath(p)
+            if key in seen:
+                raise _cannot(flag, raw, f"{seen[key]} writes the same file")
+            seen[key] = flag
+            why = unwritable(p)
+        except (OSError, RuntimeError) as exc:  # a name too long, a link loop (QA 10 H4)
+            raise _cannot(flag, raw, path_problem(exc)) from None
         if why is not None:
             raise _cannot(flag, raw, why)
 
@@ -88,9 +118,14 @@ def unwritable(p: Path) -> str | None:
     if p.exists() and not p.is_file():
         # a device or FIFO: written in place
         return None if os.access(p, os.W_OK) else "it is not writable"
+    if os.path.lexists(p) and not p.exists():  # a link whose target cannot be reached
+        return _broken_link(p)
     base, todo = _missing_dirs(p.parent)
     if not base.is_dir():
         return f"{str(base)!r} is not a directory"
+    for d in todo:  # "missing", yet there: a link loop or a dangling link (mkdir would fail)
+        if os.path.lexists(d):
+            return _broken_link(d)
     try:
         if todo:  # can the first missing directory be made?
             probe = base / f".{todo[0].name}.{secrets.token_hex(4)}.probe"
@@ -105,6 +140,17 @@ def unwritable(p: Path) -> str | None:
         what = "cannot create directory" if todo else "cannot create files in"
         return f"{what} {str(where)!r} ({exc.strerror or exc})"
     return None
+
+
+def _broken_link(p: Path) -> str:
+    """Why the link ``p`` cannot be followed: a loop, or a target that does not exist (had
+    been FileExistsError from mkdir, a traceback: QA 10 H4)."""
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            return f"{str(p)!r}: {path_problem(exc)}"
+    return f"{str(p)!r} is a symbolic link to something that does not exist"
 
 
 def _stage(path: Path, data: bytes, made: list[Path]) -> Path:

@@ -13,6 +13,9 @@ make the tool parse (and echo in an error) an unrelated file.
 from __future__ import annotations
 
 import copy
+import errno
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,7 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
         raise InputError(f"platform file {name!r} must be a YAML file (.yaml or .yml; {allowed})",
                          path=path)
     names = [p] if p.suffix else [Path(f"{name}.yaml"), Path("topologies") / f"{name}.yaml"]
+    roots: list[Path] = []
     if p.is_absolute():
         cands = names
     else:
@@ -59,10 +63,31 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
                 return c
         except OSError:  # a name too long for the file system, a permission problem
             continue
+    _not_a_file(cands + ([p] if p.is_absolute() else [r / p for r in roots]), name, path)
     hint = did_you_mean(p.stem, shipped)
     where = "next to the scenario, in its parent folder or among the shipped topologies"
     raise InputError(f"platform file {name!r} not found {where}{hint} (shipped: "
                      f"{', '.join(shipped) or 'none'})", path=path)
+
+
+def _not_a_file(paths: list[Path], name: str, path: tuple) -> None:
+    """Refuse a platform path that is there but is no readable file: a directory, a device or
+    a link loop had been "not found", beside a name that ls shows (QA 10 M8)."""
+    from clustersim.report.output import path_problem
+
+    for c in paths:
+        try:
+            mode = os.stat(c).st_mode
+        except OSError as exc:
+            if os.path.lexists(c) or exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                raise InputError(f"platform file {name!r}: {path_problem(exc)}; give a "
+                                 f"YAML file", path=path) from None
+            continue
+        what = ("a directory" if stat.S_ISDIR(mode) else
+                "not a regular file (a device, FIFO or socket)" if not stat.S_ISREG(mode)
+                else None)
+        if what is not None:
+            raise InputError(f"platform file {name!r} is {what}; give a YAML file", path=path)
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

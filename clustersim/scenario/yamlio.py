@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -241,20 +243,34 @@ def load_yaml_text(text: str, *, source: str | None = None) -> Any:
         raise InputError(f"YAML error: {str(exc)[:200]}", file=source) from None
 
 
+def _short(path: str | Path) -> str:
+    """A path fit for a message: a 5,000-character name is cut, not echoed whole."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:120]}...{text[-40:]} ({len(text)} characters)"
+
+
 def load_yaml(path: str | Path, *, what: str = "file") -> Any:
     """Parse a YAML file; syntax errors and missing files become :class:`InputError`."""
+    from clustersim.report.output import path_problem
+
     p = Path(path)
     try:
-        if not p.is_file():
-            if p.is_dir():
-                raise InputError(f"{what} is a directory, expected a YAML file", file=str(path))
-            if p.exists():
-                raise InputError(f"{what} is not a regular file", file=str(path))
-            raise InputError(f"cannot read {what}: file not found", file=str(path))
+        # os.stat, not is_file()/exists(): those say False for a link loop, which was then
+        # "file not found" beside a file that ls shows (QA 10 M8)
+        mode = os.stat(p).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{what} is a directory, expected a YAML file", file=str(path))
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{what} is not a regular file (a device, FIFO or socket); give "
+                             f"a YAML file", file=str(path))
         with p.open("rb") as fh:
             data = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        why = ("file not found" if not os.path.lexists(p)
+               else "it is a symbolic link to a file that does not exist")
+        raise InputError(f"cannot read {what}: {why}", file=_short(path)) from None
     except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+        raise InputError(f"cannot read {what}: {path_problem(exc)}", file=_short(path)) from None
     if len(data) > MAX_BYTES:
         raise InputError(f"{what} is larger than {MAX_BYTES // 1024} KiB; a scenario or "
                          f"platform file is a few kB", file=str(path))

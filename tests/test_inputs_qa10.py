@@ -1,0 +1,101 @@
+"""QA 10 input and output paths: a name too long, a symbolic link loop, a directory or a
+device where a file is expected, an unsafe scenario name as sweep's folder, routes' limits,
+the model's size.  Each is one message and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.commands.sweep import default_out
+
+ROOT = Path(__file__).resolve().parents[1]
+MLP = ROOT / "scenarios" / "real_bsp_mlp.yaml"
+LOCALHOST = str(ROOT / "topologies" / "localhost.yaml")
+
+
+def _mlp(tmp_path: Path, **subs: str) -> str:
+    """A copy of real_bsp_mlp.yaml with its platform by absolute path and ``subs`` applied."""
+    text = MLP.read_text().replace("topologies/localhost.yaml", LOCALHOST)
+    for old, new in subs.items():
+        assert old in text
+        text = text.replace(old, new)
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> Path:
+    a, b = tmp_path / "loopA", tmp_path / "loopB"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    return a
+
+
+def _refused(capsys: pytest.CaptureFixture[str], argv: list[str], *words: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def test_output_name_too_long(tmp_path, capsys):
+    long = str(tmp_path / ("x" * 300 + ".json"))
+    _refused(capsys, ["predict", str(MLP), "-q", "--json", long], "--json", "too long")
+
+
+def test_output_symlink_loop(tmp_path, capsys, loop):
+    _refused(capsys, ["predict", str(MLP), "-q", "--json", str(loop)], "--json",
+             "symbolic link loop")
+
+
+def test_sweep_out_symlink_loop(tmp_path, capsys, loop):
+    _refused(capsys, ["sweep", str(MLP), "-q", "--out", str(loop)], "symbolic link loop")
+    assert not any(p.name.endswith(".probe") for p in tmp_path.iterdir())
+
+
+def test_input_name_too_long(tmp_path, capsys):
+    long = str(tmp_path / ("x" * 300 + ".yaml"))
+    err = _refused(capsys, ["validate", long], "too long")
+    assert len(err) < 600  # the 300-character name is cut
+
+
+def test_scenario_symlink_loop_is_not_file_not_found(capsys, loop):
+    err = _refused(capsys, ["validate", str(loop)], "symbolic link loop")
+    assert "not found" not in err
+
+
+@pytest.mark.parametrize("what", ["dir", "device", "loop"])
+def test_platform_path_that_is_no_file(tmp_path, capsys, loop, what):
+    target = {"dir": str(tmp_path), "device": os.devnull, "loop": str(loop)}[what]
+    scn = _mlp(tmp_path, **{LOCALHOST: target})
+    word = {"dir": "is a directory", "device": "not a regular file",
+            "loop": "symbolic link loop"}[what]
+    err = _refused(capsys, ["validate", scn], word, "platform")
+    assert "not found" not in err
+
+
+@pytest.mark.parametrize("name, folder", [
+    ("/tmp/evil", "_tmp_evil.sweep"), ("../../x", ".._.._x.sweep"[2:]),
+    ("n" * 5000, "n" * 100 + ".sweep"), ("...", "scenario.sweep"), ("ok-1.2", "ok-1.2.sweep")])
+def test_sweep_default_folder_is_a_safe_name(name, folder):
+    out = default_out(name)
+    assert str(out) == folder and out.parent == Path(".")
+
+
+def test_sweep_name_with_a_path_writes_in_the_working_folder(tmp_path, capsys, monkeypatch):
+    evil = tmp_path / "outside"
+    scn = _mlp(tmp_path, **{"name: real_bsp_mlp": f"name: {evil}/x"})
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["sweep", scn, "-q", "-j", "1", "--no-cache"]) == 0, capsys.readouterr().err
+    assert not evil.exists()
+    assert [p.name for p in work.iterdir()] == [str(default_out(f"{evil}/x"))]
