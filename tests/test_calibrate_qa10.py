@@ -121,3 +121,74 @@ def test_bad_work_dir_refused(tmp_path, capsys, no_launch, case):  # H4
             "--out", str(tmp_path / "p.yaml")]
     err = refused(argv, capsys, no_launch)
     assert "--work-dir" in err and why in err
+
+
+def recorded_bench(monkeypatch: pytest.MonkeyPatch, then: BaseException | None) -> None:
+    """The benchmark stub writes the 4-rank traces of test_calibration_roundtrip to its
+    folder, as realrun does, then raises ``then`` (None: returns them)."""
+    import clustersim.calibration.measure as measure
+    from clustersim.trace import TraceWriter
+    from test_calibration_roundtrip import traces
+
+    def bench(_plan: Any, *, out_dir: Any, **_k: Any) -> Any:
+        _, events = traces()
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        heads = [{"rank": r, "host": "node7", "backend": "real"} for r in range(4)]
+        for r in range(4):
+            with TraceWriter(Path(out_dir) / f"trace.rank{r}.jsonl", heads[r]) as w:
+                for ev in events:
+                    if ev.actor == r:
+                        w.write(ev)
+        if then is not None:
+            raise then
+        return events, heads
+
+    monkeypatch.setattr(measure, "run_benchmarks", bench)
+
+
+def platform_file(tmp_path: Path) -> str:
+    from test_calibration_profile import PLATFORM_YAML
+
+    plat = tmp_path / "rt.yaml"
+    plat.write_text(PLATFORM_YAML)
+    return str(plat)
+
+
+def test_stop_says_what_was_kept_and_its_command_fits_it(tmp_path, capsys, no_launch,
+                                                         monkeypatch):  # M1
+    import shlex
+
+    recorded_bench(monkeypatch, KeyboardInterrupt())
+    plat = platform_file(tmp_path)
+    assert main(calib(tmp_path, "--platform", plat, "--statistic", "median")) == 130
+    err = capsys.readouterr().err
+    assert f"kept in {tmp_path / 'w' / 'bench'}" in err
+    cmd = err.split("fit them without measuring again: ")[1].splitlines()[0]
+    argv = shlex.split(cmd)
+    assert argv[:2] == ["clustersim", "calibrate"] and "--statistic" in argv
+    assert main([*argv[1:], "-q"]) == 0  # the printed command fits the kept traces
+    assert (tmp_path / "p.yaml").is_file()
+
+
+def test_failed_validation_run_keeps_the_fitted_profile(tmp_path, capsys, no_launch,
+                                                        monkeypatch):  # M1
+    from realrun.launch import RealRunError
+
+    recorded_bench(monkeypatch, None)
+    import realrun.train as train
+
+    def run(*_a: Any, **_k: Any) -> Any:
+        raise RealRunError("rank 1 exited with code 3", kind="failed", rank=1, log=None,
+                           reason="exit")
+
+    monkeypatch.setattr(train, "run_scenario", run)
+    argv = calib(tmp_path, "--platform", plat_file := platform_file(tmp_path), "-q",
+                 "--scenarios", str(SCN / "real_bsp_mlp.yaml"))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "rank 1 exited with code 3" in err and "a validation run failed" in err
+    assert "--validate" in err and plat_file in err
+    from clustersim.calibration.profile import load_profile
+
+    prof = load_profile(tmp_path / "p.yaml")
+    assert prof.validation is None and prof.source["kind"] == "real"

@@ -17,14 +17,15 @@ Two sources of measurements:
 
 ``--platform`` names the platform the ranks ran on (default ``topologies/localhost.yaml``):
 it says which device and link class the numbers describe.  Exit codes: 0 success, 1 a failed
-real run (the message names the rank and its log), 2 bad input, 143/129 stopped by
-SIGTERM/SIGHUP (130 for Ctrl-C; every MPI process is ended, the traces so far are kept).
+real run (the message names the rank and its log; after a failed validation run the profile
+fitted from the microbenchmarks is written all the same), 2 bad input (checked before anything
+starts: :mod:`.calibrate_checks`), 143/129 stopped by SIGTERM/SIGHUP (130 for Ctrl-C; every
+MPI process is ended, the traces so far are kept and the command that fits them is printed).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from clustersim.commands.calibrate_checks import check_link, check_rank_counts, 
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
 from clustersim.commands.calibrate_inputs import load_traces, validation_scenarios
+from clustersim.commands.calibrate_real import validate_command
 from clustersim.commands.calibrate_report import (
     console_for,
     print_fit,
@@ -241,51 +243,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_rank_counts(args, scenarios, run_here)
     if args.real or run_here:
         check_work_dir(args, scenarios if run_here else [], repeats)
+    failure = None
     if args.real:
-        from clustersim.calibration.measure import bench_plan, classify_rows, run_benchmarks
-        from clustersim.calibration.rows import rows_from_events
-        from clustersim.calibration.validate import run_cases
-        from realrun.launch import RealRunError
+        from clustersim.commands.calibrate_real import measure_real
 
-        plan = bench_plan(args.quick, args.plan)
-        events: list[Any] = []
-        loads = []
-        headers = []
-        for rnd in range(args.rounds):
-            bench_dir = work / "bench" / (f"round{rnd}" if args.rounds > 1 else "")
-            tag = f"round {rnd + 1}/{args.rounds}: " if args.rounds > 1 else ""
-            say(console, f"{tag}measuring microbenchmarks on {args.np} MPI ranks "
-                          f"({'quick' if args.quick else 'full'} plan; traces in {bench_dir})")
-            try:
-                loads.append(_loadavg())
-                with status(console, "microbenchmarks running"):
-                    evs, headers = run_benchmarks(plan, np=args.np, out_dir=bench_dir,
-                                                  timeout=args.timeout, mpiexec=args.mpiexec,
-                                                  hostfile=args.hostfile)
-                # batches of different rounds are different repeats of the same points
-                for ev in evs:
-                    ev.meta = {**ev.meta, "repeat": rnd * 100000 + int(ev.meta.get("repeat", 0))}
-                events += evs
-                if scenarios:
-                    say(console, f"{tag}running {len(scenarios)} validation scenario(s) for "
-                                  f"real, {repeats} time(s) each (not used by the fit)")
-                    with status(console, "validation runs") as update:
-                        got = run_cases(scenarios, out_dir=work / "validation",
-                                        timeout=args.timeout, collectives=args.collectives,
-                                        repeats=repeats, first=rnd * repeats,
-                                        mpiexec=args.mpiexec, hostfile=args.hostfile,
-                                        progress=update)
-                    for i, g in enumerate(got):
-                        runs[i] += g
-            except RealRunError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 1
-        rows = classify_rows(rows_from_events(events, args.statistic), plan)
-        (work / "bench").mkdir(parents=True, exist_ok=True)
-        (work / "bench" / "calibration_rows.json").write_text(
-            json.dumps(rows, indent=1, sort_keys=True))
-        source.update(kind="real", traces=str(work / "bench"), plan=plan.describe(),
-                      rounds=args.rounds, load_average=[round(x, 2) for x in loads])
+        got = measure_real(args, scenarios, console, repeats)
+        if got is None:  # a benchmark failed: the error and what was kept are printed
+            return 1
+        rows, headers, runs, failure = got.rows, got.headers, got.runs, got.failure
+        source.update(got.source)
+        if failure is not None:  # the fit stands on the benchmarks alone: write it
+            scenarios = []
     else:
         rows, headers = load_traces(list(args.traces), args.statistic)
         source.update(kind="traces", traces=[str(t) for t in args.traces])
@@ -342,17 +310,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         write_json(args.json, {"profile": str(args.out), "fit": cal.profile.fit,
                                "notes": cal.notes,
                                "validation": report.as_dict() if report else None})
+    if failure is not None:  # after the profile: the benchmarks all succeeded
+        print(f"error: {failure}", file=sys.stderr)
+        print(f"a validation run failed: {args.out} holds the profile fitted from the "
+              f"microbenchmarks, not validated; to validate it without measuring the "
+              f"benchmarks again: {validate_command(args)}", file=sys.stderr)
+        return 1
     return 0
-
-
-def _loadavg() -> float:
-    import math
-    import os
-
-    try:
-        return float(os.getloadavg()[0])
-    except (AttributeError, OSError):
-        return math.nan
 
 
 def _write(profile: Any, path: str, console: Any) -> None:
