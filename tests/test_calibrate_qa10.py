@@ -126,9 +126,10 @@ def test_bad_work_dir_refused(tmp_path, capsys, no_launch, case):  # H4
 def recorded_bench(monkeypatch: pytest.MonkeyPatch, then: BaseException | None) -> None:
     """The benchmark stub writes the 4-rank traces of test_calibration_roundtrip to its
     folder, as realrun does, then raises ``then`` (None: returns them)."""
+    from test_calibration_roundtrip import traces
+
     import clustersim.calibration.measure as measure
     from clustersim.trace import TraceWriter
-    from test_calibration_roundtrip import traces
 
     def bench(_plan: Any, *, out_dir: Any, **_k: Any) -> Any:
         _, events = traces()
