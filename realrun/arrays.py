@@ -26,7 +26,7 @@ import numpy as np
 
 from clustersim.errors import InputError
 
-__all__ = ["Backend", "GemmKernel", "get_backend", "gpu_present", "as_dtype", "BACKEND_CHOICES"]
+__all__ = ["Backend", "GemmKernel", "check_backend", "get_backend", "gpu_present", "as_dtype", "BACKEND_CHOICES"]
 
 BACKEND_CHOICES = ("auto", "numpy", "cupy")
 DTYPES = {"float32": np.float32, "fp32": np.float32, "float16": np.float16, "fp16": np.float16,
@@ -236,20 +236,34 @@ def _cupy_backend() -> Backend:
                    sync=lambda: cp.cuda.get_current_stream().synchronize())
 
 
-def get_backend(prefer: str = "auto") -> Backend:
-    """The array backend: ``auto`` = CuPy when a GPU and CuPy are present, else NumPy."""
+def check_backend(prefer: str) -> None:
+    """Raise :class:`InputError` unless backend ``prefer`` can be had on this machine.
+
+    Cheap (a /dev scan and a module lookup, no CUDA import), so the launcher runs it before
+    starting any rank: found only inside the ranks, ``--backend cupy`` on a machine without a
+    GPU was a failed run (exit 1, "partial traces") instead of bad input (QA 10 M4).
+    """
     if prefer not in BACKEND_CHOICES:
         raise InputError(f"unknown array backend {prefer!r} (allowed: "
                          f"{', '.join(BACKEND_CHOICES)})", path=("backend",))
+    if prefer != "cupy":
+        return
+    if importlib.util.find_spec("cupy") is None:
+        raise InputError("backend 'cupy' needs CuPy and an NVIDIA GPU; CuPy is not installed "
+                         "here (pip install 'clustersim[gpu]'; allowed: auto, numpy)",
+                         path=("backend",))
+    if not gpu_present():
+        raise InputError("backend 'cupy' needs an NVIDIA GPU and none was found (allowed: "
+                         "auto, numpy)", path=("backend",))
+
+
+def get_backend(prefer: str = "auto") -> Backend:
+    """The array backend: ``auto`` = CuPy when a GPU and CuPy are present, else NumPy."""
+    check_backend(prefer)
     if prefer == "numpy":
         return _numpy_backend()
     has_cupy = importlib.util.find_spec("cupy") is not None
     if prefer == "cupy":
-        if not has_cupy or not gpu_present():
-            raise InputError("backend 'cupy' needs CuPy and an NVIDIA GPU; neither is usable "
-                             "here (allowed: auto, numpy)" if not has_cupy else
-                             "backend 'cupy' needs an NVIDIA GPU and none was found "
-                             "(allowed: auto, numpy)", path=("backend",))
         return _cupy_backend()
     if has_cupy and gpu_present():
         return _cupy_backend()

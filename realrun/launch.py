@@ -26,6 +26,7 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -41,9 +42,11 @@ from pathlib import Path
 
 from clustersim._signals import as_interrupt, deferred
 from clustersim.errors import InputError
-from realrun.proctree import MARKER, find_marked, kill_marked
-from realrun.rankstate import LOG_DIR_VAR, WORLD_VAR, blame_hang, read_states
+from realrun.proctree import MARKER, die_with_parent, find_marked, kill_marked
+from realrun.rankstate import LOG_DIR_VAR, WORLD_VAR, read_states
 from realrun.runtime import trim_traces
+from realrun.verdict import RealRunError, rank_log, timeout_blame, verdict
+from realrun.verdict import describe_status as _describe_status  # noqa: F401  (tests use it)
 
 __all__ = ["LaunchResult", "RealRunError", "check_rank_count", "launch", "find_mpiexec",
            "mpiexec_flavor", "rank_log"]
@@ -63,28 +66,6 @@ OVERSUBSCRIBE_LIMIT = 8
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-class RealRunError(RuntimeError):
-    """A real run that did not succeed.
-
-    ``kind``: ``failed`` (a rank exited non-zero or was killed), ``timeout`` (the run exceeded
-    its time limit; ``rank`` is the most likely culprit), ``launch`` (mpiexec itself failed).
-    ``log`` is the culprit's stderr log (or mpiexec's own log when no rank is known).
-    """
-
-    def __init__(self, message: str, *, kind: str, rank: int | None, log: Path | None,
-                 reason: str, exit_code: int | None = None, log_dir: Path | None = None,
-                 run_id: str = "", strays: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.rank = rank
-        self.log = log
-        self.reason = reason
-        self.exit_code = exit_code
-        self.log_dir = log_dir
-        self.run_id = run_id  # REALRUN_RUN_ID of the run's processes (all gone by now)
-        self.strays = strays or []  # processes that outlived mpiexec and had to be killed
-
-
 @dataclass
 class LaunchResult:
     """A run that ended with every rank exiting 0."""
@@ -99,11 +80,6 @@ class LaunchResult:
 
     def log(self, rank: int, stream: str = "err") -> Path:
         return rank_log(self.log_dir, rank, stream)
-
-
-def rank_log(log_dir: str | Path, rank: int, stream: str = "err") -> Path:
-    """Path of a rank's ``out``/``err`` log or its ``exit`` status file."""
-    return Path(log_dir) / f"rank{rank}.{stream}"
 
 
 def find_mpiexec(mpiexec: str | os.PathLike[str] | None = None) -> str:
@@ -204,24 +180,6 @@ def _exit_codes(log_dir: Path, np: int) -> dict[int, tuple[int, float]]:
     return out
 
 
-def _describe_status(code: int) -> str:
-    if code > 128:
-        try:
-            name = signal.Signals(code - 128).name
-        except ValueError:
-            name = "?"
-        return f"was killed by signal {code - 128} ({name})"
-    return f"exited with code {code}"
-
-
-def _tail(path: Path, lines: int = 6) -> str:
-    try:
-        text = path.read_text(errors="replace").rstrip().splitlines()
-    except OSError:
-        return ""
-    return "\n".join("    " + ln for ln in text[-lines:])
-
-
 def _stop(proc: subprocess.Popen[bytes], run_id: str, grace: float) -> list[str]:
     """End mpiexec and everything it started; returns descriptions of processes killed late."""
     if proc.poll() is None:
@@ -252,58 +210,6 @@ def _dump_stacks(log_dir: Path, np: int, run_id: str) -> None:
         time.sleep(0.3)
 
 
-def _rank_error(kind: str, rank: int, reason: str, log_dir: Path, exit_code: int | None,
-                message: str | None = None) -> RealRunError:
-    log = rank_log(log_dir, rank, "err")
-    tail = _tail(log)
-    msg = (message or f"rank {rank} {reason}; see its log {log}") + (
-        f"\n  last lines of {log.name}:\n{tail}" if tail else "")
-    return RealRunError(msg, kind=kind, rank=rank, log=log, reason=reason,
-                        exit_code=exit_code, log_dir=log_dir)
-
-
-def _verdict(logs: Path, np: int, codes: dict[int, tuple[int, float]], timed_out: bool,
-             culprit: tuple[int | None, str], rc: int, timeout: float) -> RealRunError | None:
-    """The error a finished run deserves (``None`` for success), most specific first.
-
-    A rank's own non-zero exit status beats everything; then a rank that recorded a Python
-    failure and called ``MPI_Abort`` (hydra kills it before its wrapper can write a status);
-    then the timeout with its blamed rank; then a bare non-zero ``mpiexec`` status.
-    """
-    failed = sorted((t, r, code) for r, (code, t) in codes.items() if code != 0)
-    if failed and not timed_out:
-        _, rank, code = failed[0]
-        reason = _describe_status(code)
-        more = f" ({len(failed) - 1} more rank(s) failed after it)" if len(failed) > 1 else ""
-        log = rank_log(logs, rank, "err")
-        return _rank_error("failed", rank, reason, logs, code,
-                           f"rank {rank} {reason}{more}; see its log {log}")
-    if not timed_out:
-        aborted = sorted((st.since, r, st.op) for r, st in read_states(logs, np).items()
-                         if st is not None and st.state == "failed")
-        if aborted:
-            _, rank, why = aborted[0]
-            return _rank_error("failed", rank, f"failed and aborted the job ({why})", logs, rc)
-    launcher_log = logs / "mpiexec.log"
-    if timed_out:
-        rank, why = culprit
-        if rank is None:
-            return RealRunError(f"run timed out after {timeout:g} s: {why}; see {launcher_log}",
-                                kind="timeout", rank=None, log=launcher_log,
-                                reason=f"timeout: {why}", log_dir=logs)
-        log = rank_log(logs, rank, "err")
-        return RealRunError(f"run timed out after {timeout:g} s: rank {rank} {why}; its stack "
-                            f"is in {log}", kind="timeout", rank=rank, log=log,
-                            reason=f"timeout: {why}", log_dir=logs)
-    if rc != 0:
-        reason = f"mpiexec exited with code {rc} and no rank reported a failure"
-        tail = _tail(launcher_log)
-        return RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
-                            kind="launch", rank=None, log=launcher_log, reason=reason,
-                            exit_code=rc, log_dir=logs)
-    return None
-
-
 def launch(
     module_or_script: str,
     args: Sequence[str] = (),
@@ -329,8 +235,10 @@ def launch(
     """
     if not isinstance(np, int) or np < 1:
         raise InputError(f"np must be a whole number >= 1, not {np!r}", path=("np",))
-    if not timeout or timeout <= 0:
-        raise InputError(f"timeout must be > 0 seconds, not {timeout!r}", path=("timeout",))
+    if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        # nan passed `nan <= 0` and never timed out (QA 10 M3)
+        raise InputError(f"timeout must be a finite number of seconds > 0, not {timeout!r}",
+                         path=("timeout",))
     exe = find_mpiexec(mpiexec)
     hf = None
     if hostfile is not None:
@@ -367,8 +275,11 @@ def launch(
     with as_interrupt():
         try:
             with (logs / "mpiexec.log").open("wb") as lf:
+                # die_with_parent: a SIGKILLed launcher runs no finally; the kernel then
+                # stops mpiexec (and hydra its ranks) instead (QA 10 H8)
                 proc = subprocess.Popen(cmd, env=full_env, stdout=lf, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=die_with_parent())
             while proc.poll() is None:
                 if any(code != 0 for code, _ in _exit_codes(logs, np).values()):
                     # a rank died: hydra normally ends the others by itself, give it a moment
@@ -377,7 +288,7 @@ def launch(
                     break
                 if time.monotonic() > deadline:
                     timed_out = True
-                    culprit = blame_hang(read_states(logs, np))
+                    culprit = timeout_blame(read_states(logs, np))
                     _dump_stacks(logs, np, run_id)
                     break
                 time.sleep(POLL_SECONDS)
@@ -392,7 +303,7 @@ def launch(
     elapsed = time.monotonic() - start
     rc = proc.returncode if proc is not None and proc.returncode is not None else -1
 
-    err = _verdict(logs, np, codes, timed_out, culprit, rc, timeout)
+    err = verdict(logs, np, codes, timed_out, culprit, rc, timeout, strays)
     if err is not None:
         err.run_id, err.strays = run_id, strays
         raise err

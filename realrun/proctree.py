@@ -10,13 +10,17 @@ Every process we launch inherits the environment variable ``REALRUN_RUN_ID=<id>`
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MARKER", "MarkedProcess", "find_marked", "kill_marked", "signal_marked"]
+__all__ = ["MARKER", "MarkedProcess", "die_with_parent", "find_marked", "kill_marked",
+           "signal_marked"]
 
 MARKER = "REALRUN_RUN_ID"
 
@@ -115,3 +119,35 @@ def kill_marked(run_id: str, *, wait: float = 5.0) -> list[MarkedProcess]:
         if time.monotonic() > deadline:
             return list(killed.values())
         time.sleep(0.02)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get ``sig`` when this process dies (Linux's
+    ``PR_SET_PDEATHSIG``), or None where that does not exist.
+
+    Why: the launcher stops ``mpiexec`` in a ``finally`` - which a SIGKILL of the launcher
+    (the OOM killer, a batch system's ``kill -9`` after its grace period) never runs; mpiexec,
+    in a session of its own, then kept its ranks running past ``--timeout``, a hung one
+    spinning forever (QA 10 H8).  With the parent-death signal the kernel itself sends
+    ``sig`` to mpiexec when the launcher goes; SIGTERM (not SIGKILL) so that hydra still ends
+    its proxies and ranks, as it does when the launcher stops it.  The ranks keep their own
+    ``REALRUN_RUN_ID`` marker for :func:`kill_marked` when the launcher is alive.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def _preexec() -> None:  # runs in the child between fork and exec: no allocation-heavy work
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), int(sig))
+
+    return _preexec

@@ -15,7 +15,10 @@ Outputs in ``out_dir``: ``trace.rank<r>.jsonl`` (one per rank, flushed per event
 ``math``, BSP exchanging gradients on 2+ workers: per step the workers' local and the
 all-reduced gradient's squared norms, :mod:`realrun.gradnorms`) and ``logs/`` (per-rank stdout/stderr/exit/state).
 A failed or hung rank raises :class:`~realrun.launch.RealRunError` naming the rank and its
-log; everything traced up to then stays in ``out_dir``.
+log; everything traced up to then stays in ``out_dir``.  Before the launch every output of an
+earlier run is removed from ``out_dir`` (:mod:`realrun.outdir`), so after a failure the folder
+holds this run's partial traces and nothing of another run.  Metrics are taken over the
+iterations the traces hold (:mod:`realrun.coverage`), never over the scenario's count.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 
 from clustersim.errors import InputError
 from clustersim.trace import TraceEvent, write_chrome
-from realrun.launch import LaunchResult, launch
+from realrun.launch import LaunchResult, RealRunError, launch
+from realrun.outdir import check_out_dir, clear_previous
 
 __all__ = ["RealRunResult", "TrainSetup", "prepare", "run_scenario", "load_run",
            "RANK_MODULE"]
@@ -153,9 +157,16 @@ class RealRunResult:
     metrics: Any  # clustersim.sim.metrics.PointMetrics
     launch: LaunchResult | None  # None: loaded from a recorded run (:func:`load_run`)
     math: list[dict[str, Any]] = field(default_factory=list)
+    #: what the traces held (:class:`realrun.coverage.Coverage`); a partial run loaded with
+    #: ``load_run(..., partial=True)`` is measured over ``coverage.measured`` iterations
+    coverage: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
+        cov = self.coverage
+        return {"complete": cov.complete if cov is not None else None,
+                "iterations_completed": cov.completed if cov is not None else None,
+                "iterations_measured": cov.measured if cov is not None else None,
+                "scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
                 "np": self.np, "out_dir": str(self.out_dir),
                 "traces": [str(p) for p in self.traces], "metrics": self.metrics.to_dict(),
                 "elapsed": self.launch.elapsed if self.launch is not None else None,
@@ -204,11 +215,14 @@ def run_scenario(
                          f"{', '.join(COLLECTIVE_MODES)})", path=("collectives",))
     setup = prepare(path, algorithm=algorithm, workers=workers, iterations=iterations,
                     sets=sets, np=np)
+    if hostfile is None:  # with a hostfile the ranks' GPUs are on other machines
+        from realrun.arrays import check_backend
+
+        check_backend(backend)
+    check_out_dir(out_dir)  # a file, a name too long, no permission: exit 2 before launching
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("trace.rank*.jsonl"), *out.glob("math.rank*.*"),
-                *out.glob("grad_norms.csv")]:
-        old.unlink()  # a previous run's ranks must not mix in
+    clear_previous(out)  # the folder must never mix an earlier run's outputs with this one's
     argv = ["--scenario", str(Path(path).resolve()), "--algorithm", setup.algorithm.title,
             "--collectives", collectives, "--backend", backend, "--out", str(out)]
     for s in setup.sets:
@@ -217,7 +231,13 @@ def run_scenario(
         argv.append("--math")
     res = launch(RANK_MODULE, argv, setup.np, timeout=timeout, log_dir=out / "logs",
                  mpiexec=mpiexec, hostfile=hostfile, env=env)
-    result = _measured(setup, out, res)
+    try:
+        result = _measured(setup, out, res)
+    except InputError as exc:  # every rank exited 0, yet the traces are not a whole run
+        raise RealRunError(f"every rank exited 0 but {exc}; see {out / 'logs'}",
+                           kind="launch", rank=None, log=out / "logs" / "mpiexec.log",
+                           reason="incomplete traces", log_dir=out / "logs",
+                           run_id=res.run_id) from None
     (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
     write_chrome(out / "trace.chrome.json", result.events, f"{setup.scenario.name} (measured)")
     if math:  # BSP's per-step gradient norms -> the log `calibrate --convergence` reads
@@ -227,34 +247,60 @@ def run_scenario(
     return result
 
 
-def _measured(setup: TrainSetup, out: Path, res: LaunchResult | None) -> RealRunResult:
-    """The run in ``out`` as :class:`RealRunResult`: its traces reduced to metrics."""
+def _measured(setup: TrainSetup, out: Path, res: LaunchResult | None, *,
+              partial: bool = False) -> RealRunResult:
+    """The run in ``out`` as :class:`RealRunResult`: its traces reduced to metrics.
+
+    Measured over the iterations the traces hold, never over the scenario's count
+    (:mod:`realrun.coverage`): an incomplete run (a rank that traced nothing or never reached
+    its end, or fewer iterations than asked) raises :class:`InputError` saying what is
+    missing, unless ``partial`` - then it is measured over the iterations every worker
+    completed, and ``result.coverage`` says how many that was.
+    """
     from clustersim.trace_metrics import measured_metrics
     from realrun.api import load_traces
+    from realrun.coverage import coverage, cut_to
 
     headers, events = load_traces(out)
     scn = setup.scenario
+    workers = [a.rank for a in setup.actors if a.role == "worker"]
+    cov = coverage(events, np=setup.np, workers=workers, asked=scn.run.iterations,
+                   warmup=scn.run.warmup)
+    if not cov.complete:
+        if not partial or cov.measured < 1:
+            hint = ("nothing to measure" if cov.measured < 1 else
+                    f"load_run(..., partial=True) measures the {cov.measured} iteration(s) "
+                    f"it holds")
+            raise InputError(f"the run in {str(out)!r} is incomplete: {cov.describe()}; its "
+                             f"traces do not measure the scenario ({hint})", path=("runs",))
+        events = cut_to(events, workers, cov.completed)
     metrics = measured_metrics(events, algorithm=setup.algorithm.title,
                                batch=[setup.batch] * setup.workers, warmup=scn.run.warmup,
-                               iterations=scn.run.iterations)
+                               iterations=cov.completed if not cov.complete
+                               else scn.run.iterations)
     maths = [json.loads(p.read_text()) for p in
              sorted(out.glob("math.rank*.json"), key=lambda p: int(p.stem[len("math.rank"):]))]
     traces = sorted(out.glob("trace.rank*.jsonl"),
                     key=lambda p: int(p.name[len("trace.rank"):-len(".jsonl")]))
     return RealRunResult(scn.name, setup.algorithm.title, setup.workers, setup.np, out,
-                         traces, headers, events, metrics, res, maths)
+                         traces, headers, events, metrics, res, maths, cov)
 
 
 def load_run(scenario: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
              workers: int | None = None, algorithm: str | None = None,
-             sets: Sequence[str] = ()) -> RealRunResult:
+             sets: Sequence[str] = (), partial: bool = False) -> RealRunResult:
     """A run recorded earlier in ``out_dir`` (its ``trace.rank*.jsonl``), measured again
     from its traces - how a profile fitted elsewhere is validated against runs made on the
     cluster (``clustersim calibrate TRACES --runs DIR``) without running them again.  The
-    scenario and point must be the ones the run was made of."""
+    scenario and point must be the ones the run was made of.
+
+    A run that did not finish (stopped, failed, timed out) is refused with
+    :class:`InputError` saying how far it got - measured as if complete it would be wrong by
+    the ratio of asked to completed iterations; with ``partial`` it is measured over the
+    iterations every worker completed (``result.coverage``)."""
     out = Path(out_dir)
     if not sorted(out.glob("trace.rank*.jsonl")):
         raise InputError(f"no trace.rank*.jsonl in {str(out)!r}: not a recorded run",
                          path=("runs",))
     setup = prepare(scenario, algorithm=algorithm, workers=workers, sets=sets)
-    return _measured(setup, out, None)
+    return _measured(setup, out, None, partial=partial)

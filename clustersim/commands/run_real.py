@@ -13,6 +13,7 @@ every process of the run is ended and the traces written so far are kept.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
@@ -74,8 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.real:
         raise InputError("`clustersim run` runs scenarios on real MPI processes: add --real "
                          "(to simulate a scenario use `clustersim predict SCENARIO`)")
-    if args.timeout <= 0:
-        raise InputError(f"--timeout must be > 0 seconds, not {args.timeout!r}")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:  # nan: no limit at all (M3)
+        raise InputError(f"--timeout must be a finite number of seconds > 0, not "
+                         f"{args.timeout!r}")
     from clustersim.report.output import check_outputs
     from clustersim.shipped import scenario_path
     from realrun.launch import RealRunError, check_rank_count
@@ -95,6 +97,16 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{asked.iterations - asked.warmup} asked): whole exchange periods",
               file=sys.stderr)
     check_outputs({"--json": args.json})
+    from pathlib import Path
+
+    from realrun.arrays import check_backend
+    from realrun.outdir import check_out_dir
+
+    check_out_dir(args.out)  # an existing file, no permission, a name too long: exit 2 (H4)
+    if args.hostfile is None:  # --backend cupy without a GPU: bad input, not a failed run
+        check_backend(args.backend)
+    if args.json and Path(args.json).is_file():
+        Path(args.json).unlink()  # a failed run must not leave the last run's --json (H2)
     try:
         res = run_scenario(args.scenario, np=args.np, algorithm=args.algorithm,
                            iterations=args.iterations, out_dir=args.out, timeout=args.timeout,
@@ -103,8 +115,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                            backend=args.backend)
     except RealRunError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        print(f"partial traces (everything measured before the failure) are in {args.out}",
-              file=sys.stderr)
+        if any(Path(args.out).glob("trace.rank*.jsonl")):
+            print(f"partial traces (everything measured before the failure) are in "
+                  f"{args.out}", file=sys.stderr)
+        else:  # no rank traced anything (mpiexec started none, or they died starting up)
+            print(f"no rank wrote a trace; logs are in {Path(args.out) / 'logs'}",
+                  file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # also SIGTERM/SIGHUP (clustersim._signals): processes are gone
         print(f"partial traces (everything measured before the stop) are in {args.out}",
