@@ -268,11 +268,11 @@ def _measured(setup: TrainSetup, out: Path, res: LaunchResult | None, *,
                    warmup=scn.run.warmup)
     if not cov.complete:
         if not partial or cov.measured < 1:
-            hint = ("nothing to measure" if cov.measured < 1 else
-                    f"load_run(..., partial=True) measures the {cov.measured} iteration(s) "
-                    f"it holds")
+            hint = ("nothing after the warm-up to measure" if cov.measured < 1 else
+                    f"rerun it; from Python, load_run(..., partial=True) measures the "
+                    f"{cov.measured} iteration(s) it holds")
             raise InputError(f"the run in {str(out)!r} is incomplete: {cov.describe()}; its "
-                             f"traces do not measure the scenario ({hint})", path=("runs",))
+                             f"traces do not measure the scenario: {hint}", path=("runs",))
         events = cut_to(events, workers, cov.completed)
     metrics = measured_metrics(events, algorithm=setup.algorithm.title,
                                batch=[setup.batch] * setup.workers, warmup=scn.run.warmup,

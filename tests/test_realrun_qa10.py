@@ -87,7 +87,7 @@ def test_a_run_that_died_in_its_warm_up_measures_nothing(tmp_path: Path) -> None
     from realrun.train import load_run
 
     _write_run(tmp_path, 3, finished=False)
-    with pytest.raises(InputError, match="nothing to measure"):
+    with pytest.raises(InputError, match="nothing after the warm-up to measure"):
         load_run(BSP, tmp_path, workers=2, partial=True)
 
 
@@ -112,6 +112,9 @@ def test_ranks_that_never_reported_are_a_failure(tmp_path: Path) -> None:
     err = verdict(tmp_path, 2, {0: (0, 1.0)}, False, (None, ""), 0, 10.0)
     assert err is not None and "rank(s) 1 of 2" in str(err)
     assert verdict(tmp_path, 2, {0: (0, 1.0), 1: (0, 1.0)}, False, (None, ""), 0, 10.0) is None
+    # a launcher without the rank variables the wrapper knows: statuses cannot be attributed
+    (tmp_path / "rankx.exit").write_text("0\n")
+    assert verdict(tmp_path, 2, {}, False, (None, ""), 0, 10.0) is None
 
 
 def test_a_killed_mpiexec_is_said_to_be_killed(tmp_path: Path) -> None:
