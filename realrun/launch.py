@@ -18,7 +18,11 @@ Design (why it looks like this):
 * **No stray processes.**  ``mpiexec`` runs in its own session; it is stopped with SIGTERM (hydra
   then cleans its ranks up), then SIGKILL; finally every process that carries this run's
   ``REALRUN_RUN_ID`` in its environment is killed (:mod:`realrun.proctree`) - hydra gives each
-  rank its own session, so process groups alone would miss them.
+  rank its own session, so process groups alone would miss them.  A launcher killed with
+  SIGKILL runs none of that; ``mpiexec`` then gets SIGTERM from the kernel
+  (``PR_SET_PDEATHSIG``, :func:`realrun.proctree.die_with_parent`) and ends its ranks itself.
+* **Verdicts** (:mod:`realrun.verdict`): success needs every rank's ``rank<r>.exit`` = 0, not
+  just ``mpiexec``'s status; a timeout names a culprit only when something was stuck.
 * Traces are written by the ranks and flushed per event, so whatever was measured before a
   failure is still on disk afterwards; the launcher never deletes anything.
 """
