@@ -99,3 +99,33 @@ def test_sweep_name_with_a_path_writes_in_the_working_folder(tmp_path, capsys, m
     assert main(["sweep", scn, "-q", "-j", "1", "--no-cache"]) == 0, capsys.readouterr().err
     assert not evil.exists()
     assert [p.name for p in work.iterdir()] == [str(default_out(f"{evil}/x"))]
+
+
+def _ft(tmp_path: Path) -> str:
+    p = tmp_path / "ft.yaml"
+    p.write_text(f"name: topo_ft\nplatform: {ROOT / 'topologies' / 'fattree_k16.yaml'}\n"
+                 "benchmark: {op: allreduce, algorithms: [ring], ranks: [2], sizes: [1 MiB]}\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("alg", ["direct", "auto"])
+def test_routes_alltoall_too_many_flows_is_refused_at_once(tmp_path, capsys, alg):
+    _refused(capsys, ["routes", _ft(tmp_path), "--op", "alltoall", "--algorithm", alg,
+                      "--ranks", "256", "--size", "1MiB", "-q"],
+             "--ranks", "65,280", "8,192", "pairwise")
+
+
+def test_routes_alltoall_pairwise_still_runs(tmp_path, capsys):
+    assert main(["routes", _ft(tmp_path), "--op", "alltoall", "--algorithm", "pairwise",
+                 "--ranks", "256", "--size", "1MiB", "-q"]) == 0
+
+
+@pytest.mark.parametrize("ranks", ["0", "1"])
+def test_routes_ranks_below_two_are_refused_with_the_range(tmp_path, capsys, ranks):
+    _refused(capsys, ["routes", _ft(tmp_path), "--ranks", ranks, "-q"],
+             "--ranks", "from 2 to 1024", f"not {ranks}")
+
+
+def test_routes_step_range_says_the_steps_repeat(tmp_path, capsys):
+    _refused(capsys, ["routes", _ft(tmp_path), "--ranks", "256", "--step", "9", "-q"],
+             "2 distinct steps, 510 in all")

@@ -74,7 +74,7 @@ def test_ecmp_seeds_show_a_spread(scenario, tmp_path):
     (["--routing", "valiant"], "error: --routing: routing policy 'valiant' applies to dragonfly"),
     (["--seed", "-1"], "error: --seed: seed must be an integer from 0"),
     (["--step", "99"], "error: --step: must be from 1 to 15"),
-    (["--ranks", "17"], "error: --ranks: must be from 1 to 16"),
+    (["--ranks", "17"], "error: --ranks: must be from 2 to 16"),
     (["--op", "allreduc"], "error: --op: unknown collective 'allreduc'"),
     (["--size", "lots"], "error: --size:"),
 ])

@@ -21,6 +21,9 @@ EXIT_OK = 0
 #: most seeds ``--seeds`` runs (each is a routing of the step plus one flow simulation)
 MAX_SEEDS = 256
 
+#: most concurrent transfers in the step ``routes`` simulates (see :func:`_check_size`)
+MAX_TRANSFERS = 8192
+
 
 def _platform(scn: Any, policy: str | None, seed: int | None) -> Any:
     """The scenario's platform, under ``--routing``/``--seed`` when given."""
@@ -52,10 +55,13 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
     alg = args.algorithm or (b.algorithms[0] if b and b.op == op else "ring")
     if alg not in ops[op]:
         raise unknown_name(f"{op} algorithm", alg, ops[op], path=("--algorithm",))
-    ranks = args.ranks or (min(max(b.ranks), plat.num_devices) if b else plat.num_devices)
-    if not 1 <= ranks <= plat.num_devices:
-        raise InputError(f"must be from 1 to {plat.num_devices} (the platform's "
-                         f"devices), not {ranks}", path=("--ranks",))
+    # "is None", not "or": --ranks 0 had silently meant the default (QA 10 M6)
+    ranks = args.ranks if args.ranks is not None else \
+        (min(max(b.ranks), plat.num_devices) if b else plat.num_devices)
+    if not 2 <= ranks <= plat.num_devices:
+        raise InputError(f"must be from 2 to {plat.num_devices} (a collective step needs two "
+                         f"ranks; the platform has {plat.num_devices} devices), not {ranks}",
+                         path=("--ranks",))
     try:
         size = parse_size(args.size, allow_zero=False) if args.size else \
             (max(b.sizes) if b else 2.0**26)
@@ -70,13 +76,41 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
         raise InputError(str(exc), path=("--algorithm",)) from None
     steps = sched.steps
     if not steps:
-        raise InputError(f"{op} by {alg} on {ranks} rank(s) has no steps", path=("--ranks",))
+        raise InputError(f"{op} by {alg} on {ranks} rank(s) has no steps; give --ranks from "
+                         f"2 to {plat.num_devices}", path=("--ranks",))
     k = args.step
     if not 1 <= k <= len(steps):
         raise InputError(f"must be from 1 to {len(steps)} ({op} by {alg} on {ranks} "
-                         f"ranks has {len(steps)} steps), not {k}", path=("--step",))
+                         f"ranks has {_steps_text(steps)}), not {k}", path=("--step",))
+    _check_size(steps[k - 1], op, alg, ranks, ops[op])
     return steps[k - 1], k, {"op": op, "algorithm": alg, "ranks": ranks, "size": size,
                              "steps": len(steps)}
+
+
+def _steps_text(steps: Any) -> str:
+    """``2 distinct steps, 510 in all as each repeats``: a ring all-reduce on 256 ranks is
+    two patterns repeated 255 times, and "has 2 steps" read as wrong (QA 10 L6)."""
+    total = sum(getattr(s, "repeat", 1) for s in steps)
+    if total == len(steps):
+        return f"{len(steps)} step{'s' if len(steps) != 1 else ''}"
+    return f"{len(steps)} distinct step{'s' if len(steps) != 1 else ''}, {total} in all " \
+           f"as each repeats"
+
+
+def _check_size(step: Any, op: str, alg: str, ranks: int, algs: Any) -> None:
+    """Refuse a step with more concurrent transfers than :func:`analyse` can simulate flow
+    by flow in seconds.  Why: every flow's end recomputes the max-min shares of the flows it
+    shares links with, so the cost grows much faster than the flow count - direct all-to-all
+    on a fat-tree took 1.3 s at 64 ranks (4,032 flows), 9.6 s at 96 (9,120) and did not end
+    in 5 minutes at 256 (2.4 GB at 1,024) (QA 10 H7)."""
+    n = len(step.transfers)
+    if n > MAX_TRANSFERS:
+        others = ", ".join(a for a in algs if a not in (alg, "auto"))
+        raise InputError(
+            f"{op} by {alg} on {ranks} ranks has {n:,} concurrent transfers in this step; "
+            f"routes simulates a step flow by flow and takes at most {MAX_TRANSFERS:,} "
+            f"(direct all-to-all: about 90 ranks); give fewer --ranks, or another "
+            f"--algorithm ({others})", path=("--ranks",))
 
 
 def analyse(plat: Any, step: Any, params: Any) -> dict[str, Any]:
@@ -173,8 +207,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("scenario", help="scenario YAML file, or the name of a shipped scenario")
     p.add_argument("--op", help="collective (default: the benchmark's, else allreduce)")
     p.add_argument("--algorithm", help="algorithm (default: the benchmark's first, else ring)")
-    p.add_argument("--ranks", type=int, help="ranks (default: the benchmark's largest that "
-                                             "fits, else every device)")
+    p.add_argument("--ranks", type=int, help="ranks, from 2 to the platform's devices "
+                                             "(default: the benchmark's largest that fits, "
+                                             "else every device); a step may have at most "
+                                             f"{MAX_TRANSFERS} transfers")
     p.add_argument("--size", help="message size, e.g. 64MiB (default: the benchmark's "
                                   "largest, else 64 MiB)")
     p.add_argument("--step", type=int, default=1, help="step of the schedule, from 1 "
