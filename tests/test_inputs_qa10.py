@@ -129,3 +129,11 @@ def test_routes_ranks_below_two_are_refused_with_the_range(tmp_path, capsys, ran
 def test_routes_step_range_says_the_steps_repeat(tmp_path, capsys):
     _refused(capsys, ["routes", _ft(tmp_path), "--ranks", "256", "--step", "9", "-q"],
              "2 distinct steps, 510 in all")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_device_output_is_named(tmp_path, capsys):
+    ok = tmp_path / "ok.json"
+    assert main(["predict", str(MLP), "-q", "--json", str(ok), "--csv", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert "/dev/full" in err and "standard output" not in err and not ok.exists()

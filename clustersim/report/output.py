@@ -206,8 +206,13 @@ def write_outputs(files: Sequence[tuple[str | Path | None, Text | Callable[[], T
             done.append((final, backup))
             os.replace(tmp, final)
         for p, data in direct:
-            with p.open("wb") as fh:
-                fh.write(data)
+            try:
+                with p.open("wb") as fh:
+                    fh.write(data)
+            except OSError as exc:  # the write and close of a device carry no file name:
+                if exc.filename is None:  # it was "cannot write the standard output" (M9)
+                    exc.filename = str(p)
+                raise
     except BaseException:
         for final, backup in reversed(done):  # put back what was there
             try:
