@@ -137,3 +137,10 @@ def test_full_device_output_is_named(tmp_path, capsys):
     assert main(["predict", str(MLP), "-q", "--json", str(ok), "--csv", "/dev/full"]) == 1
     err = capsys.readouterr().err
     assert "/dev/full" in err and "standard output" not in err and not ok.exists()
+
+
+def test_topology_file_given_as_a_scenario_says_how_to_use_it(capsys):
+    crossbar = str(ROOT / "topologies" / "crossbar16.yaml")
+    err = _refused(capsys, ["validate", crossbar], "platform (topology) file",
+                   f"platform: {crossbar}")
+    assert "did you mean" not in err

@@ -281,6 +281,12 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
     ``catalog:`` (the uncertain entries' check), so that it is not built again."""
     if not isinstance(raw, Mapping):
         raise InputError("a scenario must be a YAML mapping (name:, platform:, ...)")
+    if "topology" in raw and "platform" not in raw:  # QA 10 M11: was "did you mean 'catalog'?"
+        shown = file or "FILE"
+        raise InputError(f"this looks like a platform (topology) file, not a scenario; a "
+                         f"scenario names it with 'platform: {shown}' and adds 'name:' and a "
+                         f"'benchmark:' or 'workload:' and 'algorithm:' (docs/scenarios.md)",
+                         path=("topology",))
     s = Section(raw, (), _TOP, what="scenario section")
     base = Path(file).resolve().parent if file else None
     catalog = builtin_catalog().extended(s.get("catalog", default=None))
