@@ -144,3 +144,15 @@ def test_topology_file_given_as_a_scenario_says_how_to_use_it(capsys):
     err = _refused(capsys, ["validate", crossbar], "platform (topology) file",
                    f"platform: {crossbar}")
     assert "did you mean" not in err
+
+
+def test_platform_file_catalog_error_cites_its_line(tmp_path, capsys):
+    text = Path(LOCALHOST).read_text()
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip().startswith("bandwidth:"))
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    lines[at] = f"{indent}bandwidth: -1.4 GB/s"
+    plat = tmp_path / "p.yaml"
+    plat.write_text("\n".join(lines) + "\n")
+    scn = _mlp(tmp_path, **{LOCALHOST: str(plat)})
+    _refused(capsys, ["validate", scn], f"p.yaml:{at + 1},", "bandwidth")

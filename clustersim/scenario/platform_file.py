@@ -158,7 +158,9 @@ def parse_platform(raw: Any, base: Path | None, catalog: Catalog,
             file_raw = LineDict(file_raw)  # a copy that keeps the lines of the file
             file_raw.line, file_raw.key_lines = 1, dict(lines)
             # a platform file may carry its own catalog extensions
-            catalog = catalog.extended(file_raw.pop("catalog", None))
+            # (read before it is popped: an error in it had been cited at line 1, QA 10 M10)
+            catalog = catalog.extended(file_raw.get("catalog"))
+            file_raw.pop("catalog", None)
         except InputError as exc:
             raise _in_file(exc, pfile, file_raw, scenario_file) from None
         merged = _deep_merge(file_raw, overrides)
