@@ -156,3 +156,14 @@ def test_platform_file_catalog_error_cites_its_line(tmp_path, capsys):
     plat.write_text("\n".join(lines) + "\n")
     scn = _mlp(tmp_path, **{LOCALHOST: str(plat)})
     _refused(capsys, ["validate", scn], f"p.yaml:{at + 1},", "bandwidth")
+
+
+@pytest.mark.parametrize("hidden, words", [
+    ("[9000000000000000000, 9000000000000000000]", ("hidden", "up to 1,000,000", "9e+18")),
+    ("[1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 1000000, "
+     "1000000, 1000000, 1000000]", ("parameters", "at most 1e+13")),
+])
+def test_model_size_is_bounded(tmp_path, capsys, hidden, words):
+    scn = _mlp(tmp_path, **{"hidden: [1024, 1024]": f"hidden: {hidden}"})
+    err = _refused(capsys, ["validate", scn], *words)
+    assert len(err) < 400

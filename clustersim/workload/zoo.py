@@ -218,8 +218,28 @@ def model_options(name: str) -> dict[str, Any]:
     return {p.name: p.default for p in sig.parameters.values()}
 
 
+#: the largest integer model option (a width, an image side, a class count).  Why: sizes
+#: had no bound - ``hidden: [9e18, 9e18]`` gave 8.1e37 parameters and an answer in 1e33 ms,
+#: exit 0 (QA 10 M12); a million is far beyond any layer the zoo's models have.
+MAX_OPTION = 1_000_000
+
+#: the most parameters a zoo model may have (the largest trained models have ~1e12)
+MAX_PARAMS = 10**13
+
+
 def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and 0 < value <= MAX_OPTION)
+
+
+def _shown(value: Any) -> str:
+    """An option as the message echoes it: a 309-digit integer is cut to ``1e+308`` (L4)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**12:
+        return f"{float(value):.3g}"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _option_ok(default: Any, value: Any) -> bool:
@@ -237,9 +257,9 @@ def _describe(default: Any) -> str:
     if isinstance(default, bool):
         return "true or false"
     if isinstance(default, int):
-        return f"a positive integer (default {default})"
+        return f"a positive integer up to {MAX_OPTION:,} (default {default})"
     if isinstance(default, tuple):
-        return f"a list of positive integers (default {list(default)})"
+        return f"a list of positive integers up to {MAX_OPTION:,} (default {list(default)})"
     return f"a {type(default).__name__} (default {default!r})"
 
 
@@ -265,9 +285,15 @@ def get_model(name: str, path: Sequence[str | int] = (), **options: Any) -> Mode
             raise unknown_name(f"option for model {name!r}", key, allowed, path=(*path, key))
         if not _option_ok(allowed[key], value):
             raise InputError(f"option {key!r} of model {name!r} must be "
-                             f"{_describe(allowed[key])}, not {value!r}", path=(*path, key))
+                             f"{_describe(allowed[key])}, not {_shown(value)}",
+                             path=(*path, key))
     frozen = tuple(sorted((k, _freeze(v)) for k, v in options.items()))
     try:
-        return _cached(name, frozen)
+        model = _cached(name, frozen)
     except (ShapeError, ValueError) as exc:
         raise InputError(f"model {name!r} with {dict(options)}: {exc}", path=tuple(path)) from None
+    if model.params > MAX_PARAMS:
+        raise InputError(f"model {name!r} with these options has {float(model.params):.3g} "
+                         f"parameters; at most {float(MAX_PARAMS):.0e} are supported",
+                         path=tuple(path))
+    return model
