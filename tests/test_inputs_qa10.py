@@ -167,3 +167,9 @@ def test_model_size_is_bounded(tmp_path, capsys, hidden, words):
     scn = _mlp(tmp_path, **{"hidden: [1024, 1024]": f"hidden: {hidden}"})
     err = _refused(capsys, ["validate", scn], *words)
     assert len(err) < 400
+
+
+def test_huge_whole_number_is_echoed_short(tmp_path, capsys):
+    scn = _mlp(tmp_path, **{"batch_per_worker: 64": "batch_per_worker: 1e308"})
+    err = _refused(capsys, ["validate", scn], "batch_per_worker", "1e+308")
+    assert len(err) < 300

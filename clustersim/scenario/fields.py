@@ -51,10 +51,15 @@ def as_int(value: Any, path: Path, *, minimum: int | None = None,
         raise InputError(f"must be <= {MAX_INT} (a 64-bit integer), not {value:.3g}", path=path)
     value = int(value)
     if minimum is not None and value < minimum:
-        raise InputError(f"must be >= {minimum}, not {value}", path=path)
+        raise InputError(f"must be >= {minimum}, not {_num(value)}", path=path)
     if maximum is not None and value > maximum:
-        raise InputError(f"must be <= {maximum}, not {value}", path=path)
+        raise InputError(f"must be <= {maximum}, not {_num(value)}", path=path)
     return value
+
+
+def _num(value: int) -> str:
+    """A whole number as a message echoes it: ``1e+308``, not its 309 digits (QA 10 L4)."""
+    return str(value) if abs(value) < 10**12 else f"{float(value):.3g}"
 
 
 def as_float(value: Any, path: Path, *, minimum: float | None = None,
