@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from clustersim.errors import InputError
+from clustersim.report.output import path_problem
 
 __all__ = ["OUTPUTS", "check_out_dir", "clear_previous"]
 
@@ -32,20 +33,12 @@ __all__ = ["OUTPUTS", "check_out_dir", "clear_previous"]
 OUTPUTS = ("metrics.json", "trace.chrome.json", "trace.rank*.jsonl", "math.rank*.*",
            "grad_norms.csv", "logs/rank*.*", "logs/mpiexec.log")
 
-_WHY = {
-    errno.ENAMETOOLONG: "the name is too long (at most 255 characters for each part of the "
-                        "path)",
-    errno.ELOOP: "it is a symbolic link loop",
-    errno.ENOTDIR: "a part of the path is a file, not a directory",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.EROFS: "the file system is read-only",
-    errno.EEXIST: "it exists and is not a directory",
-}
-
-
 def _why(exc: OSError) -> str:
-    return _WHY.get(exc.errno or 0, exc.strerror or str(exc))
+    """The shared wording of a path problem (:func:`clustersim.report.output.path_problem`),
+    and for ``mkdir`` on an existing file what that means for a folder."""
+    if exc.errno == errno.EEXIST:
+        return "it exists and is not a directory"
+    return path_problem(exc)
 
 
 def check_out_dir(path: str | os.PathLike[str], flag: str = "--out") -> None:
