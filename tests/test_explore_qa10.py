@@ -133,10 +133,11 @@ def test_a_server_placement_axis_skips_an_algorithm_without_servers() -> None:
         "algorithm=Async EASGD, placement.server=machine, seed=0"]
 
 
-def test_an_axis_that_changes_the_main_algorithm_keeps_the_placement_axis() -> None:
-    """Where an ``algorithm`` axis replaces the main algorithm, the point's algorithm may
-    have servers: the main case keeps ``placement.server`` at every point (a master-based
-    value then runs with the placement it is labelled with)."""
+def test_an_axis_that_changes_the_main_algorithm_places_servers_per_point() -> None:
+    """Where an ``algorithm`` axis replaces the main algorithm, ``placement.server`` reaches
+    the points whose algorithm has servers: the master-based value runs at both placements,
+    Sync EASGD (no master) once with an empty cell - it had run once per placement, with
+    identical rows labelled as if the placement had been tried."""
     from clustersim.explore import load_study, run_study, study_points, tidy_rows
 
     _, study = load_study("knl_unsaturated", [
@@ -144,12 +145,36 @@ def test_an_axis_that_changes_the_main_algorithm_keeps_the_placement_axis() -> N
         "sweep.axes={algorithm: [{name: sync_easgd, tau: 1, label: s}, "
         "{name: async_easgd, tau: 1, label: a}], placement.server: [device, machine]}"])
     pts = study_points(study)
-    assert len(pts) == 4
-    assert [c.servers for c in study.cases] == [True]
+    assert [c.servers for c in study.cases] == [True]  # may have them: per point
     rows = tidy_rows(study, pts, run_study(study, pts, jobs=1).results)
+    assert sorted((r["algorithm"], str(r["placement.server"])) for r in rows) == [
+        ("a", "device"), ("a", "machine"), ("s", "None")]
     by = {(r["algorithm"], r["placement.server"]): r for r in rows}
     assert by["a", "machine"]["service_time"] < by["a", "device"]["service_time"]
-    assert by["s", "machine"]["throughput"] == by["s", "device"]["throughput"]
+
+
+def test_an_algorithm_name_axis_places_servers_per_point() -> None:
+    """The same through ``algorithm.name``, and with a name whose algorithm is not known
+    until its parse (the axis then reaches it: the parse reports the name)."""
+    from clustersim.explore import load_study, study_points
+    from clustersim.explore.points import Case
+    from clustersim.explore.reach import axis_target
+
+    _, study = load_study("knl_unsaturated", [
+        *KNL, "compare=[]",
+        "sweep.axes={algorithm.name: [sync_easgd, async_easgd, async_sgd], "
+        "placement.server: [device, machine]}"])
+    pts = study_points(study)
+    assert sorted((dict(p.sets)["algorithm.name"], dict(p.sets)["placement.server"])
+                  for p in pts if axis_target(study.cases[p.case], "placement.server",
+                                              p.sets) is not None) == [
+        ("async_easgd", "device"), ("async_easgd", "machine"),
+        ("async_sgd", "device"), ("async_sgd", "machine")]
+    assert len(pts) == 5  # sync_easgd once
+    main = Case("", "x", (), 0, (), servers=True)
+    assert axis_target(main, "placement.server", (("algorithm.name", "nope"),)) == \
+        ("placement", "server")
+    assert axis_target(main, "placement.server", (("algorithm.name", "sync_easgd"),)) is None
 
 
 def test_the_reach_of_a_server_field() -> None:

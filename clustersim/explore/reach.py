@@ -12,7 +12,8 @@ Where an ``algorithm`` or ``algorithm.name`` axis replaces the main algorithm, t
 case's algorithm is the point's, not the one written: an ``algorithm.X`` axis reaches the
 main case at the points whose algorithm takes X (:func:`takes_at`), so ``{algorithm.name:
 [sync_easgd, async_sgd], algorithm.shards: [1, 2]}`` runs Async SGD at both shard counts
-and Sync EASGD (no shards) once, with an empty cell.
+and Sync EASGD (no shards) once, with an empty cell; a ``placement.server`` axis reaches
+the main case at the points whose algorithm has servers (:func:`servers_at`).
 
 Why a module of its own: :mod:`clustersim.explore.points` (the point and its run) had grown
 to its size limit, and the rule of reach is what the table, the cache and the errors share.
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from clustersim.explore.points import Case, Point, Study
 
 __all__ = ["plain", "field_parts", "axis_target", "applied", "point_sets", "point_raw",
-           "SERVER_FIELDS", "has_servers", "takes_at", "named_takes", "reach_is_fixed"]
+           "SERVER_FIELDS", "has_servers", "servers_at", "takes_at", "named_takes",
+           "reach_is_fixed"]
 
 #: placement fields that place the servers only: an axis on one of them changes nothing for
 #: an algorithm without servers (``devices_per_worker`` groups the workers' devices: every
@@ -93,14 +95,54 @@ def takes_at(case: Case, sets: Iterable[tuple[str, Any]] = ()) -> tuple[str, ...
     ``algorithm.X`` then reaches, as for a case built without ``takes``."""
     if case.alg != 0:
         return case.takes
+    replaced, name = _point_algorithm(sets)
+    if not replaced:
+        return case.takes
+    return _params_of(name) if isinstance(name, str) else ()
+
+
+@cache
+def _serves(name: str) -> bool:
+    """Whether the algorithm ``name`` places servers at its default parameters (a master,
+    parameter-server shards: at least one whatever its parameters); True for a name that
+    is no algorithm (the point's parse reports it)."""
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.errors import InputError
+
+    try:
+        defn = get_algorithm(name)
+        return defn.servers({k: p.default for k, p in defn.params.items()}) > 0
+    except (InputError, KeyError, TypeError, ValueError):
+        return True
+
+
+def _point_algorithm(sets: Iterable[tuple[str, Any]]) -> tuple[bool, Any]:
+    """``(replaced, name)``: whether an ``algorithm``/``algorithm.name`` axis value of
+    ``sets`` replaces the main algorithm at this point, and the name it gives (with both,
+    ``algorithm.name``'s, as :func:`point_raw` sets a field's parts after the whole)."""
     name: Any = None
     replaced = False
     for parts, value in _whole_first((field_parts(k), v) for k, v in sets):
         if parts in _ALGORITHM_AXES:
             replaced, name = True, _named(parts, value)
+    return replaced, name
+
+
+def servers_at(case: Case, sets: Iterable[tuple[str, Any]] = ()) -> bool:
+    """Whether the case places servers at a point with axis values ``sets``: as written
+    (:attr:`Case.servers`), or for the main case at a point where an ``algorithm``/
+    ``algorithm.name`` axis replaces it, the point's algorithm's.
+
+    Why: reach by the case alone ran the replaced main case at every ``placement.server``
+    value, so ``{algorithm.name: [sync_easgd, async_sgd], placement.server: [core, node]}``
+    simulated Sync EASGD (no server) once per placement, identical rows labelled as if the
+    placement had been tried."""
+    if case.alg != 0:
+        return case.servers
+    replaced, name = _point_algorithm(sets)
     if not replaced:
-        return case.takes
-    return _params_of(name) if isinstance(name, str) else ()
+        return case.servers
+    return _serves(name) if isinstance(name, str) else True
 
 
 def named_takes(study: Study) -> set[str]:
@@ -119,13 +161,14 @@ def named_takes(study: Study) -> set[str]:
 
 def reach_is_fixed(study: Study) -> bool:
     """Whether every axis (but ``workers``) reaches every case at every point, so that the
-    design runs its distinct points times the cases.  Not where an ``algorithm.X`` axis
-    meets an axis that replaces the main algorithm: the main case's reach then depends on
-    the point (:func:`takes_at`)."""
+    design runs its distinct points times the cases.  Not where an ``algorithm.X`` or a
+    ``placement.server`` axis meets an axis that replaces the main algorithm: the main
+    case's reach then depends on the point (:func:`takes_at`, :func:`servers_at`)."""
     names = [n for n in study.spec.names if n != "workers"]
     params = any(len(p) > 1 and p[0] == "algorithm" and p[1] not in ("name", "label")
                  for p in map(field_parts, names))
-    if params and _replaces_main(names):
+    placed = any(field_parts(n) in SERVER_FIELDS for n in names)
+    if (params or placed) and _replaces_main(names):
         return False
     return all(axis_target(c, n) is not None for c in study.cases for n in names)
 
@@ -135,10 +178,10 @@ def has_servers(alg: Any, main: bool, axes: tuple[str, ...]) -> bool:
     its algorithm declares servers for its parameters, or (``main``: the main algorithm) an
     axis of ``axes`` replaces that algorithm, so that the point's algorithm may have them.
 
-    Why the second: the main case's algorithm is then the point's, and leaving the
-    ``placement.server`` axis on every point of that case costs a duplicate row at worst,
-    where dropping it would run a master-based point without the placement it is labelled
-    with."""
+    Why the second: the main case's algorithm is then the point's, so whether a
+    ``placement.server`` value reaches it is decided per point (:func:`servers_at`);
+    dropping the axis from the case would run a master-based point without the placement
+    it is labelled with."""
     from clustersim.algorithms.base import get_algorithm
 
     if main and _replaces_main(axes):
@@ -157,7 +200,7 @@ def axis_target(case: Case, name: str, sets: Iterable[tuple[str, Any]] = ()
     algorithm's only.  A :data:`SERVER_FIELDS` axis (``placement.server``) reaches the
     cases whose algorithm has servers."""
     parts = field_parts(name)
-    if parts in SERVER_FIELDS and not case.servers:
+    if parts in SERVER_FIELDS and not servers_at(case, sets):
         return None
     if not parts or parts[0] != "algorithm":
         return parts
