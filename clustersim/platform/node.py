@@ -112,8 +112,10 @@ class NodeSpec:
                 raise InputError(f"{name} must be an integer >= {low} and <= {high}, not "
                                  f"{value!r}", path=(name,))
         if not isinstance(self.gpudirect, bool):
-            raise InputError(f"gpudirect must be true or false, not {self.gpudirect!r}",
-                             path=("gpudirect",))
+            from clustersim.scenario.yamldialect import bool_hint  # yes/no: YAML 1.2 strings
+
+            raise InputError(f"gpudirect must be true or false{bool_hint(self.gpudirect)}, "
+                             f"not {self.gpudirect!r}", path=("gpudirect",))
         if self.layout == "single" and self.devices != 1:
             raise InputError(
                 f"layout 'single' holds one device, not {self.devices} (use 'crossbar', "

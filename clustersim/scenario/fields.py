@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from clustersim.errors import InputError, unknown_name
+from clustersim.scenario.yamldialect import bool_hint, dialect_hint
 from clustersim.units import UnitError, parse_bandwidth, parse_size, parse_time
 
 __all__ = ["Section", "as_int", "as_float", "as_bool", "as_str", "as_choice", "as_size",
@@ -46,7 +47,7 @@ def as_int(value: Any, path: Path, *, minimum: int | None = None,
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or (isinstance(value, float) and not math.isfinite(value)) or value != int(value):
         raise InputError(f"must be a whole number, not {_type_name(value)} "
-                         f"{str(value)[:40]}", path=path)
+                         f"{str(value)[:40]}{dialect_hint(value)}", path=path)
     if maximum is None and abs(value) > MAX_INT:
         raise InputError(f"must be <= {MAX_INT} (a 64-bit integer), not {value:.3g}", path=path)
     value = int(value)
@@ -65,7 +66,8 @@ def _num(value: int) -> str:
 def as_float(value: Any, path: Path, *, minimum: float | None = None,
              maximum: float | None = None, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"must be a number, not {_type_name(value)} {value!r}", path=path)
+        raise InputError(f"must be a number, not {_type_name(value)} {value!r}"
+                         f"{dialect_hint(value)}", path=path)
     try:
         value = float(value)
     except OverflowError:  # an integer beyond any float
@@ -82,8 +84,10 @@ def as_float(value: Any, path: Path, *, minimum: float | None = None,
 
 
 def as_bool(value: Any, path: Path) -> bool:
+    """``true`` or ``false``; ``yes``/``no``/``on``/``off`` are strings in YAML 1.2, and the
+    message says so (they had been booleans under YAML 1.1)."""
     if not isinstance(value, bool):
-        raise InputError(f"must be true or false, not {value!r}", path=path)
+        raise InputError(f"must be true or false{bool_hint(value)}, not {value!r}", path=path)
     return value
 
 

@@ -11,15 +11,19 @@ exhaust Python's recursion.  Before anything is built we stream the parser's eve
 (libyaml's parser is iterative, so this is safe on any input) and count what the document
 would expand to - values, nesting depth, alias expansion - and refuse a file past the bounds
 below with its line.  PyYAML has no such limits of its own, hence this hand-written pass.
-Numbers follow YAML 1.2 (``1e9`` is a number, as in JSON), must be finite, and integers must
-fit in 64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.
+Plain values follow the YAML 1.2 core schema, not PyYAML's YAML 1.1
+(:mod:`clustersim.scenario.yamldialect`): ``1e9`` is a number as in JSON; only ``true`` and
+``false`` are booleans (``yes``/``no``/``on``/``off`` are strings); ``0o17`` is octal and
+``0x1F`` hex, while ``010`` is decimal 10 (YAML 1.1 read it as octal 8); ``1:04`` (base 60)
+and dates are strings; ``!!set``, ``!!omap``, ``!!pairs``, ``!!binary`` and ``!!timestamp``
+are refused, so every value read is a JSON type.  Numbers must be finite and integers fit in
+64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import re
 import stat
@@ -31,6 +35,7 @@ import yaml
 
 from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
+from clustersim.scenario.yamldialect import install
 
 __all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of",
            "files_read", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
@@ -41,7 +46,6 @@ MAX_BYTES = 1 << 20
 MAX_DEPTH = 48
 #: most values (scalars, mappings, lists) a document may hold once aliases are expanded
 MAX_VALUES = 200_000
-_INT64 = 2**63
 #: the open :func:`files_read` records
 _RECORDS: list[dict[str, str]] = []
 
@@ -83,33 +87,7 @@ class _Loader(SafeLoader):
     pass
 
 
-# YAML 1.2 core-schema floats: "1e9", "6.02E23", ".5", "-.inf" (YAML 1.1 needs a dot: "1.0e9")
-_FLOAT12 = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"
-                      r"|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT12, list("-+0123456789."))
-
-
-def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
-    value = yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
-    if not -_INT64 <= value < _INT64:
-        raise InputError(f"integer {node.value[:40]!r} is out of range (a 64-bit integer, "
-                         f"|n| < 2**63)", line=node.start_mark.line + 1)
-    return value
-
-
-def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
-    text = str(node.value).replace("_", "").lower()
-    if text.lstrip("+-") in (".inf", ".nan"):
-        value = math.nan
-    else:
-        try:
-            value = float(text)
-        except ValueError:  # YAML 1.1 sexagesimal "1:30.5" and the like
-            value = yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
-    if not math.isfinite(value):
-        raise InputError(f"number {node.value[:40]!r} is not finite (NaN and infinity are not "
-                         f"allowed; give a finite number)", line=node.start_mark.line + 1)
-    return value
+install(_Loader)  # YAML 1.2 core schema: see clustersim.scenario.yamldialect
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -145,8 +123,6 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def _check_events(text: str) -> None:
