@@ -1,10 +1,13 @@
-"""QA 10 L3, L5: what a plain YAML value means, and non-JSON tags.
+"""QA 10 L3, L5, L7: what a plain YAML value means, non-JSON tags, rates without a unit.
 
 * L3: input files follow YAML 1.2's core schema, not PyYAML's YAML 1.1 - ``1:04`` had run as
   64, ``optimizer: no`` said "unknown optimizer 'False'", ``0o100`` was a string while
   ``0x40`` was a number, dates became date objects.
 * L5: ``!!set`` (and ``!!omap``, ``!!pairs``, ``!!binary``, ``!!timestamp``) are refused at
   their line; a set's message had differed from run to run (string-hash order).
+* L7: a bandwidth or compute rate written without its unit is refused in the files a person
+  writes (``bandwidth: 1.4`` had predicted 6,027,000,045 ms per iteration, exit 0), while the
+  program's own numbers (sampled values, profiles, Python-built platforms) still work.
 
 Each refusal: one line naming file:line, the field and what to write; exit 2; no traceback.
 """
@@ -25,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "scenarios" / "real_bsp_mlp.yaml"
 XBAR = ROOT / "scenarios" / "allreduce_crossbar16.yaml"
 LOCALHOST = ROOT / "topologies" / "localhost.yaml"
+UNITS = "like '100 Gb/s', '12.5 GB/s', '10 Gbps'"
 JSON_ONLY = ("input files hold JSON types only (strings, numbers, true/false, null, lists, "
              "mappings)")
 
@@ -144,3 +148,67 @@ def test_set_message_is_the_same_whatever_the_hash_seed(tmp_path):
         outs.append(proc.stdout + b"\0" + proc.stderr)
     assert len(set(outs)) == 1, outs
     assert b"!!set values" in outs[0]
+
+
+# -- L7: a rate needs its unit ---------------------------------------------------------------
+def test_bare_bandwidth_in_a_platform_file_is_refused(tmp_path, capsys):
+    """The QA's case: predict exits 2 and writes nothing (it had predicted 6e9 ms)."""
+    plat = _copy(LOCALHOST, tmp_path / "plat.yaml", ("bandwidth: 1.4 GB/s", "bandwidth: 1.4"))
+    scn = _copy(MLP, tmp_path / "s.yaml", (str(LOCALHOST), str(plat)))
+    out = tmp_path / "out.json"
+    err = _refused(capsys, ["predict", str(scn), "-q", "--json", str(out)])
+    assert err == (f"error: {plat}:{_line(plat, 'bandwidth: 1.4')}, "
+                   f"catalog.links.localhost_shm.bandwidth: a bandwidth needs its unit, "
+                   f"{UNITS}; not the bare number 1.4 (platform file of scenario {scn})")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("old,new,path,words", [
+    ("link: {bandwidth: 10 Gb/s,", "link: {bandwidth: 1.25e9,", "platform.link.bandwidth",
+     f"a bandwidth needs its unit, {UNITS}; not the bare number 1.25e+09"),
+    ("link: {bandwidth: 10 Gb/s,", "link: {bandwidth: '1250',", "platform.link.bandwidth",
+     f"a bandwidth needs its unit, {UNITS}; not the bare number '1250'"),
+    ("device: v100 ", "device: {like: v100, peak: 14e12} ", "platform.device.peak",
+     "a compute rate needs its unit, like '6.1 TFLOP/s', '2.8 TFLOPS', '450 GFLOPs'; not the "
+     "bare number 1.4e+13"),
+    ("network: {", "catalog: {devices: {fast: {like: v100, mem_bw: 900}}}\nnetwork: {",
+     "catalog.devices.fast.mem_bw", f"a bandwidth needs its unit, {UNITS}; not the bare "
+     f"number 900"),
+])
+def test_bare_rates_in_a_scenario_are_refused(tmp_path, capsys, old, new, path, words):
+    scn = _copy(XBAR, tmp_path / "s.yaml", (old, new))
+    err = _refused(capsys, ["validate", str(scn)])
+    assert err == f"error: {scn}:{_line(scn, new.split(':')[0] + ':')}, {path}: {words}"
+
+
+def test_bare_bandwidth_given_with_set_is_refused(capsys):
+    err = _refused(capsys, ["validate", str(XBAR), "--set", "platform.link.bandwidth=1.4"])
+    assert err == (f"error: {XBAR} (--set platform.link.bandwidth=1.4), "
+                   f"platform.link.bandwidth: a bandwidth needs its unit, {UNITS}; not the "
+                   f"bare number 1.4")
+
+
+def test_bandwidth_with_a_unit_given_with_set_is_read(capsys):
+    assert main(["validate", str(XBAR), "--set", "platform.link.bandwidth=25 Gb/s"]) == 0
+
+
+def test_the_programs_own_numbers_still_work(tmp_path, capsys):
+    """Sampled values are set as floats (bytes/s) before the scenario is parsed; platforms
+    built in Python and the unit parsers take plain SI numbers; a calibration profile (machine
+    written) keeps reading bare numbers, as older ones may hold."""
+    from clustersim.calibration.profile import load_profile
+    from clustersim.catalog import builtin_catalog
+    from clustersim.platform.describe import build_platform
+    from clustersim.units import parse_bandwidth
+
+    scn = _copy(XBAR, tmp_path / "s.yaml", ("run: {", "uncertain:\n  platform.link.bandwidth: "
+                                                    "{uniform: [8 Gb/s, 12 Gb/s]}\nrun: {"))
+    assert main(["validate", str(scn)]) == 0, capsys.readouterr().err
+    plat = build_platform({"topology": "star", "hosts": 2, "device": "k80",
+                           "link": {"bandwidth": 1.25e9, "latency": 1e-6}}, builtin_catalog())
+    assert plat.num_devices == 2
+    assert parse_bandwidth(1.4e9) == 1.4e9
+    prof = tmp_path / "p.yaml"
+    prof.write_text("format: clustersim-calibration/1\n"
+                    "links: {localhost_shm: {bandwidth: 4000000000.0, latency: 2.0e-06}}\n")
+    assert load_profile(prof).links["localhost_shm"]["bandwidth"] == 4e9

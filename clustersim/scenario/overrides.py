@@ -16,6 +16,7 @@ from typing import Any
 
 from clustersim.errors import InputError, format_path
 from clustersim.scenario.fields import Section, as_list, as_str
+from clustersim.scenario.rateunits import check_set
 from clustersim.scenario.yamlio import LineDict, load_yaml_text
 
 __all__ = ["apply_overrides", "set_fields", "parse_variants", "with_points"]
@@ -83,6 +84,7 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
                 field = tuple(p for p in key.strip().split(".") if p)
                 raise InputError(f"the value {text[:80]!r} cannot be used: {exc.message}",
                                  origin=origin, path=field) from None
+            check_set(key, value, origin)  # --set x.bandwidth=1.4: a rate needs its unit
         _put(raw, key, value, origin)
     return raw
 

@@ -17,7 +17,8 @@ Plain values follow the YAML 1.2 core schema, not PyYAML's YAML 1.1
 ``0x1F`` hex, while ``010`` is decimal 10 (YAML 1.1 read it as octal 8); ``1:04`` (base 60)
 and dates are strings; ``!!set``, ``!!omap``, ``!!pairs``, ``!!binary`` and ``!!timestamp``
 are refused, so every value read is a JSON type.  Numbers must be finite and integers fit in
-64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.
+64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.  A rate
+(bandwidth, peak) must carry its unit (:mod:`clustersim.scenario.rateunits`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import yaml
 
 from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
+from clustersim.scenario.rateunits import check_document
 from clustersim.scenario.yamldialect import install
 
 __all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of",
@@ -207,7 +209,9 @@ def load_yaml_text(text: str, *, source: str | None = None) -> Any:
                              f"file is a few kB")
         _check_text(text)
         _check_events(text)
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+        check_document(doc)  # a rate needs its unit (bandwidth: 1.4 is refused)
+        return doc
     except InputError as exc:
         raise exc.located(file=source) from None
     except yaml.MarkedYAMLError as exc:
