@@ -15,7 +15,8 @@ How each event is accounted (mirroring ``clustersim/sim/engine.py``):
   member arrived (``last``: events matched by group id ``g`` and sequence ``seq``); time before
   ``last`` is *wait* (stragglers), the rest *comm*; ``comm_total`` gets the part after
   ``last``.  A non-blocking one adds only its busy part to ``comm_total`` (the exposed part
-  shows up in its ``Wait``).  Bytes: the operation's ``nbytes``.
+  shows up in its ``Wait``).  ``comm_total`` is the union of these spans and the sends'
+  (:mod:`clustersim.sim.inflight`), not their sum: overlapping spans count once.  Bytes: the operation's ``nbytes``.
 * ``send``: bytes sent; its duration is ``comm_total``, and ``comm`` when blocking.
 * ``recv`` (blocking): *wait* - the actor waited for a peer; polled and non-blocking receives
   are accounted by the operation that waited (the ``Wait``).
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from clustersim.sim.engine import ActorStats, RunResult
+from clustersim.sim.inflight import add_span
 from clustersim.sim.metrics import PointMetrics, point_metrics
 from clustersim.trace import TraceEvent
 
@@ -57,10 +59,11 @@ def collective_arrivals(events: Iterable[TraceEvent]) -> dict[tuple[str, int], f
 
 
 class _Counters:
-    __slots__ = ("compute", "comm", "wait", "comm_total", "bytes_sent")
+    __slots__ = ("compute", "comm", "wait", "comm_total", "bytes_sent", "spans")
 
     def __init__(self) -> None:
         self.compute = self.comm = self.wait = self.comm_total = self.bytes_sent = 0.0
+        self.spans: list[list[float]] = []  # in flight, merged (sim/inflight.py)
 
     def as_mark(self, t: float) -> tuple[float, float, float, float, float, float]:
         return (self.compute, self.comm, self.wait, self.comm_total, self.bytes_sent, t)
@@ -75,14 +78,14 @@ def _account(ev: TraceEvent, c: _Counters, last: dict[tuple[str, int], float]) -
     elif kind in COLLECTIVE_KINDS:
         arrived = last.get((str(meta.get("g")), int(meta.get("seq", -1))), ev.start)
         busy = min(max(ev.end - max(arrived, ev.start), 0.0), dur)
-        c.comm_total += busy
+        c.comm_total += add_span(c.spans, ev.end - busy, ev.end)
         c.bytes_sent += ev.nbytes
         if not meta.get("nb"):
             c.wait += dur - busy
             c.comm += busy
     elif kind == "send":
         c.bytes_sent += ev.nbytes
-        c.comm_total += dur
+        c.comm_total += add_span(c.spans, ev.end - dur, ev.end)
         if not meta.get("nb"):
             c.comm += dur
     elif kind == "recv":

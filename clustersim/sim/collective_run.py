@@ -17,6 +17,7 @@ from clustersim.algorithms.ops import Collective
 from clustersim.collectives import build_schedule
 from clustersim.network.analytic import cost_schedule
 from clustersim.network.flowsim import schedule_process
+from clustersim.sim.inflight import add_span
 from clustersim.sim.reductions import collective_results
 
 __all__ = ["COLLECTIVE_FLOW_MAX_RANKS", "CollectiveRunner"]
@@ -155,7 +156,7 @@ class CollectiveRunner:
         trace = self.trace
         for i, t_arr, blocking in rv.parts:
             st = stats[i]
-            st.comm_total += busy
+            st.comm_total += add_span(st.inflight, last, now)
             st.bytes_sent += nbytes
             if blocking:
                 st.wait += last - t_arr

@@ -96,6 +96,8 @@ class ActorStats:
     #: received) needs for them at the link's full rate - its service demand on that link,
     #: load-independent (Engine._link_demand; sim/metrics.py master_service_time)
     link_demand: float = 0.0
+    #: merged spans of the communication counted in ``comm_total`` (sim/inflight.py)
+    inflight: list[list[float]] = field(default_factory=list)
 
 
 def counter_rows(stats: Sequence[ActorStats]) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ from simpy.events import NORMAL as _NORMAL
 from clustersim.algorithms.ops import ANY, Message, Recv, Send
 from clustersim.sim.actor import _Actor
 from clustersim.sim.events import _MSG_SET, _new, _Post
+from clustersim.sim.inflight import add_span
 
 __all__ = ["P2P_FLOW_MAX_ACTORS", "PointToPoint"]
 
@@ -183,7 +184,12 @@ class PointToPoint:
         st = self.stats[i]
         nbytes = op.nbytes
         st.bytes_sent += nbytes
-        st.comm_total += now - t0
+        spans = st.inflight  # add_span's common case inline: after everything in flight
+        if spans and t0 <= spans[-1][1]:
+            st.comm_total += add_span(spans, t0, now)
+        elif now > t0:
+            spans.append([t0, now])
+            st.comm_total += now - t0
         if op.blocking:
             st.comm += now - t0
         if self.trace:
