@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clustersim.trace import TraceEvent
+from realrun.verdict import format_ranks
 
 __all__ = ["Coverage", "coverage", "cut_to"]
 
@@ -47,17 +48,13 @@ class Coverage:
             return ""
         parts = []
         if self.missing:
-            parts.append(f"rank(s) {_ranks(self.missing)} traced nothing")
+            parts.append(f"rank(s) {format_ranks(self.missing)} traced nothing")
         if self.unfinished:
-            parts.append(f"rank(s) {_ranks(self.unfinished)} did not finish (no actor_end "
+            parts.append(f"rank(s) {format_ranks(self.unfinished)} did not finish (no actor_end "
                          f"record: the run was stopped, failed or timed out)")
         parts.append(f"every worker completed {self.completed} of {self.asked} iteration(s), "
                      f"{self.measured} of them after the {self.warmup} warm-up")
         return "; ".join(parts)
-
-
-def _ranks(ranks: Sequence[int]) -> str:
-    return ",".join(map(str, ranks))
 
 
 def coverage(events: Sequence[TraceEvent], *, np: int, workers: Sequence[int], asked: int,

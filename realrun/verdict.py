@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from realrun.rankstate import RankState, blame_hang, read_states
 
 __all__ = ["PROGRESSING", "RECENT_SECONDS", "STARTING", "RealRunError", "describe_status",
-           "iterations_started", "rank_log", "timeout_blame", "verdict"]
+           "format_ranks", "iterations_started", "rank_log", "timeout_blame", "verdict"]
 
 #: a rank whose state changed this recently at the timeout was not stuck
 RECENT_SECONDS = 1.0
@@ -91,7 +92,9 @@ def _has_text(path: Path) -> bool:
         return False
 
 
-def _ranks(ranks: list[int]) -> str:
+def format_ranks(ranks: Sequence[int]) -> str:
+    """Ranks as a message names them: ``1,3`` (one formatter, so that the verdict and
+    :mod:`realrun.coverage` word the same ranks the same way)."""
     return ",".join(map(str, ranks))
 
 
@@ -193,7 +196,7 @@ def verdict(logs: Path, np: int, codes: dict[int, tuple[int, float]], timed_out:
     # a launcher that sets none of the rank variables the wrapper knows makes every rank
     # write rankx.exit: their statuses cannot be told apart, so absence proves nothing
     if silent and not (logs / "rankx.exit").exists():
-        reason = (f"mpiexec exited 0 but rank(s) {_ranks(silent)} of {np} never reported an "
+        reason = (f"mpiexec exited 0 but rank(s) {format_ranks(silent)} of {np} never reported an "
                   f"exit status (never started, or not started by this mpiexec)")
         return RealRunError(f"{reason}; see {launcher_log}" + (f"\n{tail}" if tail else ""),
                             kind="launch", rank=None, log=launcher_log, reason=reason,
