@@ -91,3 +91,37 @@ def test_heterogeneous_servers_are_measured_over_the_measured_steps() -> None:
     assert ps.update_rate == pytest.approx(ps.throughput / 64, rel=1e-9)  # 23.3, not 10.1
     hyb = simulate_point(scn, cases["hybrid"], 16, 0)[0]
     assert hyb.update_rate == pytest.approx(hyb.throughput / 256, rel=0.02)  # 10.4, not 2.9
+
+
+def test_a_link_bound_master_is_said_to_creep_past_its_knee() -> None:
+    """QA 11 F2: a parameter server whose link is the bottleneck (8 ms per push or answer
+    on 10 Gb/s, a 21 ms step): the knee is printed at ~3 workers, but the simulated
+    throughput goes on from 1,736 samples/s at 2 workers to 2,618 at 32, 65 % of the 4,000
+    samples/s of batch / service.  The line said "stops growing"; it now says what the
+    points show, with the knee where it was."""
+    from clustersim.explore.saturation import master_knee
+    from clustersim.report.training import saturation_line
+
+    raw = copy.deepcopy(BASE)
+    raw["platform"]["hosts"] = 40
+    raw["workload"] = {"model": {"name": "tot", "params": 2_500_000, "fwd_flops": 4.0e8,
+                                 "kind": "fc", "split": 1},
+                       "batch_per_worker": 32, "optimizer": "sgd"}
+    raw["algorithm"] = {"name": "async_sgd", "tau": 1}
+    pts = [_point(raw, w) for w in (1, 32)]
+    w_star, service, step, _ = master_knee(pts[0])
+    assert w_star == pytest.approx(2.6, abs=0.2) and service == pytest.approx(0.008, rel=1e-3)
+    ceiling = 32 * w_star / step
+    assert ceiling == pytest.approx(32 / service, rel=0.01)
+    share = pts[1].throughput / ceiling
+    assert 0.6 < share < 0.7
+    line = saturation_line(pts)
+    assert line.startswith("master saturates at ~3 workers: service 8 ms per exchange")
+    assert "(measured at 1 worker);" in line
+    assert line.endswith(
+        f"past it the simulated throughput still creeps up: {pts[1].throughput:,.0f} "
+        f"samples/s at 32 workers, {share:.0%} of the {ceiling:,.0f} samples/s the master's "
+        "time per step allows (it is not kept busy: a link-bound master's pushes and "
+        "answers take turns on its link, docs/algorithms.md)")
+    # a sweep that stops short of twice the knee says nothing about it
+    assert "stops growing beyond ~3 workers" in saturation_line([pts[0], _point(raw, 4)])

@@ -240,7 +240,7 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
              executor: str, files: dict, saturation: list, db: Path | None = None,
              counts: Any = None) -> None:
-    from clustersim.explore.saturation import saturation_text
+    from clustersim.explore.saturation import saturation_text, summary_creep
 
     rate = res.ran / wall if wall > 0 and res.ran else 0.0
     print(f"{scn.name}: {len(points)} point{'' if len(points) == 1 else 's'} - {res.cached} "
@@ -264,8 +264,9 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     if res.skipped:
         print(f"  skipped: {res.skipped[0]}" + (f" (and {len(res.skipped) - 1} more)"
                                                 if len(res.skipped) > 1 else ""))
+    creeps = summary_creep(rows, inputs)
     for label, w_star, s, step, w0 in saturation[:MAX_SATURATION_LINES]:
-        print(f"  {label}: {saturation_text(w_star, s, step, w0)}")
+        print(f"  {label}: {saturation_text(w_star, s, step, w0, creeps.get(label))}")
     if len(saturation) > MAX_SATURATION_LINES:
         print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups: "
               f"saturation_workers in the table")

@@ -53,7 +53,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["master_figures", "master_knee", "mean_figures", "saturation_summary", "saturation_text"]
+__all__ = ["master_figures", "master_knee", "mean_figures", "saturation_summary",
+           "saturation_text", "creep", "summary_creep"]
 
 #: the smallest point counts as past the knee when it has this many times the knee's workers:
 #: nearer, the throughput curve is still bending (2% compute noise rounds the knee) and the
@@ -117,6 +118,58 @@ def master_knee(point: Any) -> tuple[float, float, float, int] | None:
     return step / demand, service, step, int(workers)
 
 
+def _groups(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
+            ) -> dict[str, list[Mapping[str, Any]]]:
+    """The master-based rows by group (all input columns but ``workers``), labelled."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    keys = [k for k in inputs if k != "workers"]
+    for r in rows:
+        if r.get("saturation_workers") is None:
+            continue
+        groups.setdefault(tuple((k, r.get(k)) for k in keys), []).append(r)
+    return {", ".join(f"{k}={v}" for k, v in group if v not in ("", None)): rs
+            for group, rs in groups.items()}
+
+
+def creep(points: Sequence[Any], knee: tuple[float, float, float, int]) -> str | None:
+    """Where the points go on well past the knee (2x) and the largest one's throughput is
+    still under 90 % of the ceiling the master's time per step allows (``batch / D``), the
+    words for it: ``(workers, samples/s, share of the ceiling, ceiling)``; None otherwise.
+
+    Why: the line said "throughput stops growing" at the knee for every master, and a
+    master whose link is the bottleneck - pushes and answers taking turns on it, so that it
+    is not kept busy - went on gaining: +51 % from 2 to 32 workers on a parameter server
+    whose knee was printed at ~3, levelling off at 65 % of ``batch / s`` (QA 11 F2).  The
+    simulated points say so where they reach that far; the knee stays where it is."""
+    w_star, _, step, _ = knee
+    if not (math.isfinite(w_star) and w_star > 0 and step > 0):
+        return None
+    top = max(points, key=lambda p: _num(p, "workers") or 0)
+    workers, thr = _num(top, "workers"), _num(top, "throughput")
+    batch = _num(top, "batch_per_worker")
+    if workers is None or thr is None or batch is None or workers < 2 * w_star:
+        return None
+    ceiling = batch * w_star / step  # batch / D, D = step / W*
+    if thr >= 0.9 * ceiling:
+        return None
+    return (f"past it the simulated throughput still creeps up: {thr:,.0f} samples/s at "
+            f"{workers:,.0f} workers, {thr / ceiling:.0%} of the {ceiling:,.0f} samples/s the "
+            "master's time per step allows (it is not kept busy: a link-bound master's "
+            "pushes and answers take turns on its link, docs/algorithms.md)")
+
+
+def summary_creep(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
+                  ) -> dict[str, str]:
+    """:func:`creep` per group label of :func:`saturation_summary` (groups without: absent)."""
+    out = {}
+    for label, rs in _groups(rows, inputs).items():
+        knee = master_knee(min(rs, key=lambda r: r["workers"]))
+        text = None if knee is None else creep(rs, knee)
+        if text is not None:
+            out[label] = text
+    return out
+
+
 def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
                        ) -> list[tuple[str, float, float, float, int]]:
     """One line per master-based group of the table (all input columns but ``workers``):
@@ -125,25 +178,19 @@ def saturation_summary(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
     master queues least, so that its exchanges are the least likely to have queued on the
     master's link too; ``W*`` is about the same from any point below or just past the knee
     (``s`` too: within 0.5% on the KNL scenarios)."""
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    keys = [k for k in inputs if k != "workers"]
-    for r in rows:
-        if r.get("saturation_workers") is None:
-            continue
-        groups.setdefault(tuple((k, r.get(k)) for k in keys), []).append(r)
     out = []
-    for group, rs in groups.items():
+    for label, rs in _groups(rows, inputs).items():
         knee = master_knee(min(rs, key=lambda r: r["workers"]))
-        if knee is None:
-            continue
-        label = ", ".join(f"{k}={v}" for k, v in group if v not in ("", None))
-        out.append((label, *knee))
+        if knee is not None:
+            out.append((label, *knee))
     return out
 
 
-def saturation_text(w_star: float, service: float, step: float, workers: int) -> str:
+def saturation_text(w_star: float, service: float, step: float, workers: int,
+                    creeps: str | None = None) -> str:
     """The line ``predict`` and ``sweep`` print for one master (:func:`master_knee`'s
-    figures): ``W*``, what the master spends per worker step (``step / W*``) and, where that
+    figures, and :func:`creep`'s words where the points show the throughput still
+    growing past the knee): ``W*``, what the master spends per worker step (``step / W*``) and, where that
     differs from its service time per exchange (an exchange every ``tau`` steps, or through
     a group leader every ``k``), both.  Where the point it was measured at is past the knee
     (``workers`` over :data:`PAST` x ``W*``) it says so: that point's figure is a ceiling
@@ -163,9 +210,11 @@ def saturation_text(w_star: float, service: float, step: float, workers: int) ->
                 f"{format_time(service)} per exchange, not one exchange per step)")
     why = f"{busy} x workers > a step of {format_time(step)} without queueing"
     if workers > PAST * w_star:
-        return f"{past}, at ~{w_star:,.0f} workers or fewer: {why}"
+        return f"{past}, at ~{w_star:,.0f} workers or fewer: {why}" + (
+            f"; {creeps}" if creeps else "")
+    tail = creeps or f"throughput stops growing beyond ~{w_star:,.0f} workers"
     return (f"master saturates at ~{w_star:,.0f} workers: {why} (measured at {workers} "
-            f"workers); throughput stops growing beyond ~{w_star:,.0f} workers")
+            f"worker{'' if workers == 1 else 's'}); {tail}")
 
 
 def mean_figures(figs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

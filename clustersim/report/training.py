@@ -242,10 +242,10 @@ def saturation_line(pts: Any) -> str | None:
     queueing / the master's time per step, clustersim.explore.saturation.master_knee),
     taken at the smallest point as ``clustersim sweep`` does, so that both print the same
     figure: the reason its samples/s stop growing.  None for methods without a master."""
-    from clustersim.explore.saturation import master_knee, saturation_text
+    from clustersim.explore.saturation import creep, master_knee, saturation_text
 
     knee = master_knee(pts[0])
-    return None if knee is None else saturation_text(*knee)
+    return None if knee is None else saturation_text(*knee, creep(pts, knee))
 
 
 def print_assumed(console: Console, scn: Any) -> None:
