@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.report.output import write_json
 from clustersim.trace import TraceEvent, write_chrome
 from realrun.launch import LaunchResult, RealRunError, launch
 from realrun.outdir import check_out_dir, clear_previous
@@ -100,15 +101,19 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
     from clustersim.sim.sweep import prepare_point, worker_counts
 
     sets = list(sets)
+    asked_workers = workers
+    typed: dict[str, str] = {}  # an override made here -> the option the user typed
     if iterations is not None:
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise InputError(f"iterations must be a whole number >= 1, not {iterations!r}",
                              path=("iterations",))
         base = load_scenario(scenario, sets)
         sets.append(f"run.iterations={iterations}")
+        typed[sets[-1]] = f"--iterations {iterations}"
         if base.run.warmup >= iterations:
             sets.append(f"run.warmup={iterations - 1}")
-    scn = load_scenario(scenario, sets)
+            typed[sets[-1]] = f"--iterations {iterations}"
+    scn = _load(scenario, sets, typed)
     if scn.workload is None:
         raise InputError("a real training run needs a 'workload' and an 'algorithm' (this "
                          "scenario is a collective benchmark: use `clustersim calibrate "
@@ -120,8 +125,8 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
         if np is not None:
             workers = np - servers
             if workers < 1:
-                raise InputError(f"--np {np} leaves no worker: {alg.title} needs {servers} "
-                                 f"server(s) besides its workers", path=("np",))
+                raise InputError(f"--np must be at least {servers + 1} ({alg.title} needs "
+                                 f"at least 1 worker plus {servers} server(s)), not {np}")
         else:
             workers = worker_counts(scn)[-1]
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -131,7 +136,10 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
         raise InputError(f"--np {np} does not match {workers} worker(s) + {servers} "
                          f"server(s) of {alg.title} (one MPI rank per actor)", path=("np",))
     sets.append(f"sweep.workers=[{workers}]")
-    scn = load_scenario(scenario, sets)
+    if asked_workers is not None or np is not None:  # else the file's own largest point
+        typed[sets[-1]] = (f"--workers {workers}" if asked_workers is not None
+                           else f"--np {np}")
+    scn = _load(scenario, sets, typed)
     alg = _pick_algorithm(scn, algorithm)
     # the simulator's own preparation of the point: the same job, actors and placement
     # (``placement.server: machine`` included: each server on a machine of its own)
@@ -140,6 +148,21 @@ def prepare(scenario: str | os.PathLike[str], *, algorithm: str | None = None,
     srv = [a for a in actors if a.role != "worker"]
     return TrainSetup(scn, alg, workers, len(srv), costs.batch, costs, job, actors, placement,
                       tuple(sets), None if scn.run == asked else asked)
+
+
+def _load(scenario: str | os.PathLike[str], sets: Sequence[str],
+          typed: Mapping[str, str]) -> Any:
+    """``load_scenario`` with an error in an override :func:`prepare` made from an option
+    cited as that option (``--np 100``), not as a ``--set`` the user never typed."""
+    from clustersim.scenario.schema import load_scenario
+
+    try:
+        return load_scenario(scenario, sets)
+    except InputError as exc:
+        for item, option in typed.items():
+            if exc.origin == f"--set {item}":
+                exc.origin = option
+        raise
 
 
 @dataclass
@@ -238,7 +261,9 @@ def run_scenario(
                            kind="launch", rank=None, log=out / "logs" / "mpiexec.log",
                            reason="incomplete traces", log_dir=out / "logs",
                            run_id=res.run_id) from None
-    (out / "metrics.json").write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True))
+    # whole or not at all: a stop during the write must not leave half a success, which
+    # realrun.partial would then take for one and not replace
+    write_json(out / "metrics.json", result.to_dict())
     write_chrome(out / "trace.chrome.json", result.events, f"{setup.scenario.name} (measured)")
     if math:  # BSP's per-step gradient norms -> the log `calibrate --convergence` reads
         from realrun.gradnorms import write_norm_log
@@ -257,22 +282,45 @@ def _measured(setup: TrainSetup, out: Path, res: LaunchResult | None, *,
     missing, unless ``partial`` - then it is measured over the iterations every worker
     completed, and ``result.coverage`` says how many that was.
     """
-    from clustersim.trace_metrics import measured_metrics
     from realrun.api import load_traces
-    from realrun.coverage import coverage, cut_to
 
     headers, events = load_traces(out)
+    cov = traced_coverage(setup, events)
+    if not cov.complete and (not partial or cov.measured < 1):
+        hint = ("nothing after the warm-up to measure" if cov.measured < 1 else
+                f"rerun it; from Python, load_run(..., partial=True) measures the "
+                f"{cov.measured} iteration(s) it holds")
+        raise InputError(f"the run in {str(out)!r} is incomplete: {cov.describe()}; its "
+                         f"traces do not measure the scenario: {hint}", path=("runs",))
+    return measure(setup, out, res, headers, events, cov)
+
+
+def traced_coverage(setup: TrainSetup, events: Sequence[TraceEvent]) -> Any:
+    """The :class:`realrun.coverage.Coverage` of ``events`` (a run of ``setup``)."""
+    from realrun.coverage import coverage
+
     scn = setup.scenario
     workers = [a.rank for a in setup.actors if a.role == "worker"]
-    cov = coverage(events, np=setup.np, workers=workers, asked=scn.run.iterations,
-                   warmup=scn.run.warmup)
+    return coverage(events, np=setup.np, workers=workers, asked=scn.run.iterations,
+                    warmup=scn.run.warmup)
+
+
+def measure(setup: TrainSetup, out: Path, res: LaunchResult | None,
+            headers: list[dict[str, Any]], events: list[TraceEvent],
+            cov: Any) -> RealRunResult:
+    """``events`` (with ``cov``, their :func:`traced_coverage`) reduced to metrics: over the
+    iterations every worker completed when the run is incomplete (``cov.measured`` >= 1 is
+    the caller's to check), over the scenario's count when it is complete.
+
+    Split from :func:`_measured` so that :mod:`realrun.partial` can look at the coverage
+    first (to say why a stopped run gave nothing to measure) without reading the traces
+    twice."""
+    from clustersim.trace_metrics import measured_metrics
+    from realrun.coverage import cut_to
+
+    scn = setup.scenario
     if not cov.complete:
-        if not partial or cov.measured < 1:
-            hint = ("nothing after the warm-up to measure" if cov.measured < 1 else
-                    f"rerun it; from Python, load_run(..., partial=True) measures the "
-                    f"{cov.measured} iteration(s) it holds")
-            raise InputError(f"the run in {str(out)!r} is incomplete: {cov.describe()}; its "
-                             f"traces do not measure the scenario: {hint}", path=("runs",))
+        workers = [a.rank for a in setup.actors if a.role == "worker"]
         events = cut_to(events, workers, cov.completed)
     metrics = measured_metrics(events, algorithm=setup.algorithm.title,
                                batch=[setup.batch] * setup.workers, warmup=scn.run.warmup,

@@ -7,12 +7,15 @@ simulator's prediction for the same point (same scenario, overrides and seed; wi
 ``--out``.  Exit codes: 0 success, 1 a failed or hung run (the message names the rank and its
 log; the partial traces stay in ``--out``), 2 bad input (also: more ranks than this machine
 has cores without ``--oversubscribe``), 143/129 stopped by SIGTERM/SIGHUP (130 for Ctrl-C):
-every process of the run is ended and the traces written so far are kept.
+every process of the run is ended and the traces written so far are kept.  A failed or
+stopped run whose workers all got past the warm-up also keeps its measured iterations as
+``metrics.json`` marked ``"complete": false`` (:mod:`realrun.partial`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from typing import Any
@@ -100,13 +103,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from realrun.arrays import check_backend
-    from realrun.outdir import check_out_dir
+    from realrun.outdir import check_out_dir, clear_previous
+    from realrun.partial import stop_reason
 
     check_out_dir(args.out)  # an existing file, no permission, a name too long: exit 2 (H4)
     if args.hostfile is None:  # --backend cupy without a GPU: bad input, not a failed run
         check_backend(args.backend)
     if args.json and Path(args.json).is_file():
         Path(args.json).unlink()  # a failed run must not leave the last run's --json (H2)
+    # run_scenario clears them too; done here, before anything can be stopped, so that what
+    # a failure or a stop finds in --out (traces, a success's metrics.json) is this run's
+    clear_previous(Path(args.out))
     try:
         res = run_scenario(args.scenario, np=args.np, algorithm=args.algorithm,
                            iterations=args.iterations, out_dir=args.out, timeout=args.timeout,
@@ -121,11 +128,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:  # no rank traced anything (mpiexec started none, or they died starting up)
             print(f"no rank wrote a trace; logs are in {Path(args.out) / 'logs'}",
                   file=sys.stderr)
+        # a Ctrl-C while this measures ends the command as a stop (130), like any other
+        _keep_partial(setup, args.out, stop_reason(exc), "failure")
         return 1
-    except KeyboardInterrupt:  # also SIGTERM/SIGHUP (clustersim._signals): processes are gone
-        print(f"partial traces (everything measured before the stop) are in {args.out}",
-              file=sys.stderr)
-        raise
+    except KeyboardInterrupt as exc:  # also SIGTERM/SIGHUP (clustersim._signals): processes
+        try:  # are gone; main prints "interrupted" and exits 128 + the signal
+            _say(f"partial traces (everything measured before the stop) are in {args.out}")
+            _keep_partial(setup, args.out, stop_reason(exc), "stop")
+        except KeyboardInterrupt:  # a second signal: skip the rest, end with the first's code
+            _say("stopped again: partial metrics not written")
+        raise exc from None
     predicted = _predict(setup, args.calibration)
     if args.json:
         from clustersim.report.output import write_json
@@ -134,6 +146,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print(res, predicted)
     return 0
+
+
+def _keep_partial(setup: Any, out: str, stopped: str, what: str) -> None:
+    """Keep what a failed or stopped run measured as ``metrics.json`` (``complete: false``;
+    :mod:`realrun.partial`) and say so, or why there was not enough, in one line.
+
+    ``--json`` stays unwritten: its readers take it for a finished run with its prediction
+    beside it, and predicting here would lengthen the stop path; the partial record is in
+    ``--out``, marked as such."""
+    from realrun.partial import keep_partial
+
+    _say(keep_partial(setup, out, stopped, what=what))
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if it can still be written (after SIGHUP the terminal may be
+    gone: an OSError here would replace the stop with a traceback)."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 def _predict(setup: Any, calibration: str | None) -> Any:
