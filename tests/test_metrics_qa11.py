@@ -125,3 +125,67 @@ def test_a_link_bound_master_is_said_to_creep_past_its_knee() -> None:
         "answers take turns on its link, docs/algorithms.md)")
     # a sweep that stops short of twice the knee says nothing about it
     assert "stops growing beyond ~3 workers" in saturation_line([pts[0], _point(raw, 4)])
+
+
+def test_notes_for_a_moving_global_batch_and_a_mean_over_uneven_workers() -> None:
+    """QA 11 F7: strong scaling rounds each worker's share, so 256 samples over 3, 5, 6, 7
+    workers are 255, 255, 258, 259; F3: with four GPU types ``iter (ms)`` is the mean of the
+    workers' own times, so 16 x 64 / iter is 1,711 samples/s against 2,660 done."""
+    from clustersim.report.notes import mean_note, split_note
+
+    raw = copy.deepcopy(BASE)
+    raw["workload"] = {**raw["workload"], "global_batch": 256}
+    del raw["workload"]["batch_per_worker"]
+    raw["sweep"] = {"workers": [1, 2, 3, 4, 5, 6, 7, 8], "scaling": "strong"}
+    assert split_note(parse_scenario(raw)) == (
+        "strong scaling: a global batch of 256 does not split evenly over every worker count; "
+        "each worker takes round(256 / workers) samples, so the global batch is 255 at 3, 255 "
+        "at 5, 258 at 6, 259 at 7 (speedups compare those batches)")
+    raw["sweep"]["workers"] = [1, 2, 4, 8]
+    assert split_note(parse_scenario(raw)) is None
+    assert split_note(parse_scenario(BASE)) is None  # weak scaling
+
+    scn = load_scenario("scenarios/hetero_hybrid.yaml")
+    hyb = next(a for a in scn.algorithms if a.title == "hybrid")
+    p = simulate_point(scn, hyb, 16, 0)[0]
+    naive = 16 * 64 / p.iteration_time
+    assert naive < 0.7 * p.throughput
+    assert mean_note([p]) == (
+        "iter (ms) is the mean of the workers' own iteration times, and they differ; "
+        f"samples/s is the sum of their rates: at 16 workers 16 x 64 / "
+        f"{p.iteration_time * 1e3:,.1f} ms = {naive:,.0f} samples/s, against the "
+        f"{p.throughput:,.0f} they do")
+    assert mean_note([_point(BASE, 8)]) is None  # identical workers in lock step
+
+
+def test_a_time_to_target_far_past_the_noise_scale_is_called_an_extrapolation() -> None:
+    """QA 11 F8: bsp_100k's 19.4 h is 71,433 epochs at a 6.4 M batch, 320x the ResNet-50
+    profile's largest noise scale.  One worker at a 300,000-sample batch shows the same:
+    15x, past :data:`EXTRAPOLATION`; at 64 samples nothing is said."""
+    from clustersim.report.notes import EXTRAPOLATION, extrapolation_note
+
+    scn = load_scenario("scenarios/fabrics_resnet50.yaml")
+    top = max(scn.workload.convergence.noise.breakpoint_values())
+    assert top == 20_000
+    big = parse_scenario({**_raw_of("scenarios/fabrics_resnet50.yaml"),
+                          "sweep": {"workers": [1]}})
+    import dataclasses
+
+    big = dataclasses.replace(big, workload=dataclasses.replace(big.workload,
+                                                                batch_per_worker=300_000))
+    p = simulate_point(big, big.algorithm, 1, 0)[0]
+    assert p.convergence_terms["batch_eff"] == 300_000 > EXTRAPOLATION * top
+    note = extrapolation_note(big, [p])
+    assert note.startswith("time to target at 1 workers extrapolates: a step's effective "
+                           "batch of 300,000 is 15x the profile's largest gradient noise "
+                           "scale (20,000)")
+    small = dataclasses.replace(big, workload=dataclasses.replace(big.workload,
+                                                                  batch_per_worker=64))
+    assert extrapolation_note(small, [simulate_point(small, small.algorithm, 1, 0)[0]]) is None
+
+
+def _raw_of(path: str) -> dict:
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)

@@ -113,6 +113,11 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
+    from clustersim.report.notes import extrapolation_note, mean_note, split_note
+
+    split = split_note(scn)
+    if split:
+        console.print(f"[dim]{escape(split)}[/dim]")
     any_async = _has_async(result)
     tta = _has_tta(result)
     cols = (list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
@@ -131,9 +136,9 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                 row += _tta_cells(p)
             rows.append(row)
         print_table(console, f"{title}", cols, rows, wide=wide, note=False, omitted=omitted)
-        line = saturation_line(pts)
-        if line:
-            console.print(f"[dim]{escape(line)}[/dim]")
+        for line in (saturation_line(pts), mean_note(pts), extrapolation_note(scn, pts)):
+            if line:
+                console.print(f"[dim]{escape(line)}[/dim]")
     if runs:  # say what the [..] are (they had no legend without --uncertainty)
         console.print(f"[dim]{_legend(runs)}[/dim]")
     from clustersim.sim.runwindow import stretched

@@ -1,0 +1,90 @@
+"""Notes under ``predict``'s tables where a figure would otherwise be read for more than it is.
+
+Why a module of its own: each note is a check of the points against a reading a user is
+likely to make (QA pass 11 made each of them), and :mod:`clustersim.report.training` holds
+the tables.  Each returns words or None, so that the table code only prints them:
+
+* :func:`split_note` - strong scaling whose global batch does not divide among the workers:
+  each worker takes ``round(global / W)`` samples, so the "fixed" global batch moves;
+* :func:`mean_note` - workers of different speeds: ``iter (ms)`` is the mean of their own
+  iteration times, and ``samples/s`` the sum of their rates, so ``W x batch / iter`` is not
+  the throughput;
+* :func:`extrapolation_note` - a step's effective batch far above the convergence profile's
+  largest gradient noise scale: the time to target extrapolates the large-batch law.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["split_note", "mean_note", "extrapolation_note", "EXTRAPOLATION"]
+
+#: a step's effective batch this many times the profile's largest noise scale is called an
+#: extrapolation: McCandlish et al. (2018, fig. 4-5) measure the steps/samples trade-off
+#: up to a few times B_noise, and their law's linear growth of samples beyond it is an
+#: asymptote, not a measurement
+EXTRAPOLATION = 10.0
+#: ``W x batch / iter`` this far from ``samples/s`` (relative) is worth a note; with 2%
+#: compute noise the two differ by well under 0.1% (Jensen's gap of 1/t)
+MEAN_GAP = 0.02
+
+
+def split_note(scn: Any) -> str | None:
+    """Strong scaling: the worker counts whose ``round(global / W)`` samples each do not add
+    up to the global batch, and what they add up to."""
+    from clustersim.sim.sweep import batch_per_worker
+
+    sw, wl = scn.sweep, scn.workload
+    if sw is None or sw.scaling != "strong" or wl is None or wl.global_batch is None:
+        return None
+    total = int(wl.global_batch)
+    odd = [(w, batch_per_worker(scn, w) * w) for w in sw.workers]
+    odd = [(w, g) for w, g in odd if g != total]
+    if not odd:
+        return None
+    shown = ", ".join(f"{g:,} at {w:,}" for w, g in odd[:6])
+    more = f" and {len(odd) - 6} more" if len(odd) > 6 else ""
+    return (f"strong scaling: a global batch of {total:,} does not split evenly over every "
+            f"worker count; each worker takes round({total:,} / workers) samples, so the "
+            f"global batch is {shown}{more} (speedups compare those batches)")
+
+
+def mean_note(pts: Sequence[Any]) -> str | None:
+    """The first point whose ``workers x batch / iter`` misses ``samples/s`` by more than
+    :data:`MEAN_GAP`: its workers run at different paces (device types, placements)."""
+    for p in pts:
+        if p.workers < 2 or p.iteration_time <= 0 or p.throughput <= 0:
+            continue
+        naive = p.workers * p.batch_per_worker / p.iteration_time
+        if abs(naive - p.throughput) > MEAN_GAP * p.throughput:
+            return (f"iter (ms) is the mean of the workers' own iteration times, and they "
+                    f"differ; samples/s is the sum of their rates: at {p.workers:,} workers "
+                    f"{p.workers:,} x {p.batch_per_worker:g} / {p.iteration_time * 1e3:,.1f} ms "
+                    f"= {naive:,.0f} samples/s, against the {p.throughput:,.0f} they do")
+    return None
+
+
+def extrapolation_note(scn: Any, pts: Sequence[Any]) -> str | None:
+    """The largest point whose step's effective batch is over :data:`EXTRAPOLATION` times
+    the profile's largest noise scale, in words; None where the law is within reach."""
+    wl = scn.workload
+    profile = getattr(wl, "convergence", None) if wl is not None else None
+    if profile is None:
+        return None
+    top = max(profile.noise.breakpoint_values())
+    for p in reversed(list(pts)):
+        batch = (p.convergence_terms or {}).get("batch_eff")
+        if p.time_to_target is None or not batch or batch <= EXTRAPOLATION * top:
+            continue
+        eff = p.statistical_efficiency
+        epochs = p.epochs_to_target
+        what = ", ".join(x for x in (
+            f"statistical efficiency {eff:.1%}" if eff is not None else "",
+            f"{epochs:,.0f} epochs" if epochs is not None else "") if x)
+        return (f"time to target at {p.workers:,} workers extrapolates: a step's effective "
+                f"batch of {batch:,.0f} is {batch / top:,.0f}x the profile's largest gradient "
+                f"noise scale ({top:,.0f}), far past the batches the large-batch law was "
+                f"measured at ({what}); read it as 'this batch trains inefficiently', not as "
+                "a time to plan with (docs/convergence.md)")
+    return None
