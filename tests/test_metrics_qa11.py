@@ -32,6 +32,18 @@ BASE = {
 }
 
 
+def _ps() -> dict:
+    """A link-bound parameter server: 40 hosts on 10 Gb/s, 2.5 M parameters (8 ms a push
+    or an answer), batch 32, Async SGD with tau 1."""
+    raw = copy.deepcopy(BASE)
+    raw["platform"]["hosts"] = 40
+    raw["workload"] = {"model": {"name": "tot", "params": 2_500_000, "fwd_flops": 4.0e8,
+                                 "kind": "fc", "split": 1},
+                       "batch_per_worker": 32, "optimizer": "sgd"}
+    raw["algorithm"] = {"name": "async_sgd", "tau": 1}
+    return raw
+
+
 def _point(raw: dict, workers: int):
     scn = parse_scenario(raw)
     return simulate_point(scn, scn.algorithm, workers, 0)[0]
@@ -70,12 +82,7 @@ def test_the_update_rate_agrees_with_the_throughput_of_the_measured_steps() -> N
     """Async SGD, tau 1: one update per worker step of 32 samples, so updates/s =
     samples/s / 32, at any worker count (it was 10 % low at 32 workers: the first step's
     start and the last workers' tail were in the divisor)."""
-    raw = copy.deepcopy(BASE)
-    raw["platform"]["hosts"] = 40
-    raw["workload"] = {"model": {"name": "tot", "params": 2_500_000, "fwd_flops": 4.0e8,
-                                 "kind": "fc", "split": 1},
-                       "batch_per_worker": 32, "optimizer": "sgd"}
-    raw["algorithm"] = {"name": "async_sgd", "tau": 1}
+    raw = _ps()
     for workers in (4, 32):
         m = _point(raw, workers)
         assert m.update_rate == pytest.approx(m.throughput / 32, rel=1e-9)
@@ -102,12 +109,7 @@ def test_a_link_bound_master_is_said_to_creep_past_its_knee() -> None:
     from clustersim.explore.saturation import master_knee
     from clustersim.report.training import saturation_line
 
-    raw = copy.deepcopy(BASE)
-    raw["platform"]["hosts"] = 40
-    raw["workload"] = {"model": {"name": "tot", "params": 2_500_000, "fwd_flops": 4.0e8,
-                                 "kind": "fc", "split": 1},
-                       "batch_per_worker": 32, "optimizer": "sgd"}
-    raw["algorithm"] = {"name": "async_sgd", "tau": 1}
+    raw = _ps()
     pts = [_point(raw, w) for w in (1, 32)]
     w_star, service, step, _ = master_knee(pts[0])
     assert w_star == pytest.approx(2.6, abs=0.2) and service == pytest.approx(0.008, rel=1e-3)
