@@ -14,6 +14,8 @@ the median and max |error| of clustersim against SimGrid, then the worst cases.
                                                   # no SimGrid needed: compare recorded times
     ... --selectors        # also SMPI's selectors against clustersim's mpich/openmpi-4.x
     ... --simgrid-routes   # diagnostic: the fat tree routed as SimGrid's FatTreeZone routes
+    ... --ranks 6 12 --algs lr rdb --sizes 48 4096 --eager --record F.csv --append
+                           # a slice (no p2p rows) appended to a recorded file
 
 Why a wall-clock budget: SimGrid really executes the MPI program (its collectives allocate and
 reduce real buffers), so large sizes at 64 ranks take seconds each; the script stops starting
@@ -79,14 +81,17 @@ def run_simgrid(args: argparse.Namespace) -> tuple[list[SgRow], list[str]]:
     runs += [(p, "eager") for p in args.eager if p in args.platforms]
     for pname, protocol in runs:
         plat = PLATFORMS[pname]
-        jobs: list[tuple[str, str, int, str, tuple[int, ...]]] = [
-            ("p2p", "send", 2, kind, (4, 1024 * 1024)) for kind in ("linear", "far")]
+        jobs: list[tuple[str, str, int, str, tuple[int, ...]]] = []
+        if not args.ranks:  # a slice of rank counts is added to recorded data: no p2p again
+            jobs += [("p2p", "send", 2, kind, (4, 1024 * 1024)) for kind in ("linear", "far")]
         algs = QUICK_ALGS if args.quick else ALGS
+        sizes = tuple(args.sizes) if args.sizes else QUICK_SIZES if args.quick else SIZES
         for op in args.ops:
             for alg in algs.get(op, ()):
-                for ranks in plat.quick_ranks if args.quick else plat.ranks:
-                    jobs.append((op, alg, ranks, "linear",
-                                 QUICK_SIZES if args.quick else SIZES))
+                if args.algs and alg not in args.algs:
+                    continue
+                for ranks in args.ranks or (plat.quick_ranks if args.quick else plat.ranks):
+                    jobs.append((op, alg, ranks, "linear", sizes))
         for op, alg, ranks, kind, sizes in jobs:
             name = f"{pname} ({protocol}) {op}/{alg} p={ranks} {kind}"
             if time.monotonic() - start > args.budget:
@@ -127,7 +132,8 @@ def compare(rows: list[SgRow], simgrid_routes: bool = False) -> list[Compared]:
             out.append(Compared(r, cs, exact, None,
                                 f"clustersim has no {r.op} algorithm {cs!r} yet"))
             continue
-        t = pred.predict(plat, r.op, cs, r.size, placement_of(r.placement, r.ranks, plat.hosts))
+        t = pred.predict_case(plat, r.op, r.algorithm, r.size,
+                              placement_of(r.placement, r.ranks, plat.hosts))
         out.append(Compared(r, cs, exact, t, note))
     return out
 
@@ -171,7 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager", nargs="*", default=["crossbar16"], choices=list(PLATFORMS),
                     help="platforms also run with SMPI's default eager protocol (sends below "
                          "64 KiB detached); all run with rendezvous sends")
+    ap.add_argument("--ranks", nargs="+", type=int,
+                    help="these rank counts instead of each platform's own (no p2p rows)")
+    ap.add_argument("--algs", nargs="+", help="only these SimGrid algorithms of the ops")
+    ap.add_argument("--sizes", nargs="+", type=int, help="sizes in bytes (ascending) instead "
+                    "of 4 B .. 64 MiB by factors of 4")
     ap.add_argument("--record", type=Path, help="write SimGrid's raw times (CSV)")
+    ap.add_argument("--append", action="store_true",
+                    help="--record appends to the file (same columns) instead of replacing it")
     ap.add_argument("--from-csv", type=Path, help="use recorded SimGrid times, run no SimGrid")
     ap.add_argument("--markdown", type=Path, help="write the comparison as markdown")
     ap.add_argument("--budget", type=float, default=None,
@@ -200,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, left = run_simgrid(args)
     if args.record:
         args.record.parent.mkdir(parents=True, exist_ok=True)
-        write_csv(args.record, rows)
+        write_csv(args.record, rows, append=args.append)
         print(f"wrote {len(rows)} SimGrid rows to {args.record}")
     t0 = time.monotonic()
     results = compare(rows, args.simgrid_routes)

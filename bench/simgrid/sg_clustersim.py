@@ -15,10 +15,12 @@ Everything that depends on clustersim lives here:
 * :data:`ALGORITHMS` - SimGrid algorithm name -> clustersim algorithm name, with whether the
   two send the same messages between the same ranks in the same order (``exact``) or only
   implement the same idea (``approx``, e.g. a segmented ring against the plain ring).
-  SMPI's selectors (``mpich``, ``ompi``) resolve per case (:func:`resolve_case`) to the
-  algorithm SMPI 3.32 really runs, compared with clustersim's schedule of that algorithm.
-* :func:`predict` - clustersim's time for one case, at flow fidelity, on the placement the
-  SimGrid run used (rank ``i`` on host ``placement[i]``).
+  SMPI's selectors (``mpich``, ``ompi``) resolve per case (:func:`resolve_case`, tables in
+  ``sg_selectors.py``) to the algorithm SMPI 3.32 really runs, compared with clustersim's
+  schedule of that algorithm.  Where SMPI splits the data (``lr`` with ``count mod p``
+  leftover elements) :func:`phases` lists the clustersim schedules whose times add up.
+* :meth:`Predictor.predict_case` - clustersim's time for one case, at flow fidelity, on the
+  placement the SimGrid run used (rank ``i`` on host ``placement[i]``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sg_platforms import SgPlatform
+from sg_selectors import (
+    OMPI_BCAST_NOTE,
+    smpi_mpich_allgather,
+    smpi_mpich_allreduce,
+    smpi_mpich_alltoall,
+    smpi_mpich_bcast,
+    smpi_ompi_allgather,
+    smpi_ompi_allreduce,
+    smpi_ompi_alltoall,
+)
 
 #: Reductions cost nothing in SMPI with ``smpi/simulate-computation:no``; clustersim charges
 #: ``bytes / reduce_bw``, so the device gets the highest rate clustersim accepts (1e16 B/s:
@@ -55,105 +67,10 @@ class AlgoMap:
     tiny_inexact: bool = False
     #: SMPI selectors: (ranks, bytes) -> (what SMPI 3.32 runs, clustersim algorithm, exact)
     resolve: Callable[[int, float], tuple[str, str, bool]] | None = None
+    #: count % ranks != 0: SMPI runs the algorithm on the first ``count - count % ranks``
+    #: elements, then this clustersim algorithm's equivalent on the leftover (see phases)
+    leftover: str | None = None
 
-
-def _pof2(p: int) -> int:
-    return 1 << (p.bit_length() - 1)
-
-
-# --- SMPI 3.32's selectors, as the algorithm each one runs for our cases ------------------
-# (smpi_mpich_selector.cpp, smpi_openmpi_selector.cpp; a commutative sum of floats, one rank
-# per host.)  Each returns (SMPI algorithm, clustersim algorithm, exact).
-
-def _smpi_mpich_allreduce(p: int, n: float) -> tuple[str, str, bool]:
-    """SMPI's mpich allreduce runs mvapich2_two_level on MPI_COMM_WORLD (commutative op):
-    with one rank per host its shared-memory steps are empty, and its leaders' allreduce is
-    ``MV2_Allreducection``, which defaults to allreduce__rdb - recursive doubling at every
-    size (MPICH's own allreduce switches to Rabenseifner above 2 KiB)."""
-    return "mvapich2_two_level(rdb)", "recursive_doubling", True
-
-
-def _smpi_mpich_bcast(p: int, n: float) -> tuple[str, str, bool]:
-    """SMPI's mpich bcast runs SMP_binomial on a uniform communicator (every run here):
-    with one rank per host, the binomial tree over the hosts."""
-    return "SMP_binomial", "binomial", True
-
-
-def _smpi_mpich_allgather(p: int, n: float) -> tuple[str, str, bool]:
-    if p & (p - 1) == 0 and n < 524288:
-        return "rdb", "recursive_doubling", True
-    if n <= 81920:
-        return "bruck", "bruck", True
-    return "ring(pairwise)", "ring", False  # SMPI's "ring" allgather is a pairwise exchange
-
-
-def _smpi_mpich_alltoall(p: int, n: float) -> tuple[str, str, bool]:
-    block = n / p
-    if block < 256 and p >= 8:
-        return "bruck", "direct", False  # clustersim has no Bruck alltoall
-    if block < 32768:
-        return "mvapich2_scatter_dest", "direct", False  # posted in throttled batches
-    if p % 2:
-        return "pair", "pairwise", False
-    return "ring", "pairwise", True
-
-
-def _smpi_ompi_allreduce(p: int, n: float) -> tuple[str, str, bool]:
-    """Open MPI 4.1's table (the same as clustersim's ``openmpi-4.1``); SMPI's functions:
-    1/2 redbcast, 3 rdb, 4 lr, 5 ompi_ring_segmented, 6 rab_rdb."""
-    from clustersim.collectives.select_openmpi import ALLREDUCE_41, _table
-    alg = _table(ALLREDUCE_41, p, n)
-    count = n / 4
-    if alg in (1, 2):
-        return "redbcast", "binomial_tree", False  # SMPI's default reduce/bcast inside
-    if alg == 3:
-        return "rdb", "recursive_doubling", True
-    if alg == 5 and count >= p * (1 << 20) / 4:
-        return "ompi_ring_segmented", "ring_segmented", False
-    if alg in (4, 5):  # lr (segmented ring below p segments falls back to lr)
-        if count < p:
-            return "lr->redbcast", "binomial_tree", False  # default reduce/bcast inside
-        return "lr", "ring", True
-    if count < _pof2(p):
-        return "rab_rdb->rdb", "recursive_doubling", True
-    return "rab_rdb", "rabenseifner_mpich", True
-
-
-def _smpi_ompi_alltoall(p: int, n: float) -> tuple[str, str, bool]:
-    """Open MPI 4.1's table by block bytes (clustersim's ``openmpi-4.1``); SMPI runs
-    basic_linear for linear, linear_sync and two_proc, pair (partner r xor k) for pairwise."""
-    from clustersim.collectives.select_openmpi import ALLTOALL_41, _table
-    alg = _table(ALLTOALL_41, p, n / p)
-    if alg == 2:
-        return "pair", "pairwise", False
-    if alg == 3:
-        return "bruck", "direct", False
-    return "basic_linear", "direct", True
-
-
-def _smpi_ompi_allgather(p: int, n: float) -> tuple[str, str, bool]:
-    """Open MPI 4.1's allgather table (by block bytes) as SMPI 3.32 has it, for the rank
-    counts run here (p < 32, and 64 <= p < 128).  clustersim's ``openmpi-4.1`` keeps the 4.0
-    allgather rules, so this compares the algorithm SMPI runs, not the selection."""
-    block = n / p
-    if p == 2:
-        return "pair", "ring", False
-    if p < 32:
-        return "rdb", "recursive_doubling", True
-    if 64 <= p < 128:
-        if block < 512:
-            return "rdb", "recursive_doubling", True
-        if block < 65536:
-            return "ompi_neighborexchange", "neighbor_exchange", True
-        return "ring(pairwise)", "ring", False
-    raise ValueError(f"SMPI's ompi allgather rules for {p} ranks are not encoded")
-
-
-#: SMPI 3.32's ``ompi`` selector is its port of Open MPI 4.1's coll_tuned fixed decision
-#: ("Updated 02/2022": tables over communicator size and bytes for every op); clustersim's
-#: ``openmpi-4.1`` has the same allreduce and alltoall tables and 4.0 rules for the other ops.
-OMPI_BCAST_NOTE = ("SMPI: Open MPI 4.1's bcast table (chain, pipeline, split/binary trees, "
-                   "knomial...); clustersim's openmpi-4.1 keeps the 4.0 bcast rules")
 
 #: (op, SimGrid algorithm) -> mapping.  SimGrid names: ``smpirun --help-coll`` /
 #: SimGrid 3.32 docs "SMPI_use_colls"; clustersim names: ``clustersim list collectives``.
@@ -162,7 +79,7 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
     ("allreduce", "rdb"): AlgoMap("recursive_doubling", True),
     ("allreduce", "lr"): AlgoMap(
         "ring", True, "SMPI 3.32's lr runs redbcast when count < ranks (reduce and bcast "
-        "pinned to binomial)", small_fallback="binomial_tree"),
+        "pinned to binomial)", small_fallback="binomial_tree", leftover="binomial_tree"),
     ("allreduce", "rab_rdb"): AlgoMap(
         "rabenseifner_mpich", True, "MPICH order: reduce-scatter at distance 1, 2, 4, ... "
         "(n/2 to the nearest rank), allgather back"),
@@ -175,8 +92,8 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         "ring_segmented", False, "Open MPI's segmented ring (1 MiB segments); below p "
         "segments SMPI runs lr (redbcast with SMPI's default reduce when count < ranks)",
         small_fallback="binomial_tree"),
-    ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allreduce),
-    ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allreduce),
+    ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_allreduce),
+    ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_allreduce),
     ("reduce", "ompi_basic_linear"): AlgoMap(
         "ompi_linear", True, "the root's blocking receives from p-1 down to 1"),
     ("reduce", "ompi_in_order_binary"): AlgoMap("ompi_in_order_binary", True,
@@ -186,19 +103,19 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
     ("bcast", "scatter_rdb_allgather"): AlgoMap(
         "scatter_rd_allgather", True, "binomial scatter, recursive-doubling allgather",
         tiny_inexact=True),
-    ("bcast", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_bcast),
+    ("bcast", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_bcast),
     ("bcast", "ompi"): AlgoMap("openmpi-4.1", False, OMPI_BCAST_NOTE),
     ("allgather", "NTSLR"): AlgoMap("ring", True, "logical ring: forward to r+1"),
     ("allgather", "ring"): AlgoMap(
         "ring", False, "SMPI's 'ring' allgather sends its own block to r+k in round k "
         "(pairwise), clustersim's ring forwards to r+1"),
     ("allgather", "rdb"): AlgoMap("recursive_doubling", True),
-    ("allgather", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_allgather),
-    ("allgather", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_allgather),
+    ("allgather", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_allgather),
+    ("allgather", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_allgather),
     ("alltoall", "ring"): AlgoMap("pairwise", True, "round k: send to r+k, receive from r-k"),
     ("alltoall", "pair"): AlgoMap("pairwise", False, "partner r xor k, clustersim's r+k"),
-    ("alltoall", "mpich"): AlgoMap("mpich", True, "", resolve=_smpi_mpich_alltoall),
-    ("alltoall", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=_smpi_ompi_alltoall),
+    ("alltoall", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_alltoall),
+    ("alltoall", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_alltoall),
 }
 
 #: SimGrid op name -> clustersim op name
@@ -217,9 +134,32 @@ def resolve_case(op: str, sg_alg: str, ranks: int, size: float) -> tuple[str, bo
         return cs, exact, f"SMPI {sg_alg} runs {smpi}"
     if m.small_fallback and size / 4 < ranks:
         return m.small_fallback, m.exact, m.note
+    if m.leftover and (size // 4) % ranks:
+        return (f"{m.clustersim}+{m.leftover}", m.exact,
+                f"SMPI's {sg_alg} adds a reduce+bcast of the count mod p leftover elements: "
+                f"{m.clustersim} on count - count mod p, then {m.leftover} on the rest")
     if m.tiny_inexact and size / 4 < ranks:
         return m.clustersim, False, "count < ranks: SMPI skips the empty blocks"
     return m.clustersim, m.exact, m.note
+
+
+def phases(op: str, sg_alg: str, ranks: int, size: float) -> list[tuple[str, float]]:
+    """What clustersim costs for this case: (clustersim algorithm, bytes) run one after the
+    other, their times summed.
+
+    One phase, except where SMPI splits the data: SMPI 3.32's ``lr`` all-reduce runs its
+    logical ring on ``count // p`` elements per block only, and then hands the ``count mod p``
+    leftover elements to the *selected* all-reduce - ``lr`` again, which below ``p`` elements
+    falls back to reduce + bcast (pinned to binomial trees here).  Measured: lr of 1024 floats
+    on 6 ranks = lr of 1020 floats + redbcast of 16 B, to the nanosecond.  Summing the two
+    costs assumes the reduce starts when the ring has ended everywhere: SMPI's ring ends on
+    every rank at once on the crossbar (the ring's steps are all alike)."""
+    cs = resolve_case(op, sg_alg, ranks, size)[0]
+    if "+" not in cs:
+        return [(cs, size)]
+    main, rest = cs.split("+")
+    left = (int(size) // 4) % ranks * 4
+    return [(main, size - left), (rest, float(left))]
 
 
 def clustersim_algorithm(op: str, sg_alg: str, ranks: int, size: float) -> str:
@@ -240,7 +180,8 @@ def selector_of(op: str, sg_alg: str) -> str | None:
 def available(op: str, cs_alg: str) -> bool:
     """Whether this clustersim has the algorithm (selectors are being added in parallel)."""
     from clustersim.collectives import list_algorithms
-    return cs_alg in list_algorithms().get(OPS[op], [])
+    have = list_algorithms().get(OPS[op], [])
+    return all(part in have for part in cs_alg.split("+"))
 
 
 def _link(p: SgPlatform, latency: float | None = None) -> dict[str, str]:
@@ -390,3 +331,10 @@ class Predictor:
         sched = build_schedule(OPS[op], cs_alg, len(placement), size, hosts=hosts, root=0)
         cost = cost_collective(sched, plat, placement, scn.network, fidelity="flow")
         return float(cost.time)
+
+    def predict_case(self, p: SgPlatform, op: str, sg_alg: str, size: float,
+                     placement: list[int]) -> float:
+        """clustersim's time (s) for what SMPI runs for ``op``/``sg_alg`` of ``size`` bytes:
+        the sum over :func:`phases` (one phase but for lr's count mod p leftover)."""
+        return sum(self.predict(p, op, cs, part, placement)
+                   for cs, part in phases(op, sg_alg, len(placement), size))

@@ -65,10 +65,14 @@ def band(size: float) -> str:
     return "< 64 KiB" if size < BAND_EDGE else ">= 64 KiB"
 
 
-def write_csv(path: Path, rows: Iterable[SgRow]) -> None:
-    with open(path, "w", newline="") as f:
+def write_csv(path: Path, rows: Iterable[SgRow], append: bool = False) -> None:
+    """Rows as CSV; ``append``: after the rows already in ``path`` (header written once), so
+    that a slice of cases can be added to recorded data without re-running the rest."""
+    old = append and path.exists() and path.stat().st_size > 0
+    with open(path, "a" if old else "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(CSV_FIELDS)
+        if not old:
+            w.writerow(CSV_FIELDS)
         for r in rows:
             w.writerow([r.platform, r.protocol, r.op, r.algorithm, r.ranks, r.placement,
                         r.size, repr(r.simgrid)])
