@@ -95,7 +95,8 @@ def add_parser(sub: Any) -> None:
                         "cheaper ranking (default %(default)s)")
     p.add_argument("-n", type=int, default=16, metavar="N",
                    help="Sobol base samples (a power of two) or Morris trajectories "
-                        "(default %(default)s)")
+                        "(default %(default)s: a ranking; a note under the tables says "
+                        "when the Sobol indices need more, and how many)")
     p.add_argument("--algorithm", metavar="LABEL",
                    help="analyse this algorithm of the compare list (default: the main one)")
     p.add_argument("--plot", metavar="FILE", help="write a tornado chart (offline HTML)")

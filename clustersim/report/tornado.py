@@ -71,8 +71,13 @@ def tornado_html(res: Mapping[str, Any]) -> str:
              for k, f in enumerate(tornado_figures(res))]
     inputs = "".join(f"<li>{_esc(i['field'])}: {_esc(i['distribution'])}</li>"
                      for i in res.get("inputs", []))
+    from clustersim.uncertainty.sobol_check import check_text
+
+    notes = "".join(f"<p>{_esc(check_text(m['what'], m['too_few_samples'], res['base_samples']))}"
+                    f"</p>" for m in res["metrics"].values() if m.get("too_few_samples"))
     before = (f"<h1>Sensitivity: {_esc(res['scenario'])}</h1><p>{_esc(res['method'])} "
-              f"indices from {res['evaluations']} simulations (SALib).</p><ul>{inputs}</ul>")
+              f"indices from {res['evaluations']} simulations (SALib).</p><ul>{inputs}</ul>"
+              f"{notes}")
     return standalone_page(f"clustersim sensitivity: {res['scenario']}", before, parts)
 
 
@@ -127,6 +132,7 @@ def band_html(name: str, unc: Mapping[str, Any]) -> str:
              for k, f in enumerate(band_figures(name, unc))]
     inputs = "".join(f"<li>{_esc(i.get('field') or ', '.join(i['calibration']))}</li>"
                      for i in unc["inputs"])
+    notes = "".join(f"<p>{_esc(n['text'])}</p>" for n in unc.get("nominal_outside") or ())
     before = (f"<h1>Uncertainty: {_esc(name)}</h1><p>{_esc(unc['interval'])}</p>"
-              f"<ul>{inputs}</ul>")
+              f"<ul>{inputs}</ul>{notes}")
     return standalone_page(f"clustersim uncertainty: {name}", before, parts)

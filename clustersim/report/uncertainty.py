@@ -109,6 +109,8 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
     k = f"{inputs.dims} uncertain input{'s' if inputs.dims != 1 else ''}"
     console.print(BAND_NOTE.format(n=n, k=k, seed=seed)
                   + (JITTER_NOTE if jitter else ""))
+    for note in getattr(bands, "notes", ()):  # a nominal outside its own band, and why
+        console.print(escape(note["text"]))
 
 
 def bands_json(bands: Mapping[str, Any], inputs: Any, n: int, seed: int) -> dict[str, Any]:
@@ -135,6 +137,8 @@ def bands_json(bands: Mapping[str, Any], inputs: Any, n: int, seed: int) -> dict
                                                  for k, b in bs.items()}}
                                for w, bs in rows]
                        for title, rows in bands.items()},
+        # headline metrics whose nominal lies outside their band (clustersim.uncertainty.nominal)
+        "nominal_outside": list(getattr(bands, "notes", ())),
     }
 
 
@@ -176,12 +180,20 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
             "over the Morris grid's quantiles: a screening range, not a probability interval")
     console.print(f"{what}; {res['evaluations']} simulations; band = median [5th, 95th "
                   f"percentile] over those simulations ({band})")
+    from clustersim.uncertainty.sobol_check import check_text
+
+    for m in res["metrics"].values():  # noise of a small -n: said, values kept raw
+        if m.get("too_few_samples"):
+            console.print(escape(check_text(m["what"], m["too_few_samples"],
+                                            res["base_samples"])))
     for metric in res["metrics"]:
         ranked = [(n, v) for n, v in top_drivers(res["metrics"], metric) if v > 0]
         tops = ", ".join(f"{escape(n)} ({v:.2g})" for n, v in ranked)
         if not ranked:  # e.g. efficiency of a one-point sweep: 1 (an input at 0 moves nothing)
             tops = "none: no input moves it"
-        console.print(f"top drivers of {res['metrics'][metric]['what']}: {tops}")
+        maybe = (f" (tentative: -n {res['base_samples']:,} is too small)"
+                 if res["metrics"][metric].get("too_few_samples") else "")
+        console.print(f"top drivers of {res['metrics'][metric]['what']}{maybe}: {tops}")
 
 
 def sensitivity_json(res: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from clustersim.errors import InputError
 from clustersim.uncertainty.propagate import Inputs, Sample, evaluate, quantiles, to_samples
+from clustersim.uncertainty.sobol_check import sample_check
 
 __all__ = ["METHODS", "design", "analyze", "run_sensitivity", "morris_quantiles"]
 
@@ -158,8 +159,11 @@ def run_sensitivity(inputs: Inputs, n: int, method: str, seed: int,
         y = np.array(vals, dtype=float)
         b = quantiles(vals)
         assert b is not None
-        metrics[key] = {"what": what.get(key, key), **analyze(prob, x, y, method, seed),
+        idx = analyze(prob, x, y, method, seed)
+        metrics[key] = {"what": what.get(key, key), **idx,
                         "band": {"median": b.median, "p05": b.low, "p95": b.high}}
+        if method == "sobol":  # None, or why the estimates are noise and what -n resolves them
+            metrics[key]["too_few_samples"] = sample_check(idx, n)
     return {"method": method, "base_samples": n, "evaluations": len(samples), "seed": seed,
             "metrics": metrics,
             "skipped": [f"{what.get(k, k)}: not reached in every run" for k in skipped]}
