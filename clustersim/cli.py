@@ -179,7 +179,8 @@ def _predict_training(scn, args, console) -> int:
 
         bands, inputs = propagate_prediction(
             scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
-            args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet))
+            args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet),
+            nominal=result)
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),

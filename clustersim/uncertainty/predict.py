@@ -53,11 +53,13 @@ def check_samples(n: int, flag: str = "--uncertainty") -> int:
 
 def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
                          n: int, jobs: int,
-                         progress: Callable[[int], AbstractContextManager[Any]]
-                         ) -> tuple[dict[str, Any], Inputs]:
+                         progress: Callable[[int], AbstractContextManager[Any]],
+                         nominal: Any = None) -> tuple[dict[str, Any], Inputs]:
     """Bands of every headline metric over ``n`` samples of the scenario's uncertain inputs
     (and the profile's covariance), each sample a whole sweep; a :class:`Bands` whose
-    ``notes`` name the headline metrics whose nominal lies outside its band, and why."""
+    ``notes`` name the headline metrics whose nominal lies outside its band, and why.
+    ``nominal``: the prediction's own sweep of ``scn`` (``predict`` has it), else it is run
+    once more beside the samples."""
     check_samples(n)
     profile = None
     if profile_path:
@@ -72,8 +74,13 @@ def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path:
     # the nominal sweep once more, in the same pool (1/n of the cost): its headline is
     # checked against its own bands (clustersim.uncertainty.nominal), which the printers of
     # the bands are not handed otherwise
-    with progress(n + 1) as advance:
-        results = evaluate(lambda i: scns[i] if i < n else scn, n + 1, jobs, advance)
+    extra = 1 if nominal is None else 0
+    with progress(n + extra) as advance:
+        results = evaluate(lambda i: scns[i] if i < n else scn, n + extra, jobs, advance)
+    if nominal is not None:
+        from clustersim.uncertainty.focus import measured_points
+
+        results.append(measured_points(nominal))
     bands = band(results[:n])
     return Bands(bands, outside_notes(bands, results[n], scn, inputs.fields)), inputs
 
