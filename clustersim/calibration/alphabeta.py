@@ -11,11 +11,23 @@ Breakpoint detection: every way of cutting the sorted sizes into 1..``max_segmen
 contiguous segments of at least ``min_points`` sizes is scored by dynamic programming on the
 squared relative residuals of a non-negative least-squares line per segment; the number of
 segments is chosen by the Bayesian information criterion (``m ln(RSS/m) + p ln m`` with
-``p = 3K - 1``: two line parameters per segment and one position per breakpoint), so a
-segment is added only when it explains clearly more than it costs.  The chosen segments are
-then refitted with the robust loss, with confidence intervals (:mod:`.fit`).  A breakpoint
-is reported as the first measured size of its segment: nothing between two measured sizes
-tells where exactly the protocol switched.
+``p = 3K - 1``: two line parameters per segment and one position per breakpoint), plus
+:data:`BREAK_EVIDENCE` (3) per breakpoint, so a segment is added only when it explains
+clearly more than it costs.  Why the extra 3: the programme takes the *best* of every cut -
+some 45 positions for one breakpoint on the 50 sizes of ``calibrate --real`` - a multiple
+comparison that one ``ln m`` per position does not pay for; with plain BIC a one-segment
+link at 3 % noise got a breakpoint in 13 of 200 fits, with segments at 36 % above the link
+or at 1 % of it.  Measured (docs/calibration.md): 3 cuts that to 3 of 200 (efficiencies
+0.77-1.0), 6 (the collective splits' "strong" evidence, :mod:`.collsplits`) to 2 - but 6
+also drops the true 4 MiB switch of the round-trip machine under 10 % outlier batches and
+the mean statistic (3 of 20 fits exact against 8 of 20 with 3), so 3 ("positive" evidence on
+Kass & Raftery's 1995 scale) is the better trade.  The chosen segments are then
+refitted with the robust loss, with confidence intervals (:mod:`.fit`); a segmentation one
+of whose segments does not determine its time per byte (:func:`undetermined_beta`) is
+refused and the best one with a segment fewer taken instead - a segment of three sizes whose
+beta fits at 0 claims infinite bandwidth (seen: efficiency 1.3e20), which no measurement
+showed.  A breakpoint is reported as the first measured size of its segment: nothing between
+two measured sizes tells where exactly the protocol switched.
 
 The conversion to the network model (:func:`link_model`) is a convention, because a single
 pair cannot separate hop latency from software overhead nor link bandwidth from protocol
@@ -41,7 +53,8 @@ from clustersim.calibration.fit import FitResult, robust_fit
 from clustersim.network.params import Segment
 
 __all__ = ["Piece", "PiecewiseFit", "fit_line", "detect_breakpoints", "fit_piecewise",
-           "LinkModel", "link_model"]
+           "LinkModel", "link_model", "undetermined_beta", "BREAK_EVIDENCE",
+           "MAX_RELATIVE_EFFICIENCY"]
 
 #: floor of the mean squared relative residual in the BIC (exact synthetic data has RSS ~ 0)
 _RSS_FLOOR = 1e-12
@@ -49,6 +62,11 @@ _RSS_FLOOR = 1e-12
 _VISIBLE = 0.2
 #: a segment's alpha is "determined" when it is at least this share of its smallest time
 _DETERMINED = 0.05
+#: how much each detected breakpoint must lower the BIC beyond its ``3 ln m`` (module docs)
+BREAK_EVIDENCE = 3.0
+#: a detected segment draining faster than this many times the fastest visible segment has
+#: no determined time per byte (its bandwidth term is lost in its intercept)
+MAX_RELATIVE_EFFICIENCY = 10.0
 
 
 @dataclass
@@ -79,6 +97,8 @@ class Piece:
 class PiecewiseFit:
     pieces: list[Piece]
     detected: bool  # breakpoints found by the BIC search (False: given by the caller)
+    #: segmentations refused because a segment's beta was not determined (for the notes)
+    refused: tuple[str, ...] = ()
 
     @property
     def breakpoints(self) -> tuple[float, ...]:
@@ -170,7 +190,8 @@ def detect_breakpoints(sizes: Sequence[float], times: Sequence[float], *,
         if best[k][u] == inf:
             continue
         rss = max(best[k][u] / m, _RSS_FLOOR)
-        scores.append((m * math.log(rss) + (3 * k - 1) * math.log(m), k))
+        scores.append((m * math.log(rss) + (3 * k - 1) * math.log(m)
+                       + BREAK_EVIDENCE * (k - 1), k))
     if not scores:
         return ()
     _, k = min(scores)
@@ -183,21 +204,28 @@ def detect_breakpoints(sizes: Sequence[float], times: Sequence[float], *,
     return tuple(float(uniq[i]) for i in sorted(cuts) if i > 0)
 
 
-def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
-                  breakpoints: Sequence[float] | None = None, max_segments: int = 4,
-                  min_points: int = 3, loss: str = "soft_l1",
-                  f_scale: float = 0.05) -> PiecewiseFit:
-    """Segment (detected unless ``breakpoints`` are given) and fit each segment robustly.
+def undetermined_beta(piece: Piece, fastest: float | None) -> str | None:
+    """Why ``piece``'s time per byte is not determined by its sizes, or None when it is.
 
-    Given breakpoints are segment starts in bytes; a segment left without measured sizes is
-    dropped.
-    """
-    s, t = _arrays(sizes, times)
-    detected = breakpoints is None
-    if detected:
-        breakpoints = detect_breakpoints(s, t, max_segments=max_segments, min_points=min_points)
+    Not determined: beta fitted at 0, a 95 % interval of beta that reaches 0 (its bandwidth
+    is unbounded above), or a bandwidth over :data:`MAX_RELATIVE_EFFICIENCY` times
+    ``fastest`` (the fastest visible segment's).  Such a segment's efficiency in the profile
+    would be a number the measurements did not give."""
+    if not piece.beta > 0:
+        return "its time per byte fits at 0 (infinite bandwidth)"
+    lo, _ = piece.fit.interval("beta")
+    if not lo > 0:
+        return "the 95 % interval of its time per byte reaches 0 (bandwidth unbounded)"
+    if fastest is not None and piece.bandwidth > MAX_RELATIVE_EFFICIENCY * fastest:
+        return (f"its bandwidth is {piece.bandwidth / fastest:.3g}x the fastest visible "
+                f"segment's (more than {MAX_RELATIVE_EFFICIENCY:g}x)")
+    return None
+
+
+def _pieces(s: np.ndarray, t: np.ndarray, breakpoints: Sequence[float], detected: bool,
+            loss: str, f_scale: float) -> list[Piece]:
     edges = [0.0, *sorted(float(b) for b in breakpoints if b > 0), math.inf]
-    pieces = []
+    pieces: list[Piece] = []
     for lo, hi in zip(edges[:-1], edges[1:]):
         mask = (s >= lo) & (s < hi)
         if not mask.any():
@@ -207,9 +235,45 @@ def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
         if not detected and pieces:
             start = lo  # a given breakpoint is where the user says it is
         pieces.append(Piece(start, float(s[mask].max()), fit["alpha"], fit["beta"], fit))
+    return pieces
+
+
+def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
+                  breakpoints: Sequence[float] | None = None, max_segments: int = 4,
+                  min_points: int = 3, loss: str = "soft_l1",
+                  f_scale: float = 0.05) -> PiecewiseFit:
+    """Segment (detected unless ``breakpoints`` are given) and fit each segment robustly.
+
+    Given breakpoints are segment starts in bytes; a segment left without measured sizes is
+    dropped (``calibrate`` refuses such breakpoints before, :mod:`.ppcheck`).  Detected
+    segmentations with a segment whose beta is not determined (:func:`undetermined_beta`)
+    are refused in favour of the best one with fewer segments (module docs).
+    """
+    s, t = _arrays(sizes, times)
+    if breakpoints is not None:
+        pieces = _pieces(s, t, breakpoints, False, loss, f_scale)
+        if not pieces:
+            raise ValueError("no ping-pong sizes to fit")
+        return PiecewiseFit(pieces, False)
+    refused: list[str] = []
+    kmax = max_segments
+    while True:
+        found = detect_breakpoints(s, t, max_segments=kmax, min_points=min_points)
+        pieces = _pieces(s, t, found, True, loss, f_scale)
+        if len(pieces) <= 1:
+            break
+        seen = [p.bandwidth for p in pieces if p.visible and p.beta > 0]
+        fastest = max(seen) if seen else None
+        bad = [(p, why) for p in pieces if (why := undetermined_beta(p, fastest))]
+        if not bad:
+            break
+        p, why = bad[0]
+        refused.append(f"{len(pieces)} segments refused: segment {p.start:g} .. {p.end:g} B "
+                       f"({p.fit.points} points): {why}")
+        kmax = len(pieces) - 1
     if not pieces:
         raise ValueError("no ping-pong sizes to fit")
-    return PiecewiseFit(pieces, detected)
+    return PiecewiseFit(pieces, True, tuple(refused))
 
 
 @dataclass

@@ -212,6 +212,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
         bps = ", ".join(f"{b:g} B" for b in pw.breakpoints) or "none"
         notes.append(f"ping-pong: {len(pw.pieces)} segment(s), breakpoints {bps} "
                      f"({'detected' if pw.detected else 'given'})")
+        notes += [f"ping-pong: {r}; fitted with fewer segments" for r in pw.refused]
     cf = None
     gemm, mem, red = _rows(rows, "gemm"), _rows(rows, "memory"), _rows(rows, "reduce")
     gemm, n_labelled = _plan_labelled(gemm)
