@@ -40,6 +40,7 @@ from clustersim.calibration.fitlines import (
     split_lines,
     split_note,
 )
+from clustersim.calibration.ppcheck import check_pingpong, fit_warnings
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
 from clustersim.calibration.sharefit import ranks_sharing
@@ -200,12 +201,19 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                              "platform (check --platform)")
         sizes = [float(r["size"]) for r in pp]
         times = [float(r["time"]) for r in pp]
+        check_pingpong(sizes, breakpoints)
         pw = fit_piecewise(sizes, times, breakpoints=breakpoints, max_segments=max_segments,
                            min_points=min_points, loss=loss, f_scale=f_scale)
         cls = target.link
         rid = plat.link_kind.index(cls)
         lm = link_model(pw, target.hops, float(plat.capacity[rid]))
-        prof.links[cls] = {"bandwidth": lm.bandwidth, "latency": lm.latency}
+        if any(p.visible and p.beta > 0 for p in pw.pieces):
+            prof.links[cls] = {"bandwidth": lm.bandwidth, "latency": lm.latency}
+        else:  # the platform's bandwidth is no measurement: the profile does not carry it
+            prof.links[cls] = {"latency": lm.latency}
+            notes.append(f"ping-pong: no segment shows its bandwidth term (every size is "
+                         f"dominated by its latency): link class {cls!r} keeps the "
+                         f"platform's bandwidth; measure larger messages to fit it")
         prof.protocols[cls] = lm.segments
         params = NetworkParams(protocols={cls: lm.segments})
         lines += pingpong_lines(pw, lm, cls)
@@ -319,6 +327,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 lines.append(FitLine(pname, eff, lo, hi, "1", f.points, f.rms_rel,
                                      "collective"))
     prof.fit = [ln.as_dict() for ln in lines]
+    prof.warnings = fit_warnings(lines)
     cal = Calibration(prof, target, params, tuned, pw, lm, cf, cfit, lines, notes)
     from clustersim.calibration.covariance import calibration_blocks
 

@@ -60,8 +60,8 @@ FORMAT = "clustersim-calibration/1"
 #: keys of ``efficiency_by_class``: the workload's EFFICIENCY_CLASSES (``fc_wgrad`` only
 #: when the calibration measured weight-gradient GEMMs on their own)
 KERNEL_CLASSES = ("conv", "fc", "other", "fc_wgrad")
-_TOP = ("format", "about", "source", "devices", "links", "network", "fit", "validation",
-        "covariance")
+_TOP = ("format", "about", "source", "warnings", "devices", "links", "network", "fit",
+        "validation", "covariance")
 _DEVICE_KEYS = (*DEVICE_FIELDS, "efficiency_by_class", "jitter")
 _LINK_KEYS = ("bandwidth", "latency", "duplex")
 _NETWORK_KEYS = ("overhead", "efficiency", "step_overhead", "collective_efficiency",
@@ -84,6 +84,8 @@ class Profile:
     file: str | None = None
     #: covariance blocks of the fitted parameters (clustersim.calibration.covariance)
     covariance: list[Any] = field(default_factory=list)
+    #: what the fit could not stand behind (e.g. a fit missing its rows by > 100 % rms)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,8 @@ def dump_profile(prof: Profile) -> str:
         doc["about"] = prof.about
     if prof.source:
         doc["source"] = prof.source
+    if prof.warnings:
+        doc["warnings"] = list(prof.warnings)
     if prof.devices:
         doc["devices"] = {n: _device_yaml(f) for n, f in sorted(prof.devices.items())}
     if prof.links:
@@ -304,6 +308,10 @@ def _parse_profile(raw: Any, file: str | None) -> Profile:
                          f"'clustersim calibrate')", path=("format",))
     prof = Profile(about=str(raw.get("about", "") or ""), file=file)
     prof.source = dict(_mapping(raw.get("source"), ("source",)))
+    warns = raw.get("warnings") or []
+    if not isinstance(warns, list):
+        raise InputError("must be a list of texts", path=("warnings",))
+    prof.warnings = [str(w) for w in warns]
     for name, dev in _mapping(raw.get("devices"), ("devices",)).items():
         prof.devices[str(name)] = _parse_device(dev, ("devices", name))
     for name, link in _mapping(raw.get("links"), ("links",)).items():

@@ -225,6 +225,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     args.out = args.out or DEFAULT_OUT
     _check(args)
     breakpoints = _sizes(args.breakpoints)
+    if args.real and breakpoints:  # the plan's sizes are known: refuse before measuring
+        from clustersim.calibration.measure import bench_plan
+        from clustersim.calibration.ppcheck import check_pingpong
+
+        check_pingpong(bench_plan(args.quick, args.plan).pingpong_sizes, breakpoints,
+                       measured=f"the {args.plan} plan{' --quick' if args.quick else ''} "
+                                f"measures")
     plat_path = Path(args.platform)
     for root in shipped_roots():
         if not plat_path.is_file() and (root / args.platform).is_file():
@@ -274,6 +281,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          source=source, collective_splits=args.collective_splits)
     if not args.quiet:
         print_fit(console, cal)
+    for warning in cal.profile.warnings:  # also with -q: the profile is written regardless
+        print(f"warning: {warning} (kept in the profile's warnings:)", file=sys.stderr)
     report = None
     if scenarios:
         from clustersim.calibration.validate import build_report, run_cases

@@ -1,0 +1,95 @@
+"""Refusals and warnings of a calibration that its data cannot support.
+
+Kept apart from :mod:`.pipeline` (which orders the fits) because these are judgements about
+the *measurements*, each with its reason, not steps of a fit:
+
+* :func:`check_pingpong` - ping-pong times that cannot give a link model are refused before
+  anything is fitted.  A segment of the alpha-beta model has two unknowns (alpha, the time
+  of an empty message, and beta, the time per byte), so it needs times at two or more
+  distinct sizes.  With one size every ``alpha + beta * s = t`` is an exact fit; the
+  optimiser returned ``beta ~ 0`` and ``alpha = t``, which the conversion turned into a link
+  draining at 5e12 times its bandwidth and a hop latency of half the 1 MiB transfer - and
+  predictions 31-62 % fast on communication (QA 12, F1).  The same goes for a segment that
+  ``--breakpoints`` leaves with fewer than two sizes (one above every measured size used to
+  be dropped without a word).
+* :func:`fit_warnings` - a fit whose rms relative residual exceeds :data:`RMS_WARN` (100 %)
+  is kept but said, loudly, in the output and in the profile's ``warnings:``.  Why not a
+  refusal: its values are still the least-squares answer and the rest of the profile
+  (compute, ping-pong) stands on other rows, which a refusal would throw away with a
+  campaign that may have taken hours on a cluster; but a model that misses its own
+  measurements by more than their size describes none of them, and nobody should find that
+  out from a prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from clustersim.errors import InputError
+
+__all__ = ["check_pingpong", "fit_warnings", "RMS_WARN"]
+
+#: a fit whose rms relative residual exceeds this is warned about (module docs)
+RMS_WARN = 1.0
+
+_HOW = ("measure more sizes: `clustersim calibrate --real` measures 50 sizes from 1 B to "
+        "32 MiB (26 with --quick), `python -m realrun microbench --sizes 1,1KiB,64KiB,1MiB` "
+        "the sizes you choose, or write bench: pingpong events at several sizes into the "
+        "traces (docs/realrun.md, \"Microbenchmarks\")")
+
+
+def _size(x: float) -> str:
+    from clustersim.units import format_size
+
+    return format_size(x)
+
+
+def check_pingpong(sizes: Sequence[float], breakpoints: Sequence[float] | None,
+                   measured: str = "measured") -> None:
+    """Refuse (:class:`InputError`, exit 2) ping-pong sizes that leave a segment with fewer
+    than two distinct sizes: one size in all, or a ``--breakpoints`` segment (module docs).
+    ``measured`` says where the sizes come from (``calibrate --real`` checks its plan's
+    before it measures)."""
+    uniq = sorted(set(float(s) for s in sizes))
+    if len(uniq) < 2:
+        one = f"one distinct message size ({_size(uniq[0])})" if uniq else "no message size"
+        raise InputError(
+            f"ping-pong: times at {one} only cannot separate the link's latency "
+            f"from its bandwidth: a segment has two unknowns (alpha, the time of an empty "
+            f"message, and beta, the time per byte), so it needs times at 2 or more distinct "
+            f"sizes (3 or more per segment for breakpoints to be detected); {_HOW}")
+    if breakpoints is None:
+        return
+    given = sorted(float(b) for b in breakpoints if b > 0)
+    edges = [0.0, *given, math.inf]
+    span = f"{measured}: {len(uniq)} sizes, {_size(uniq[0])} .. {_size(uniq[-1])}"
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        n = sum(lo <= s < hi for s in uniq)
+        if n >= 2:
+            continue
+        if hi == math.inf:
+            where = f"at or above {_size(lo)}"
+        elif lo == 0.0:
+            where = f"below {_size(hi)}"
+        else:
+            where = f"from {_size(lo)} to below {_size(hi)}"
+        raise InputError(
+            f"--breakpoints: {n} measured ping-pong size(s) {where} ({span}); a segment "
+            f"needs at least 2 distinct sizes (two unknowns: its alpha and its time per "
+            f"byte): give breakpoints inside the measured range, or {_HOW}",
+            )
+
+
+def fit_warnings(lines: Sequence[Any]) -> list[str]:
+    """One warning per fit (bench) whose rms relative residual exceeds :data:`RMS_WARN`."""
+    worst: dict[str, float] = {}
+    for ln in lines:
+        r = ln.rms_rel
+        if r is not None and math.isfinite(r) and r > RMS_WARN:
+            worst[ln.bench] = max(worst.get(ln.bench, 0.0), r)
+    return [f"the {bench} fit misses its own measurements by {r:.0%} rms (more than "
+            f"{RMS_WARN:.0%}): its parameters describe none of them - check that --platform "
+            f"and --link name what the ranks ran on, and the table of measured vs model"
+            for bench, r in sorted(worst.items())]
