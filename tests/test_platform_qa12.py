@@ -1,0 +1,94 @@
+"""QA 12 F5 and F7: ``clustersim routes`` costs a step as the simulator does (the links'
+transports included), and a catalog override of a link class reaches every link of that class
+(the node links a platform file leaves to their defaults included)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clustersim.cli import main
+
+MIB = 2.0**20
+
+#: QA 12's fr_bench.yaml: one ring all-reduce step of 64 ranks on 25 GbE with TCP (efficiency
+#: 0.9, catalog transport tcp_25g); each rank sends 1 MiB, one flow per link
+BENCH = """\
+name: fr_bench
+platform: {file: supercloud_v100_eth25}
+network: {overhead: 5 us}
+benchmark: {op: allreduce, algorithms: [ring], ranks: [64], sizes: [64 MiB]}
+run: {seed: 0, fidelity: flow}
+"""
+
+
+def _routes(tmp_path, *extra: str) -> dict:
+    f = tmp_path / "fr_bench.yaml"
+    f.write_text(BENCH)
+    js = tmp_path / "routes.json"
+    assert main(["routes", str(f), "-q", "--json", str(js), *extra]) == 0
+    return json.loads(js.read_text())
+
+
+def test_routes_step_time_charges_the_transport(tmp_path):
+    """The closed form: the node-crossing transfer drains 1 MiB through the 25 GbE NIC at
+    3.125 GB/s x 0.9 (tcp_25g), after the 5 us overhead and its route's hop latencies.  The
+    old network left the transport out: 342.3 us instead of 379.6 us."""
+    from clustersim.scenario.schema import load_scenario
+
+    res = _routes(tmp_path)
+    plat = load_scenario(str(tmp_path / "fr_bench.yaml")).platform
+    lat = dict(zip(plat.link_names, map(float, plat.latency)))
+    kinds = dict(zip(plat.link_names, plat.link_kind))
+    crossing = [t for t in res["transfers"] if any(kinds[x] == "eth25g" for x in t["links"])]
+    assert crossing and res["max_flows"] == 1
+    hops = max(sum(lat[x] for x in t["links"]) for t in crossing)
+    expected = MIB / (3.125e9 * 0.9) + 5e-6 + hops
+    assert res["step_time"] == pytest.approx(expected, rel=1e-9)
+    assert res["step_time"] == pytest.approx(379.63e-6, rel=1e-4)
+
+
+def test_routes_step_time_equals_the_simulators_step(tmp_path):
+    """``routes --step 2`` (the all-gather pattern: no reduction) against the same step in
+    the simulator's own flow-level run of the schedule (``simulate_schedule``, the network
+    :meth:`FlowNetwork.for_platform` builds); and :func:`analyse` with a step overhead (a
+    calibration profile's ``network.step_overhead``), which both charge once per step."""
+    from dataclasses import replace
+
+    from clustersim.collectives import build_schedule
+    from clustersim.commands.routes import analyse
+    from clustersim.network.flowsim import simulate_schedule
+    from clustersim.scenario.schema import load_scenario
+
+    res = _routes(tmp_path, "--step", "2")
+    scn = load_scenario(str(tmp_path / "fr_bench.yaml"))
+    plat = scn.platform
+    sched = build_schedule("allreduce", "ring", 64, 64 * MIB,
+                           hosts=[plat.host(d) for d in range(64)])
+    assert res["step"] == 2 and sched.steps[1].repeat == 63
+    cost = simulate_schedule(sched, plat, params=scn.network)
+    assert res["step_time"] == pytest.approx(cost.step_times[1], rel=1e-9)
+    params = replace(scn.network, step_overhead=3e-6)
+    cost = simulate_schedule(sched, plat, params=params)
+    got = analyse(plat, sched.steps[1], params)["step_time"]
+    assert got == pytest.approx(cost.step_times[1], rel=1e-9)
+    assert got == pytest.approx(res["step_time"] + 3e-6, rel=1e-9)
+    # an adaptive policy (UGAL): for_platform hands out the adaptive network, the flows
+    # take the routes routes shows, and the step costs what the simulator's step costs
+    f = tmp_path / "df.yaml"
+    f.write_text("name: df\n"
+                 "platform: {file: cori_knl, groups: 5, routers_per_group: 4, "
+                 "hosts_per_router: 2, routing: ugal}\n"
+                 "network: {overhead: 0 us, efficiency: 1.0}\n"
+                 "benchmark: {op: alltoall, algorithms: [pairwise], ranks: [40], "
+                 "sizes: [64 MiB]}\n")
+    js = tmp_path / "ugal.json"
+    assert main(["routes", str(f), "-q", "--step", "9", "--json", str(js)]) == 0
+    ugal = json.loads(js.read_text())
+    assert ugal["routing"]["policy"] == "ugal" and ugal["max_flows"] == 5  # QA 12: 7 minimal
+    scn = load_scenario(str(f))
+    sched = build_schedule("alltoall", "pairwise", 40, 64 * MIB,
+                           hosts=[scn.platform.host(d) for d in range(40)])
+    cost = simulate_schedule(sched, scn.platform, params=scn.network)
+    assert ugal["step_time"] == pytest.approx(cost.step_times[8], rel=1e-9)
