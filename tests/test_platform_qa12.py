@@ -4,11 +4,13 @@ transports included), and a catalog override of a link class reaches every link 
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
 
 from clustersim.cli import main
+from clustersim.shipped import scenario_path
 
 MIB = 2.0**20
 
@@ -92,3 +94,42 @@ def test_routes_step_time_equals_the_simulators_step(tmp_path):
                            hosts=[scn.platform.host(d) for d in range(40)])
     cost = simulate_schedule(sched, scn.platform, params=scn.network)
     assert ugal["step_time"] == pytest.approx(cost.step_times[8], rel=1e-9)
+
+
+@pytest.mark.parametrize("scenario", ["fabrics_resnet50", "fabrics_vgg16"])
+def test_catalog_override_reaches_every_link_of_the_class(scenario):
+    """Every ``pcie3x16`` link of every variant - the GPUs' (named in the platform file) and
+    the NICs' (left to the node's default) - carries the overridden bandwidth; the old build
+    kept the NICs' at the built-in 15.75 GB/s."""
+    from clustersim.scenario.schema import load_scenario
+
+    scn = load_scenario(str(scenario_path(scenario)),
+                        ["catalog.links.pcie3x16.bandwidth=63 GB/s"])
+    variants = [(lab, v.platform) for lab, v in scn.variants] or [("main", scn.platform)]
+    assert len(variants) == 3
+    for lab, plat in variants:
+        caps = collections.Counter(float(c) for c, k in zip(plat.capacity, plat.link_kind)
+                                   if k == "pcie3x16")
+        assert caps and set(caps) == {63e9}, (lab, caps)
+        nics = [i for i, name in enumerate(plat.link_names) if ".nic" in name]
+        assert nics, lab
+        assert all(float(plat.capacity[i]) == 63e9 for i in nics
+                   if plat.link_kind[i] == "pcie3x16"), lab
+
+
+def test_default_links_follow_a_platform_catalog():
+    """A platform description's own ``catalog:`` reaches its nodes' defaulted links too
+    (``nvlink``, ``intersocket``, ``pcie`` and ``nic_link`` all left out)."""
+    from clustersim.catalog import builtin_catalog
+    from clustersim.platform.describe import build_platform
+
+    raw = {"topology": "star", "hosts": 2, "device": "v100", "link": "eth25g",
+           "node": {"devices": 4, "layout": "nvlink_mesh", "nics": 1, "sockets": 2},
+           "catalog": {"links": {"nvlink2": {"like": "nvlink2", "bandwidth": "1 GB/s"},
+                                 "qpi": {"like": "qpi", "bandwidth": "2 GB/s"},
+                                 "pcie3x16": {"like": "pcie3x16", "bandwidth": "3 GB/s"}}}}
+    plat = build_platform(raw, builtin_catalog())
+    caps = collections.defaultdict(set)
+    for c, k in zip(plat.capacity, plat.link_kind):
+        caps[k].add(float(c))
+    assert caps["nvlink2"] == {1e9} and caps["qpi"] == {2e9} and caps["pcie3x16"] == {3e9}

@@ -42,7 +42,7 @@ from clustersim.platform.explicit import ExplicitLink, ExplicitNode, explicit
 from clustersim.platform.fabric import MAX_COUNT
 from clustersim.platform.libraries import check_library
 from clustersim.platform.model import Platform
-from clustersim.platform.node import LAYOUTS, NodeSpec
+from clustersim.platform.node import DEFAULT_LINKS, LAYOUTS, NodeSpec
 from clustersim.platform.policies import parse_routing
 
 __all__ = ["build_platform", "load_platform", "list_topologies", "parse_node", "parse_device",
@@ -199,6 +199,12 @@ def parse_node(value: Any, catalog: Catalog, path: tuple) -> NodeSpec:
             raise unknown_name("layout", str(item), LAYOUTS, path=where)
         else:
             kwargs[key] = _whole(item)
+    # the links the mapping leaves out, from the catalog in force (the scenario's over the
+    # platform file's over the built-in one), as a name given explicitly is resolved: an
+    # override of a class then reaches every link of it (QA 12 F7)
+    for key, name in DEFAULT_LINKS.items():
+        if key not in kwargs:
+            kwargs[key] = catalog.link(name, path=(*path, key))
     try:
         return NodeSpec(**kwargs)
     except InputError as exc:
