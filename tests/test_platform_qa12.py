@@ -133,3 +133,26 @@ def test_default_links_follow_a_platform_catalog():
     for c, k in zip(plat.capacity, plat.link_kind):
         caps[k].add(float(c))
     assert caps["nvlink2"] == {1e9} and caps["qpi"] == {2e9} and caps["pcie3x16"] == {3e9}
+
+
+def test_an_adaptive_network_charges_the_links_transports_too() -> None:
+    """The simulator's UGAL network (``AdaptiveFlowNetwork``) had been built without the
+    links' transports, so a ugal run on a platform with TCP or PCIe transports drained those
+    links by their class's table instead of the transport's; it now keys every link as
+    :meth:`FlowNetwork.for_platform` does for any other policy."""
+    import simpy
+
+    from clustersim.network.adaptive import AdaptiveFlowNetwork
+    from clustersim.network.flow import FlowNetwork
+    from clustersim.scenario.schema import load_scenario
+
+    scn = load_scenario("scenarios/knl_4253.yaml",
+                        ["platform={file: cori_knl_cores, routing: ugal}"])
+    plat, params = scn.platform, scn.network
+    assert plat.adaptive
+    keys = params.link_keys(plat.link_kind, plat.link_transport)
+    assert keys != tuple(plat.link_kind)  # the transports do change some links' keys
+    env = simpy.Environment()
+    net = FlowNetwork.for_platform(env, plat, params)
+    assert type(net) is AdaptiveFlowNetwork
+    assert net._kinds == keys  # noqa: SLF001
