@@ -124,7 +124,6 @@ def test_noisy_traces_stay_close_and_intervals_cover():
     plat, events = traces(noise=0.03, outliers=0.1, seed=4)
     cal = calibrate_rows(labelled(rows_from_events(events, "median")), make_target(plat, 4))
     prof = cal.profile
-    assert cal.pingpong.breakpoints == (65536.0, 4194304.0)
     assert close(prof.links["testshm"]["bandwidth"], BW, rel=0.1)
     segs = prof.protocols["testshm"]
     for got, want in zip(segs, SEGS):
@@ -133,6 +132,25 @@ def test_noisy_traces_stay_close_and_intervals_cover():
     assert close(dev["efficiency_by_class"]["fc"], EFF["fc"], rel=0.1)
     assert close(dev["reduce_rate"], DEV.reduce_rate, rel=0.1)
     assert close(prof.network["step_overhead"], STEP, rel=0.25)
+
+
+def test_noisy_breakpoint_recovery_rate():
+    """The same disturbed traces over seeds 0-9 (one seed proves nothing about a rate): both
+    true breakpoints exactly in 7 of 10 fits (3 of 10 before the segmentation's evidence
+    guard; over seeds 0-19 13 of 20, docs/calibration.md), the 4 MiB switch in all, and no
+    fit writes a segment outside the truth's range of efficiencies (before: 1.27e20 at seed
+    8).  Asserted with a margin of one fit."""
+    exact, segments = 0, []
+    for seed in range(10):
+        plat, events = traces(noise=0.03, outliers=0.1, seed=seed)
+        cal = calibrate_rows(labelled(rows_from_events(events, "median")),
+                             make_target(plat, 4))
+        exact += cal.pingpong.breakpoints == (65536.0, 4194304.0)
+        assert 4194304.0 in cal.pingpong.breakpoints, seed
+        assert close(cal.profile.links["testshm"]["bandwidth"], BW, rel=0.05), seed
+        segments += [s.efficiency for s in cal.profile.protocols["testshm"]]
+    assert exact >= 6
+    assert min(segments) > 0.4 and max(segments) <= 1.0 + 1e-9
 
 
 def test_fit_is_deterministic():
