@@ -184,8 +184,9 @@ def test_collective_fit_beyond_100_percent_rms_is_warned(tmp_path, capsys):  # F
     w = cal.profile.warnings[0]
     assert w.startswith("the collective fit misses its own measurements by ")
     assert w.endswith(" rms (more than 100%): its parameters describe none of them - check "
-                      "that --platform and --link name what the ranks ran on, and the table "
-                      "of measured vs model")
+                      "that --platform and --link name what the ranks ran on; if they do, the "
+                      "model does not describe how this runtime runs these benchmarks (see "
+                      "the table of measured vs model)")
     back = parse_profile(__import__("yaml").safe_load(dump_profile(cal.profile)))
     assert back.warnings == cal.profile.warnings
     good = calibrate_rows(rows, make_target(platform(), 2))
@@ -221,7 +222,8 @@ def test_collective_fit_beyond_100_percent_rms_is_warned_on_stderr(tmp_path, cap
     assert re.fullmatch(
         r"warning: the collective fit misses its own measurements by [0-9,]+% rms \(more "
         r"than 100%\): its parameters describe none of them - check that --platform and "
-        r"--link name what the ranks ran on, and the table of measured vs model \(kept in "
-        r"the profile's warnings:\)\n", err), err
+        r"--link name what the ranks ran on; if they do, the model does not describe how "
+        r"this runtime runs these benchmarks \(see the table of measured vs model\) \(kept "
+        r"in the profile's warnings:\)\n", err), err
     written = __import__("yaml").safe_load(prof.read_text())["warnings"]
     assert len(written) == 1 and written[0].startswith("the collective fit misses its own")

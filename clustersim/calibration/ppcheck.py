@@ -91,5 +91,6 @@ def fit_warnings(lines: Sequence[Any]) -> list[str]:
             worst[ln.bench] = max(worst.get(ln.bench, 0.0), r)
     return [f"the {bench} fit misses its own measurements by {r:.0%} rms (more than "
             f"{RMS_WARN:.0%}): its parameters describe none of them - check that --platform "
-            f"and --link name what the ranks ran on, and the table of measured vs model"
+            f"and --link name what the ranks ran on; if they do, the model does not describe "
+            f"how this runtime runs these benchmarks (see the table of measured vs model)"
             for bench, r in sorted(worst.items())]
