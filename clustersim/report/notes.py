@@ -10,7 +10,10 @@ the tables.  Each returns words or None, so that the table code only prints them
   iteration times, and ``samples/s`` the sum of their rates, so ``W x batch / iter`` is not
   the throughput;
 * :func:`extrapolation_note` - a step's effective batch far above the convergence profile's
-  largest gradient noise scale: the time to target extrapolates the large-batch law.
+  largest gradient noise scale: the time to target extrapolates the large-batch law;
+* :func:`switch_note` - a parameter server's points on both sides of ``fidelity: auto``'s
+  switch of point-to-point messages from flows to link queues: two queueing disciplines,
+  which part by up to 45 % on a communication-bound server (docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["split_note", "mean_note", "extrapolation_note", "EXTRAPOLATION"]
+__all__ = ["split_note", "mean_note", "extrapolation_note", "switch_note", "EXTRAPOLATION"]
 
 #: a step's effective batch this many times the profile's largest noise scale is called an
 #: extrapolation: McCandlish et al. (2018, fig. 4-5) measure the steps/samples trade-off
@@ -88,3 +91,35 @@ def extrapolation_note(scn: Any, pts: Sequence[Any]) -> str | None:
                 f"measured at ({what}); read it as 'this batch trains inefficiently', not as "
                 "a time to plan with (docs/convergence.md)")
     return None
+
+
+def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
+    """Where ``fidelity: auto`` ran some of a parameter server's points with point-to-point
+    messages as max-min flows (up to ``P2P_FLOW_MAX_ACTORS`` actors) and others as FIFO link
+    queues, the words for it; None otherwise (other fidelities, algorithms whose messages
+    take turns by protocol - the EASGD masters' rendezvous, where the two agree exactly -
+    or without servers).
+
+    Why: the two part on a communication-bound server (QA 13: 817 samples/s at 60 workers,
+    1,472 at 61, "efficiency 166 %", with nothing said), and which one a point ran was not
+    shown anywhere."""
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.sim.p2p import P2P_FLOW_MAX_ACTORS
+
+    if scn.run.fidelity != "auto" or len(pts) < 2:
+        return None
+    defn = get_algorithm(alg.name)
+    if defn.convergence == "elastic" or defn.family == "hybrid":
+        return None
+    servers = defn.servers(alg.params)
+    if not servers:
+        return None
+    flows = [p.workers for p in pts if p.workers + servers <= P2P_FLOW_MAX_ACTORS]
+    queues = [p.workers for p in pts if p.workers + servers > P2P_FLOW_MAX_ACTORS]
+    if not flows or not queues:
+        return None
+    return (f"up to {max(flows):,} workers its messages ran as flows sharing links max-min, "
+            f"from {min(queues):,} on as FIFO link queues (run.fidelity: auto switches above "
+            f"{P2P_FLOW_MAX_ACTORS} actors); on a communication-bound server the two differ "
+            "by up to 45 %, so the curve may jump there (docs/fidelity.md) - run.fidelity: "
+            "flow gives one model throughout")

@@ -113,7 +113,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
-    from clustersim.report.notes import extrapolation_note, mean_note, split_note
+    from clustersim.report.notes import extrapolation_note, mean_note, split_note, switch_note
 
     split = split_note(scn)
     if split:
@@ -136,7 +136,11 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                 row += _tta_cells(p)
             rows.append(row)
         print_table(console, f"{title}", cols, rows, wide=wide, note=False, omitted=omitted)
-        for line in (saturation_line(pts), mean_note(pts), extrapolation_note(scn, pts)):
+        spec = next((a for a in scn.algorithms  # variants title theirs "variant · alg"
+                     if title == a.title or title.endswith(
+                         f" · {a.title}")), None)
+        for line in (saturation_line(pts), mean_note(pts), extrapolation_note(scn, pts),
+                     None if spec is None else switch_note(scn, spec, pts)):
             if line:
                 console.print(f"[dim]{escape(line)}[/dim]")
     if runs:  # say what the [..] are (they had no legend without --uncertainty)
