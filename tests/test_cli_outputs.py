@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clustersim.cli import main
+from clustersim.trace import LANE_STRIDE
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = """\
@@ -47,8 +48,18 @@ def test_json_csv_trace(tmp_path, small, capsys):
     trace = json.loads(t.read_text())["traceEvents"]
     xs = [e for e in trace if e["ph"] == "X"]
     assert {e["cat"] for e in xs} >= {"compute", "allreduce"}
-    assert {e["tid"] for e in xs} == {0, 1, 2, 3}  # one track per worker of the largest point
+    # one track per worker of the largest point, and lanes beside it for what overlaps
+    # without nesting (the overlapped buckets' all-reduces: QA 13 F4)
+    assert {e["tid"] % LANE_STRIDE for e in xs} == {0, 1, 2, 3}
+    assert len({e["tid"] for e in xs}) > 4
     assert all(e["dur"] >= 0 for e in xs)
+    for tid in {e["tid"] for e in xs}:  # every thread's events follow or nest in one another
+        open_ends: list[float] = []
+        for e in sorted((e for e in xs if e["tid"] == tid), key=lambda e: (e["ts"], -e["dur"])):
+            while open_ends and open_ends[-1] <= e["ts"] + 1e-6:  # us; float round-off
+                open_ends.pop()
+            assert not open_ends or e["ts"] + e["dur"] <= open_ends[-1] + 1e-6, (tid, e)
+            open_ends.append(e["ts"] + e["dur"])
 
 
 def test_same_seed_same_bytes_across_processes(tmp_path, small):
