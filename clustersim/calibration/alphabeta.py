@@ -99,6 +99,9 @@ class PiecewiseFit:
     detected: bool  # breakpoints found by the BIC search (False: given by the caller)
     #: segmentations refused because a segment's beta was not determined (for the notes)
     refused: tuple[str, ...] = ()
+    #: the refused segments' boundaries that the kept segmentation does not have: where the
+    #: ping-pong saw a change without determining its rate (offered to the collective fit)
+    refused_starts: tuple[float, ...] = ()
 
     @property
     def breakpoints(self) -> tuple[float, ...]:
@@ -256,6 +259,7 @@ def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
             raise ValueError("no ping-pong sizes to fit")
         return PiecewiseFit(pieces, False)
     refused: list[str] = []
+    starts: set[float] = set()
     kmax = max_segments
     while True:
         found = detect_breakpoints(s, t, max_segments=kmax, min_points=min_points)
@@ -268,12 +272,15 @@ def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
         if not bad:
             break
         p, why = bad[0]
+        k = pieces.index(p)
+        starts.update(q.start for q in pieces[k:k + 2] if q.start > 0)
         refused.append(f"{len(pieces)} segments refused: segment {p.start:g} .. {p.end:g} B "
                        f"({p.fit.points} points): {why}")
         kmax = len(pieces) - 1
     if not pieces:
         raise ValueError("no ping-pong sizes to fit")
-    return PiecewiseFit(pieces, True, tuple(refused))
+    kept = {p.start for p in pieces}
+    return PiecewiseFit(pieces, True, tuple(refused), tuple(sorted(starts - kept)))
 
 
 @dataclass

@@ -286,10 +286,17 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
         cfit, tuned = fit_collectives(coll, tuned, target.placement, params, target.link,
                                       duplex=duplex, max_splits=collective_splits,
                                       min_rows=collective_min_rows, loss=loss,
-                                      f_scale=f_scale)
+                                      f_scale=f_scale,
+                                      offered=pw.refused_starts if pw is not None else ())
         if cfit.splits and target.link is not None and lm is not None:
             lines = split_lines(lines, target.link, lm.segments, cfit)
             notes.append(split_note(cfit, lm.segments))
+            taken = [c for c in cfit.splits if pw is not None and c in pw.refused_starts]
+            if taken:
+                notes.append("collectives: " + ", ".join(f"{c:g} B" for c in taken) + " from "
+                             "the refused ping-pong segmentation (kept without the BIC test: "
+                             "the ping-pong chose the position, the collective rows give the "
+                             "efficiencies)")
         if cfit.duplex is not None and target.link is not None:
             prof.links.setdefault(target.link, {})["duplex"] = cfit.duplex
             if len(cfit.costs) > 1:
