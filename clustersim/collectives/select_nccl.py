@@ -20,10 +20,14 @@ that model with its published constants (2.7.5):
 NCCL measures its per-channel speeds from the machine; this model uses those of a reference
 node instead, fixed here: NVLink (V100 NVLink2) 20 GB/s per channel inside a node, 12 GB/s
 (EDR InfiniBand) per channel between nodes, 2 channels, compute capability 7.0 (so LL128 is
-enabled over NVLink, as NCCL does on Volta).  The *choice* therefore follows NCCL's model on
-that reference; the *time* is then simulated on the scenario's own platform.  NCCL has no
-native alltoall, gather or scatter: nccl-tests runs them as grouped send/recv, i.e. all
-messages at once (``direct``/``linear``).
+enabled over NVLink, as NCCL does on Volta).  As in ``tuning.cc``, a job of one or two nodes
+is rated at the intra-node speed and one of three or more at the inter-node speed.  The
+reference's rings are taken as not ``sameChannels`` (NCCL's broadcast/reduce ring latency is
+one hop when they are): the broadcast ring pays ``nsteps`` hops.  The *choice* therefore
+follows NCCL's model on that reference; the *time* is then simulated on the scenario's own
+platform.  NCCL has no native alltoall, gather or scatter: nccl-tests runs them as grouped
+send/recv, i.e. all messages at once (``direct``/``linear``).  NCCL also models reduce (ring
+only); clustersim has no NCCL reduce and refuses it.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ def _model(c: Context, algo: str, pi: int) -> tuple[float, float]:
         "reduce_scatter", "allgather") else p
     inter = 2 * (nodes - 1) if op == "allreduce" else nodes - 1 if op in (
         "reduce_scatter", "allgather") else nodes
-    speed = REFERENCE["speed_intra"] if nodes == 1 else REFERENCE["speed_inter"]
+    # tuning.cc rates a job of at most two nodes at the intra-node speed (``nNodes <= 2 ?
+    # speedIntra : speedInter``): its rings and trees cross the network once each way.
+    speed = REFERENCE["speed_intra"] if nodes <= 2 else REFERENCE["speed_inter"]
     bus = nch * speed
     if algo == "ring" and proto == "LL":
         bus *= 1 / 4 if (nodes > 1 or op in ("allreduce", "reduce")) else 1 / 3

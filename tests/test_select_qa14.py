@@ -1,0 +1,40 @@
+"""QA pass 14 follow-ups: NCCL's two-node speed (F7), Open MPI reduce labels (F6, F9) and
+``routes`` naming the selected algorithm (F11)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clustersim.collectives.selection import select
+
+
+def _nccl(op: str, p: int, nbytes: int, nodes: int) -> str:
+    hosts = [i * nodes // p for i in range(p)]
+    return select(op, "nccl", p, nbytes, hosts=hosts)[1].algorithm
+
+
+# F7: NCCL 2.7.5 tuning.cc rates <= 2 nodes at speedIntra; the expected choices are those of
+# QA 14's comparison (/tmp/qa14_w/cmp_nccl.py), i.e. NCCL's model with that rule.
+@pytest.mark.parametrize("op,p,nbytes,expected", [
+    ("allreduce", 8, 131072, "nccl_ring_ll"),
+    ("allreduce", 4, 8 << 20, "nccl_ring"),
+    ("allgather", 16, 8 << 20, "nccl_ring_ll128"),
+    ("reduce_scatter", 16, 4 << 20, "nccl_ring"),
+    ("broadcast", 4, 64 << 20, "nccl_ring_ll128"),
+])
+def test_nccl_two_nodes_rated_at_intra_speed(op: str, p: int, nbytes: int,
+                                             expected: str) -> None:
+    assert _nccl(op, p, nbytes, 2) == expected
+
+
+@pytest.mark.parametrize("op,p,nbytes,nodes,expected", [
+    # one node and three or more nodes keep the choices QA 14 found equal to NCCL's
+    ("allreduce", 8, 131072, 1, "nccl_ring_ll"),
+    ("allreduce", 8, 1 << 20, 1, "nccl_ring_ll128"),
+    ("allreduce", 16, 131072, 4, "nccl_tree_ll128"),
+    ("allreduce", 16, 1 << 20, 16, "nccl_ring_ll128"),
+    ("allgather", 16, 8 << 20, 4, "nccl_ring_ll128"),
+])
+def test_nccl_other_node_counts_unchanged(op: str, p: int, nbytes: int, nodes: int,
+                                          expected: str) -> None:
+    assert _nccl(op, p, nbytes, nodes) == expected
