@@ -38,3 +38,28 @@ def test_nccl_two_nodes_rated_at_intra_speed(op: str, p: int, nbytes: int,
 def test_nccl_other_node_counts_unchanged(op: str, p: int, nbytes: int, nodes: int,
                                           expected: str) -> None:
     assert _nccl(op, p, nbytes, nodes) == expected
+
+
+# F6: Open MPI 4.0.7 reduce (coll_tuned_decision_fixed.c:397-413) - label by the tree called
+@pytest.mark.parametrize("p,nbytes,label", [
+    (4, 100, "linear≈binomial"),
+    (64, 1024, "binomial"),                    # n < 2048: Binomial_0K (was binary)
+    (4, 16384, "binomial"),                    # p < 8 and n < 20480
+    (16, 20000, "binomial(1KiB)≈binomial"),    # p > a1 n + b1 (was binary)
+    (3, 20480, "binary≈binomial"),             # Binary_32K (was pipeline)
+    (4, 50000, "binary≈binomial"),
+    (16, 1e8, "pipeline≈binomial"),            # Pipeline_64K
+])
+def test_openmpi_40_reduce_labels(p: int, nbytes: float, label: str) -> None:
+    choice = select("reduce", "openmpi-4.0", p, nbytes)[1]
+    assert (choice.algorithm, choice.label) == ("binomial", label)
+
+
+# F9: 4.1's reduce table cell 7 (Rabenseifner) falls back to basic_linear (coll_base_reduce.c)
+@pytest.mark.parametrize("p,nbytes", [(2, 4), (3, 4)])
+def test_openmpi_reduce_rabenseifner_fallback_shown(p: int, nbytes: int) -> None:
+    from clustersim.collectives.registry import build_schedule
+
+    sched = build_schedule("reduce", "openmpi", p, nbytes)
+    assert sched.algorithm == "openmpi→rabenseifner→basic_linear"
+    assert len(sched.steps) == p - 1               # the root receives from each rank in turn

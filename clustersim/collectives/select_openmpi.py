@@ -15,8 +15,9 @@
   fits ``p < a * nbytes + b`` of the source.
 * reduce_scatter: total ``<= 12 KiB``, or ``<= 256 KiB`` with p a power of two, or
   ``p >= 0.0012 * total + 8``: recursive halving; else ring.
-* reduce: linear (``p < 8``, ``< 512``), binomial (``p < 8``, ``< 20480``), binary or
-  pipeline trees with segments otherwise (``p > a_i * nbytes + b_i``).
+* reduce: linear (``p < 8``, ``< 512``), binomial (``p < 8`` and ``< 20480``, or ``< 2048``),
+  then by the fits ``p > a_i * nbytes + b_i``: binomial with 1 KiB segments, pipeline (1 KiB),
+  binary (32 KiB), else pipeline (32 or 64 KiB).
 * gather: linear_sync above 6000 B per block, binomial for ``p > 60`` or (``p > 10`` and
   ``< 1024`` B), linear otherwise; scatter: binomial for ``p > 10`` and ``< 300`` B, else linear.
 
@@ -29,7 +30,9 @@ broadcast, gather and scatter (keyed by one rank's block) and reduce_scatter (by
 Reduce has 4.1's table for commutative operations (the sums of training; the
 non-commutative branch is not encoded), with Open MPI's own reduce schedules
 (:mod:`.ompi_reduce`: linear, unsegmented chain and pipeline, binary, binomial, in-order
-binary, Rabenseifner's reduce-scatter + gather).
+binary, Rabenseifner's reduce-scatter + gather).  In 5.0 these rules describe single-node
+communicators only: the HAN component (priority 35 > tuned's 30, ``coll_han_component.c``)
+takes any communicator with ranks on other nodes and runs its own hierarchical collectives.
 
 The base algorithms' own fallbacks (``coll_base_allreduce.c``) are applied: the ring and the
 segmented ring hand ``count < p`` to recursive doubling; the segmented ring with segment size
@@ -121,12 +124,19 @@ def _reduce_scatter_40(c: Context) -> Choice:
 
 
 def _reduce_40(c: Context) -> Choice:
+    """4.0's commutative reduce.  Every branch is costed as the binomial tree; the label names
+    the tree the source calls (Binomial_0K, Binomial_1K, Pipeline_1K, Binary_32K, Pipeline_32K
+    or _64K), so that a table says which one ran."""
     n, p = c.nbytes, c.ranks
     if p < 8 and n < 512:
         return Choice("binomial", "linear≈binomial")
-    if p < 8 and n < 20480:
+    if (p < 8 and n < 20480) or n < 2048 or c.count <= 1:
         return Choice("binomial", "binomial")
-    if n < 2048 or p > 0.6016 / 1024 * n + 1.3496:
+    if p > 0.6016 / 1024 * n + 1.3496:
+        return Choice("binomial", "binomial(1KiB)≈binomial")
+    if p > 0.0410 / 1024 * n + 9.7128:
+        return Choice("binomial", "pipeline≈binomial")
+    if p > 0.0422 / 1024 * n + 1.1614:
         return Choice("binomial", "binary≈binomial")
     return Choice("binomial", "pipeline≈binomial")
 
@@ -360,6 +370,10 @@ def _reduce_scatter_41(c: Context) -> Choice:
 
 def _reduce_41(c: Context) -> Choice:
     alg = _table(REDUCE_41, c.ranks, c.nbytes)
+    if alg == 7 and (c.pof2 < 2 or c.count < c.pof2):
+        # coll_base_reduce.c redscat_gather: basic_linear below one element per pof2 rank;
+        # the label shows it, as the allreduce/bcast fallbacks do
+        return Choice("ompi_linear", "rabenseifner→basic_linear")
     return {1: Choice("ompi_linear", "basic_linear"), 2: Choice("ompi_chain", "chain"),
             3: Choice("ompi_chain", "pipeline(=chain, unsegmented)"),
             4: Choice("ompi_binary", "binary"), 5: Choice("binomial", "binomial"),
