@@ -63,3 +63,32 @@ def test_openmpi_reduce_rabenseifner_fallback_shown(p: int, nbytes: int) -> None
     sched = build_schedule("reduce", "openmpi", p, nbytes)
     assert sched.algorithm == "openmpi→rabenseifner→basic_linear"
     assert len(sched.steps) == p - 1               # the root receives from each rank in turn
+
+
+# F11: routes names the algorithm a selector chose (header and JSON), as predict does
+ROUTES_SCENARIO = """\
+name: sel16
+platform: {topology: star, hosts: 16, device: k80, link: eth10g}
+network: {overhead: 0 us, efficiency: 1.0}
+benchmark: {op: allreduce, algorithms: [mpich], ranks: [16], sizes: [1 MiB]}
+"""
+
+
+def test_routes_names_the_selected_algorithm(tmp_path, capsys, monkeypatch) -> None:
+    import json
+
+    from clustersim.cli import main
+    from clustersim.collectives.registry import build_schedule
+
+    monkeypatch.setenv("COLUMNS", "200")
+    scn, js = tmp_path / "sel16.yaml", tmp_path / "r.json"
+    scn.write_text(ROUTES_SCENARIO)
+    want = build_schedule("allreduce", "mpich", 16, 2.0**20, hosts=list(range(16))).algorithm
+    assert want.startswith("mpich→")
+    assert main(["routes", str(scn), "--json", str(js)]) == 0
+    assert f"allreduce by {want} on 16 ranks" in capsys.readouterr().out
+    res = json.loads(js.read_text())
+    assert (res["algorithm"], res["selected"]) == ("mpich", want)
+    assert main(["routes", str(scn), "--algorithm", "ring", "--json", str(js), "-q"]) == 0
+    res = json.loads(js.read_text())
+    assert (res["algorithm"], res["selected"]) == ("ring", "")

@@ -44,6 +44,7 @@ def _platform(scn: Any, policy: str | None, seed: int | None) -> Any:
 def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict[str, Any]]:
     """The schedule's step to show, its number (1-based) and what was chosen."""
     from clustersim.collectives import build_schedule, list_algorithms
+    from clustersim.collectives.selection import is_selector
     from clustersim.errors import unknown_name
     from clustersim.units import parse_size
 
@@ -83,8 +84,11 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
         raise InputError(f"must be from 1 to {len(steps)} ({op} by {alg} on {ranks} "
                          f"ranks has {_steps_text(steps)}), not {k}", path=("--step",))
     _check_size(steps[k - 1], op, alg, ranks, ops[op])
-    return steps[k - 1], k, {"op": op, "algorithm": alg, "ranks": ranks, "size": size,
-                             "steps": len(steps)}
+    # a selector's schedule is named library→choice: say which algorithm's step this is, as
+    # predict does ("" for a named algorithm, as predict's JSON)
+    selected = sched.algorithm if is_selector(alg) else ""
+    return steps[k - 1], k, {"op": op, "algorithm": alg, "selected": selected, "ranks": ranks,
+                             "size": size, "steps": len(steps)}
 
 
 def _steps_text(steps: Any) -> str:
@@ -216,10 +220,12 @@ def cmd_routes(args: argparse.Namespace) -> int:
                                  "max_flows": one["max_flows"],
                                  "bottleneck_s": one["bottleneck_s"]})
         res["spread"] = spread_rows(res["seeds"])
+    # the text header and the plot title name the selected algorithm (mpich→rabenseifner)
+    shown = {**res, "algorithm": res["selected"] or res["algorithm"]}
     write_outputs([(args.json, lambda: json_text(res)),
-                   (args.plot, (lambda: routes_html(res)) if args.plot else "")])
+                   (args.plot, (lambda: routes_html(shown)) if args.plot else "")])
     if not args.quiet:
-        print_routes(_console(False, args.wide), res, rows=args.rows, wide=args.wide)
+        print_routes(_console(False, args.wide), shown, rows=args.rows, wide=args.wide)
     return EXIT_OK
 
 
