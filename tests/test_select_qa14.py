@@ -92,3 +92,33 @@ def test_routes_names_the_selected_algorithm(tmp_path, capsys, monkeypatch) -> N
     assert main(["routes", str(scn), "--algorithm", "ring", "--json", str(js), "-q"]) == 0
     res = json.loads(js.read_text())
     assert (res["algorithm"], res["selected"]) == ("ring", "")
+
+
+# F8: the ring label's channel count follows getAlgoInfo (enqueue.cc 2.7.5)
+@pytest.mark.parametrize("op,p,nbytes,label", [
+    ("allreduce", 8, 1024, "ring/LL×1ch"),
+    ("allreduce", 8, 65535, "ring/LL×1ch"),     # < 2 ch x 512 threads x 8 B x 8 ranks
+    ("allreduce", 8, 65536, "ring/LL×2ch"),
+    ("allgather", 8, 1 << 20, "ring/LL128×2ch"),
+])
+def test_nccl_ring_label_channels(op: str, p: int, nbytes: int, label: str) -> None:
+    assert select(op, "nccl", p, nbytes)[1].label == label
+
+
+def test_nccl_one_or_two_channels_cost_the_same() -> None:
+    from clustersim.catalog import DeviceSpec, LinkSpec
+    from clustersim.collectives import library_algos
+    from clustersim.collectives.registry import build_schedule
+    from clustersim.network.analytic import cost_schedule
+    from clustersim.platform.builders import star
+
+    dev = DeviceSpec("test", peak=1e13, mem_bw=300e9, memory=16e9, mem_efficiency=1.0)
+    plat = star(8, dev, LinkSpec("test", bandwidth=10e9, latency=1.5e-6))
+    two = cost_schedule(build_schedule("allreduce", "nccl_ring_ll", 8, 1024.0), plat).time
+    saved = library_algos.DEFAULT_CHANNELS
+    try:
+        library_algos.DEFAULT_CHANNELS = 1
+        one = cost_schedule(build_schedule("allreduce", "nccl_ring_ll", 8, 1024.0), plat).time
+    finally:
+        library_algos.DEFAULT_CHANNELS = saved
+    assert one == pytest.approx(two, rel=1e-12)

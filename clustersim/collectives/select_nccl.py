@@ -60,6 +60,12 @@ TREE_CORRECTION = {
 #: the reference node the model is evaluated for (module docstring)
 REFERENCE = {"intra": "nvlink", "speed_intra": 20.0, "speed_inter": 12.0, "channels": 2}
 _NCCL_OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast")
+#: getAlgoInfo (enqueue.cc) drops channels while ``nBytes < nc x nt x threadThreshold``:
+#: maxThreads (LL and Simple 512 - Simple would be 256 only if speedIntra x nChannels <= 12,
+#: not on the reference - LL128 640) and threadThresholds (8, 8, 64 bytes per thread; ring LL
+#: x nRanks), tuning.cc / comm.h 2.7.5
+_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+_THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
 
 
 def _log2i(n: int) -> int:
@@ -131,6 +137,20 @@ def predicted_times(c: Context) -> dict[tuple[str, str], float]:
 _SUFFIX = {"Simple": "", "LL": "_ll", "LL128": "_ll128"}
 
 
+def channels(c: Context, algo: str, proto: str) -> int:
+    """Channels NCCL runs ``algo`` x ``proto`` on for ``c`` (reference: at most 2).
+
+    Small messages get fewer: a channel is dropped while the buffer is below ``nc`` channels'
+    worth of per-thread work.  Only the label shows it: the ring schedule keeps 2 channels,
+    which the step model costs as 1 (each step moves ``n/p`` bytes per link either way)."""
+    per = _THREADS[proto] * _THREAD_THRESHOLD[proto] * (
+        c.ranks if (algo, proto) == ("ring", "LL") else 1)
+    nc = REFERENCE["channels"]
+    while nc >= 2 and c.nbytes < nc * per:
+        nc -= 1
+    return nc
+
+
 def decide(c: Context) -> Choice:
     """The fastest pair by NCCL's model (first in NCCL's order on a tie: tree before ring,
     LL before LL128 before Simple)."""
@@ -141,6 +161,6 @@ def decide(c: Context) -> Choice:
         return Choice("nccl_ring", "ring/Simple")
     times = predicted_times(c)
     algo, proto = min(times, key=lambda k: (times[k], ALGOS.index(k[0]), PROTOS.index(k[1])))
-    ch = REFERENCE["channels"]
+    ch = channels(c, algo, proto)
     return Choice(f"nccl_{algo}{_SUFFIX[proto]}", f"{algo}/{proto}" + (
         f"×{ch}ch" if algo == "ring" else ""))
