@@ -78,7 +78,9 @@ def test_refit_predicts_bsp_compute_on_the_shared_gpu(refit):
         assert c["predicted"] == pytest.approx(c["measured"], rel=0.15), name
     for name, c in cases.items():
         assert abs(c["iteration_time"]["error"]) < 0.3, name
-    assert refit["validation"]["mape_iteration_time"] == pytest.approx(0.14, abs=0.01)
+    # 0.140 until the ping-pong fit merged the undetermined 16-32 MiB segment (QA 12 F6):
+    # lone 48 MiB messages drain at the merged segment's rate, async PS +9.1% -> +1.1%
+    assert refit["validation"]["mape_iteration_time"] == pytest.approx(0.113, abs=0.01)
 
 
 def test_training_all_reduce_beats_the_rotated_benchmark(refit):
