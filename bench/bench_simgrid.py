@@ -139,7 +139,7 @@ def compare(rows: list[SgRow], simgrid_routes: bool = False) -> list[Compared]:
 
 
 #: clustersim's own selectors compared with SMPI's (which Open MPI generation SMPI follows)
-SELECTOR_PAIRS = {"mpich": ("mpich",), "ompi": ("openmpi-4.0", "openmpi-4.1")}
+SELECTOR_PAIRS = {"mpich": ("mpich-3.2",), "ompi": ("openmpi-4.0", "openmpi-4.1")}
 
 
 def selector_table(rows: list[SgRow]) -> str:
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-total", type=int, default=MAX_TOTAL,
                     help="largest ranks x size in bytes given to SimGrid")
     ap.add_argument("--selectors", action="store_true",
-                    help="also compare SMPI's mpich/ompi selectors with clustersim's mpich, "
+                    help="also compare SMPI's mpich/ompi selectors with clustersim's mpich-3.2, "
                          "openmpi-4.0 and openmpi-4.1 selectors")
     ap.add_argument("--simgrid-routes", action="store_true",
                     help="diagnostic: route the fat tree as SimGrid's FatTreeZone does (D-mod-K "

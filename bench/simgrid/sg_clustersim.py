@@ -92,7 +92,7 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
         "ring_segmented", False, "Open MPI's segmented ring (1 MiB segments); below p "
         "segments SMPI runs lr (redbcast with SMPI's default reduce when count < ranks)",
         small_fallback="binomial_tree"),
-    ("allreduce", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_allreduce),
+    ("allreduce", "mpich"): AlgoMap("mpich-3.2", True, "", resolve=smpi_mpich_allreduce),
     ("allreduce", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_allreduce),
     ("reduce", "ompi_basic_linear"): AlgoMap(
         "ompi_linear", True, "the root's blocking receives from p-1 down to 1"),
@@ -103,18 +103,18 @@ ALGORITHMS: dict[tuple[str, str], AlgoMap] = {
     ("bcast", "scatter_rdb_allgather"): AlgoMap(
         "scatter_rd_allgather", True, "binomial scatter, recursive-doubling allgather",
         tiny_inexact=True),
-    ("bcast", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_bcast),
+    ("bcast", "mpich"): AlgoMap("mpich-3.2", True, "", resolve=smpi_mpich_bcast),
     ("bcast", "ompi"): AlgoMap("openmpi-4.1", False, OMPI_BCAST_NOTE),
     ("allgather", "NTSLR"): AlgoMap("ring", True, "logical ring: forward to r+1"),
     ("allgather", "ring"): AlgoMap(
         "ring", False, "SMPI's 'ring' allgather sends its own block to r+k in round k "
         "(pairwise), clustersim's ring forwards to r+1"),
     ("allgather", "rdb"): AlgoMap("recursive_doubling", True),
-    ("allgather", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_allgather),
+    ("allgather", "mpich"): AlgoMap("mpich-3.2", True, "", resolve=smpi_mpich_allgather),
     ("allgather", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_allgather),
     ("alltoall", "ring"): AlgoMap("pairwise", True, "round k: send to r+k, receive from r-k"),
     ("alltoall", "pair"): AlgoMap("pairwise", False, "partner r xor k, clustersim's r+k"),
-    ("alltoall", "mpich"): AlgoMap("mpich", True, "", resolve=smpi_mpich_alltoall),
+    ("alltoall", "mpich"): AlgoMap("mpich-3.2", True, "", resolve=smpi_mpich_alltoall),
     ("alltoall", "ompi"): AlgoMap("openmpi-4.1", True, "", resolve=smpi_ompi_alltoall),
 }
 
@@ -174,7 +174,8 @@ def case_exact(op: str, sg_alg: str, ranks: int, size: float) -> bool:
 
 def selector_of(op: str, sg_alg: str) -> str | None:
     """clustersim's own selector for SMPI selector ``sg_alg`` (None: not a selector)."""
-    return {"mpich": "mpich", "ompi": "openmpi-4.1"}.get(sg_alg)
+    # SMPI's mpich selector follows MPICH 3.2's rules (allreduce: 2048 B), not today's MPICH
+    return {"mpich": "mpich-3.2", "ompi": "openmpi-4.1"}.get(sg_alg)
 
 
 def available(op: str, cs_alg: str) -> bool:

@@ -1,5 +1,8 @@
 """Library selection: ``mpich``, ``openmpi``, ``nccl`` and ``auto`` as algorithm names.
 
+Versioned names: ``mpich-4`` (= ``mpich``), ``mpich-3.3``, ``mpich-3.2`` (:mod:`.select_mpich`);
+``openmpi-4.1`` (= ``openmpi``), ``openmpi-4.0``.
+
 Real jobs run what their library *chooses* for the op, the message size, the number of ranks
 and their placement, not a named textbook algorithm.  A selector reproduces one library's own
 decision logic (:mod:`.select_mpich`, :mod:`.select_openmpi`, :mod:`.select_nccl`) and builds
@@ -24,11 +27,14 @@ from clustersim.collectives.schedule import Schedule
 from clustersim.errors import InputError
 from clustersim.platform.libraries import LIBRARIES, check_library  # noqa: F401
 
-__all__ = ["LIBRARIES", "SELECTORS", "SELECTOR_ABOUT", "Context", "Choice", "is_selector",
+__all__ = ["LIBRARIES", "MPICH_VERSIONS", "SELECTORS", "SELECTOR_ABOUT", "Context", "Choice", "is_selector",
            "selector_ops", "select", "select_schedule", "check_library"]
 
-#: what a platform may declare as its ``library:``
-SELECTORS = (*LIBRARIES, "auto")
+#: MPICH by version (``mpich`` = ``mpich-4``); algorithm names only: a platform's ``library:``
+#: takes the names of :data:`LIBRARIES` (clustersim.platform.libraries)
+MPICH_VERSIONS = ("mpich-4", "mpich-3.3", "mpich-3.2")
+#: every selector name: the libraries, MPICH's versions, and ``auto``
+SELECTORS = (*LIBRARIES, *MPICH_VERSIONS, "auto")
 DEFAULT_LIBRARY = "mpich"
 
 _MPI_OPS = ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather", "alltoall",
@@ -37,7 +43,13 @@ _NCCL_OPS = ("allreduce", "broadcast", "reduce_scatter", "allgather", "alltoall"
              "scatter", "p2p")
 
 SELECTOR_ABOUT = {
-    "mpich": "MPICH 3.3-4.2 default selection (MPIR_*_intra_auto and its CVAR thresholds)",
+    "mpich": "MPICH's default selection as installed today (= mpich-4)",
+    "mpich-4": "MPICH 3.4-5.0 ch4 csel defaults (mpir/ and ch4/generic.json): allreduce RD "
+               "to 8 B or count < pof2, else Rabenseifner; node-aware compositions",
+    "mpich-3.3": "MPICH 3.3 MPIR_*_intra_auto with default CVARs: flat allreduce RD at every "
+                 "size, SMP (hierarchical) allreduce on node-aware communicators",
+    "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds (allreduce RD to "
+                 "2048 B), hosts ignored; what SimGrid's SMPI mpich selector emulates",
     "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
     "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision: the tables over communicator "
                    "size and bytes of coll_tuned_decision_fixed.c (v4.1.8), every op",
@@ -56,6 +68,7 @@ class Context:
     nbytes: float           # bytes of the buffer as the library sees it (fp16: half)
     elem: int               # bytes per element: 4 (fp32) or 2 (fp16)
     nodes: int              # distinct hosts (1 when unknown)
+    placed: bool = False    # a host list was given (nodes == 1 is then one host, not unknown)
 
     @property
     def count(self) -> int:
@@ -82,14 +95,17 @@ def is_selector(name: str) -> bool:
 
 def selector_ops(op: str) -> list[str]:
     """Selectors that know ``op`` (``auto`` follows the MPI libraries)."""
-    out = [s for s in LIBRARIES if op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
+    out = [s for s in (*LIBRARIES, *MPICH_VERSIONS)
+           if op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
     return [*out, "auto"] if op in _MPI_OPS else out
 
 
 def _deciders() -> dict[str, Callable[[Context], Choice]]:
     from clustersim.collectives import select_mpich, select_nccl, select_openmpi
 
-    return {"mpich": select_mpich.decide, "openmpi": select_openmpi.decide_41,
+    return {"mpich": select_mpich.decide, "mpich-4": select_mpich.decide_4,
+            "mpich-3.3": select_mpich.decide_33, "mpich-3.2": select_mpich.decide_32,
+            "openmpi": select_openmpi.decide_41,
             "openmpi-4.1": select_openmpi.decide_41, "openmpi-4.0": select_openmpi.decide_40,
             "nccl": select_nccl.decide}
 
@@ -105,7 +121,7 @@ def select(op: str, name: str, ranks: int, nbytes: float, hosts: Sequence[int] |
         raise InputError(f"{lib} has no {op} (its ops: {', '.join(ops)})", path=("algorithm",))
     nodes = len(set(hosts)) if hosts is not None else 1
     ctx = Context(op, int(ranks), float(nbytes) * (0.5 if fp16 else 1.0), 2 if fp16 else 4,
-                  max(1, nodes))
+                  max(1, nodes), hosts is not None)
     return lib, _deciders()[lib](ctx)
 
 
