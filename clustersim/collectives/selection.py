@@ -49,7 +49,7 @@ SELECTOR_ABOUT = {
     "mpich-3.3": "MPICH 3.3 MPIR_*_intra_auto with default CVARs: flat allreduce RD at every "
                  "size, SMP (hierarchical) allreduce on node-aware communicators",
     "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds (allreduce RD to "
-                 "2048 B), hosts ignored; what SimGrid's SMPI mpich selector emulates",
+                 "2048 B), hosts ignored: clustersim's mpich until QA 14",
     "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
     "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision: the tables over communicator "
                    "size and bytes of coll_tuned_decision_fixed.c (v4.1.8), every op",
