@@ -376,8 +376,10 @@ def test_nccl_protocols_change_the_cost():
 
 def test_auto_follows_the_library():
     assert chosen("allreduce", "auto", 16, 1e6) == "mpich→rabenseifner"
+    assert chosen("allreduce", "auto", 16, 1024, library="mpich-3.2").startswith(
+        "mpich-3.2→recursive_doubling")
     assert chosen("allreduce", "auto", 16, 1e6, library="openmpi-4.0") == "openmpi-4.0→ring"
-    with pytest.raises(InputError, match="allowed: mpich, nccl, openmpi"):
+    with pytest.raises(InputError, match="allowed: mpich, mpich-3.2, mpich-3.3, mpich-4, nccl"):
         build_schedule("allreduce", "auto", 4, 1e6, library="mvapich")
     with pytest.raises(InputError, match="nccl has no reduce"):
         build_schedule("reduce", "nccl", 4, 1e6)

@@ -12,7 +12,8 @@ from clustersim.errors import unknown_name
 __all__ = ["LIBRARIES", "check_library"]
 
 #: what ``library:`` accepts: each names a selector of :mod:`clustersim.collectives.selection`
-LIBRARIES = ("mpich", "openmpi", "openmpi-4.1", "openmpi-4.0", "nccl")
+LIBRARIES = ("mpich", "mpich-4", "mpich-3.3", "mpich-3.2", "openmpi", "openmpi-4.1", "openmpi-4.0",
+             "nccl")
 
 
 def check_library(name: object, path: tuple) -> str:
