@@ -191,3 +191,15 @@ def _raw_of(path: str) -> dict:
 
     with open(path, encoding="utf-8") as f:
         return yaml.safe_load(f)
+
+
+def test_the_mean_of_paces_note_is_said_once(capsys) -> None:
+    """Every algorithm of hetero_hybrid but the synchronous one has uneven workers: the note
+    comes once, under the first table, not under four."""
+    from clustersim.cli import main
+
+    assert main(["predict", "hetero_hybrid", "-j", "1", "--no-band", "--wide",
+                 "--set", "run.iterations=8", "--set", "run.warmup=2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("iter (ms) is the mean of the workers' own iteration times") == 1
+    assert "(so in every table whose workers run at different paces)" in out

@@ -123,6 +123,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     cols = (list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
             + (list(TTA_COLUMNS) if tta else []))
     omitted = Omitted()  # one footer for all the tables: what they left out at this width
+    uneven = False  # the mean-of-paces note, said once (under the first table it holds for)
     for title, pts in result.points.items():
         rows = []
         for p in pts:
@@ -139,7 +140,11 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         spec = next((a for a in scn.algorithms  # variants title theirs "variant · alg"
                      if title == a.title or title.endswith(
                          f" · {a.title}")), None)
-        for line in (saturation_line(pts), mean_note(pts), extrapolation_note(scn, pts),
+        mean = None if uneven else mean_note(pts)
+        if mean:
+            uneven = True
+            mean += " (so in every table whose workers run at different paces)"
+        for line in (saturation_line(pts), mean, extrapolation_note(scn, pts),
                      None if spec is None else switch_note(scn, spec, pts)):
             if line:
                 console.print(f"[dim]{escape(line)}[/dim]")
