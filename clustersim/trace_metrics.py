@@ -139,7 +139,32 @@ def actor_stats(events: Sequence[TraceEvent], warmup: int) -> list[ActorStats]:
         st.end = end if end is not None else max(e.end for e in evs)
         st.iterations.append(st.end)
         out.append(st)
+    if warmup > 0:  # no warm-up: the whole run counts
+        _mark_servers(out, by_actor)
     return out
+
+
+def _mark_servers(stats: list[ActorStats], by_actor: dict[int, list[TraceEvent]]) -> None:
+    """Each server's ``after_warmup`` (compute ended and updates recorded by its first update
+    after the last worker began its measured steps), as the engine notes it
+    (``Engine.mark_warmup_done``)."""
+    marks = [st.mark[5] for st in stats if st.role == "worker" and st.mark is not None]
+    if not marks:
+        return
+    t = max(marks)
+    for st in stats:
+        if st.role == "worker":
+            continue
+        evs = by_actor[st.rank]
+        # at its first update at or after t, as the engine notes it: the compute of the
+        # updates recorded so far, that one included
+        marks = sorted(e.start for e in evs if e.kind == "record" and e.label == "update")
+        at = next((i for i, m in enumerate(marks) if m >= t), None)
+        if at is None:
+            continue
+        compute = sum(max(e.end - e.start, 0.0) for e in evs
+                      if e.kind == "compute" and e.end <= marks[at])
+        st.after_warmup = (compute, at + 1)
 
 
 def run_from_events(events: Sequence[TraceEvent], warmup: int) -> RunResult:

@@ -258,8 +258,12 @@ class _Actor:
                         if op.value == eng.warmup:
                             st.mark = (st.compute, st.comm, st.wait, st.comm_total,
                                        st.bytes_sent, now)
+                            eng.mark_warmup_done()
                     else:
                         st.records[op.key].append(float(op.value))
+                        if st.armed and op.key == "update":  # Engine.mark_warmup_done
+                            st.armed = False
+                            st.after_warmup = (st.compute, len(st.records["update"]))
                         if trace:
                             eng._ev(i, "record", now, now, op.key, value=float(op.value))
                     op = None

@@ -98,6 +98,11 @@ class ActorStats:
     link_demand: float = 0.0
     #: merged spans of the communication counted in ``comm_total`` (sim/inflight.py)
     inflight: list[list[float]] = field(default_factory=list)
+    #: servers only: (compute, updates applied) at its first update after the last worker
+    #: began its measured steps - so that a server's figures leave out the warm-up
+    #: (sim/metrics.py); ``armed`` until that update
+    after_warmup: tuple[float, int] | None = None
+    armed: bool = False
 
 
 def counter_rows(stats: Sequence[ActorStats]) -> tuple[np.ndarray, np.ndarray]:
@@ -190,6 +195,8 @@ class Engine(CollectiveRunner, PointToPoint):
         self._queues = LinkQueues(platform.capacity, params.efficiency) if queued else None
         self.stats = [ActorStats(a.rank, a.role, self.placement[i])
                       for i, a in enumerate(self.actors)]
+        #: workers yet to begin their measured steps (mark_warmup_done)
+        self._unmarked = sum(1 for a in self.actors if a.role == "worker")
         self.events: list[TraceEvent] = []
         self._workers = tuple(a.rank for a in self.actors if a.role == "worker")
         self._world = world
@@ -233,6 +240,18 @@ class Engine(CollectiveRunner, PointToPoint):
                             getattr(costs, "draw_jitter", None))
 
     # -- running ---------------------------------------------------------------------------
+    def mark_warmup_done(self) -> None:
+        """A worker began its measured steps; after the last one, every server notes its compute
+        and updates at its next update (``ActorStats.after_warmup``): a server's first updates can cost
+        many times the later ones (a real run's first touch of its buffers took 18-52 ms
+        against 1.1 ms, QA 15), and its figures are taken over the measured steps."""
+        self._unmarked -= 1
+        if self._unmarked == 0 and self.warmup > 0:  # no warm-up: the whole run counts
+            for st in self.stats:
+                if st.role != "worker":
+                    st.armed = True  # noted at its next update (actor.py): the compute
+                    # counter already holds an update run ahead whose record is to come
+
     def run(self, watch: Any = None) -> RunResult:
         """Run every actor to its end.  ``watch``: an observer called before each event with
         its time, which may stop the run (:meth:`_Environment.run_watched`; the convergence

@@ -1,0 +1,46 @@
+"""QA 15 HIGH-1: a real run's server spent 18-52 ms on its first update (the first touch of
+its buffers) against 1.1 ms on the others, and its utilisation was taken from its compute
+over the whole run - 15-23 % on two identical 30-step runs whose measured steps were 9.5 %
+busy.  A server's compute per update is now taken after the warm-up (from its first update
+after the last worker began its measured steps), in the trace reader and the engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from clustersim.trace import TraceEvent
+from clustersim.trace_metrics import measured_metrics
+
+
+def _ev(actor: int, kind: str, start: float, end: float, role: str = "worker") -> TraceEvent:
+    return TraceEvent(actor, role, kind, start, end, kind)
+
+
+def _rec(actor: int, key: str, t: float, value: float = 1.0, role: str = "worker"
+         ) -> TraceEvent:
+    return TraceEvent(actor, role, "record", t, t, key, value=value)
+
+
+def _run(first: float) -> list[TraceEvent]:
+    """One worker of 1 s steps and a server applying one update per step, 0.1 s each but
+    the first, which takes ``first``; 6 steps, so the last five are measured after a
+    one-step warm-up."""
+    ev = []
+    for k in range(6):
+        t = float(k)
+        ev += [_rec(0, "iteration", t, k), _ev(0, "compute", t, t + 0.9)]
+        dur = first if k == 0 else 0.1
+        ev += [_ev(1, "compute", t + 0.9, t + 0.9 + dur, role="server"),
+               _rec(1, "update", t + 0.9 + dur, role="server")]
+    ev += [_rec(0, "actor_end", 6.0, 1), _rec(1, "actor_end", 6.0, 0, role="server")]
+    return ev
+
+
+def test_a_slow_first_update_stays_out_of_the_utilisation() -> None:
+    even = measured_metrics(_run(0.1), algorithm="x", batch=4, warmup=1, iterations=6)
+    slow = measured_metrics(_run(0.8), algorithm="x", batch=4, warmup=1, iterations=6)
+    assert even.server_utilization == pytest.approx(0.1, rel=1e-9)  # 0.1 s of each 1 s step
+    assert slow.server_utilization == pytest.approx(0.1, rel=1e-9)  # was (0.8 + 0.5) / 6
+    # without a warm-up the whole run counts, as before
+    whole = measured_metrics(_run(0.8), algorithm="x", batch=4, warmup=0, iterations=6)
+    assert whole.server_utilization == pytest.approx(1.3 / 6, rel=1e-9)
