@@ -274,3 +274,12 @@ def test_validation_picks_the_median_or_the_fastest_run():
     assert fast.measured.iteration_time == times[1] and fast.error == pytest.approx(0.0)
     with pytest.raises(ValueError):
         build_report(None, [path], runs, pick="mean")
+    # an even number of repeats: the run standing for the case is the faster middle one,
+    # the error is against the median - the mean of the two middle times (QA 15: with two
+    # repeats it had been the fastest, which flattered an optimistic prediction)
+    two = [runs[0][:2]]
+    even = build_report(None, [path], two).cases[0]
+    assert even.measured.iteration_time == times[1]
+    assert even.measured_time == pytest.approx(2.0 * pred.iteration_time)
+    assert even.error == pytest.approx(-0.5)
+

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +48,26 @@ class Case:
     loads: list[float] = field(default_factory=list)
     #: per operation, median predicted against median measured (:mod:`.perop`)
     ops: list[dict[str, Any]] = field(default_factory=list)
+    #: the measured iteration time the error is taken against: the median of the repeats
+    #: (with an even number, the mean of the two middle ones), or the fastest; None: the
+    #: chosen run's (``measured``)
+    reference: float | None = None
+
+    @property
+    def measured_time(self) -> float:
+        """The measured iteration time the case stands for (:attr:`reference`)."""
+        return self.reference if self.reference is not None else self.measured.iteration_time
 
     @property
     def error(self) -> float:
-        """Relative error of the predicted iteration time."""
-        return self.predicted.iteration_time / self.measured.iteration_time - 1.0
+        """Relative error of the predicted iteration time against :attr:`measured_time`.
+
+        Why not the chosen run's own time: with an even number of repeats the run that stands
+        for the case (it must be a real run, for the per-operation rows) is the faster of the
+        two middle ones - with two repeats the fastest - and the error was taken against it,
+        so a prediction that is optimistic looked better than the median: MAPE 5.7 % printed
+        where the median's was 7.3 % (QA 15)."""
+        return self.predicted.iteration_time / self.measured_time - 1.0
 
     @property
     def share_error(self) -> float:
@@ -62,7 +78,7 @@ class Case:
         p, m = self.predicted, self.measured
         return {"scenario": self.scenario, "algorithm": self.algorithm, "workers": self.workers,
                 "iteration_time": {"predicted": _g(p.iteration_time),
-                                   "measured": _g(m.iteration_time), "error": _g(self.error)},
+                                   "measured": _g(self.measured_time), "error": _g(self.error)},
                 "comm_share": {"predicted": _g(p.comm_share), "measured": _g(m.comm_share)},
                 "compute": {"predicted": _g(p.compute), "measured": _g(m.compute)},
                 "comm": {"predicted": _g(p.comm), "measured": _g(m.comm)},
@@ -252,8 +268,10 @@ def build_report(profile: Profile, scenarios: Sequence[str | Path],
         pred, title, workers, traced = _predict(path, profile, None, None, sets,
                                                 bool(measured))
         ops = compare_ops(traced[0], measured, traced[1], workers) if measured else []
+        ref = min(times) if pick == "min" else float(statistics.median(times))
         report.cases.append(Case(Path(path).stem, title, workers, pred, mid.metrics,
-                                 str(mid.out_dir), times, [r.load for r in results], ops))
+                                 str(mid.out_dir), times, [r.load for r in results], ops,
+                                 reference=ref))
     return report
 
 
