@@ -114,6 +114,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
     from clustersim.report.notes import extrapolation_note, mean_note, split_note, switch_note
+    from clustersim.sim.sweep import sweep_cases
 
     split = split_note(scn)
     if split:
@@ -124,6 +125,8 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
             + (list(TTA_COLUMNS) if tta else []))
     omitted = Omitted()  # one footer for all the tables: what they left out at this width
     uneven = False  # the mean-of-paces note, said once (under the first table it holds for)
+    # each table's own scenario (a variant's) and algorithm, for the notes under it
+    cases = {t: (s, alg) for t, s, alg in sweep_cases(scn)}
     for title, pts in result.points.items():
         rows = []
         for p in pts:
@@ -137,15 +140,13 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                 row += _tta_cells(p)
             rows.append(row)
         print_table(console, f"{title}", cols, rows, wide=wide, note=False, omitted=omitted)
-        spec = next((a for a in scn.algorithms  # variants title theirs "variant · alg"
-                     if title == a.title or title.endswith(
-                         f" · {a.title}")), None)
+        case_scn, spec = cases.get(title, (scn, None))
         mean = None if uneven else mean_note(pts)
         if mean:
             uneven = True
             mean += " (so in every table whose workers run at different paces)"
-        for line in (saturation_line(pts), mean, extrapolation_note(scn, pts),
-                     None if spec is None else switch_note(scn, spec, pts)):
+        for line in (saturation_line(pts), mean, extrapolation_note(case_scn, pts),
+                     None if spec is None else switch_note(case_scn, spec, pts)):
             if line:
                 console.print(f"[dim]{escape(line)}[/dim]")
     if runs:  # say what the [..] are (they had no legend without --uncertainty)

@@ -164,14 +164,15 @@ def _per_second(worker_iterations: int, its: np.ndarray, makespan: float) -> flo
 
 def _steady_compute(a: Any) -> float:
     """A server's compute over the run as if every update cost what one costs after the
-    warm-up (``ActorStats.after_warmup``: its compute and updates when the last worker began
-    its measured steps); its compute as it is without that mark, or without updates since.
+    warm-up (``ActorStats.after_warmup``: its compute and updates at its first update after
+    the last worker began its measured steps); its compute as it is without that mark, or
+    without updates since.
 
     Why: a real run's server spent 18-52 ms on its first update (the first touch of its
     buffers) and 1.1 ms on the others, so over a 30-step run its utilisation read 15-23 %
     on two identical runs where the measured steps were 9.5 % busy (QA 15)."""
     updates = len(a.records.get("update", ()))
-    mark = getattr(a, "after_warmup", None)
+    mark = a.after_warmup
     if mark is None or updates - mark[1] <= 0:
         return a.compute
     return (a.compute - mark[0]) / (updates - mark[1]) * updates

@@ -55,7 +55,7 @@ def nominal_value(scn: Any, field: str, title: str) -> Any:
     head, _, rest = field.partition(".")
     if head == "algorithm":
         specs = [scn.algorithm, *(scn.compare or ())]
-        spec = next((s for s in specs if (s.label or s.name) == title), scn.algorithm)
+        spec = next((s for s in specs if s.title == title), scn.algorithm)
         return spec.name if rest == "name" else spec.params.get(rest)
     node: Any = scn
     for part in field.split("."):
