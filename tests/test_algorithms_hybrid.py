@@ -10,6 +10,7 @@ much the hybrid wins and checks both sides against those closed forms.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -170,3 +171,29 @@ def test_hybrid_beats_all_async_ps_and_k_reduces_traffic(hetero):
     assert hyb4.comm < hyb.comm
     for m in (hyb, hyb4, ps1, ps4):
         assert m.staleness_mean > 0
+
+
+def _one_group(fidelity: str, workers: int) -> Any:
+    """Every worker in one synchronous group (``group: device`` on DGX-1 machines), whose
+    leader also pushes to and pulls from the global server across the same EDR NIC."""
+    scn = parse_scenario({
+        "name": "one_group", "platform": "dgx1_edr8",
+        "workload": {"model": "resnet50", "batch_per_worker": 64, "optimizer": "momentum"},
+        "algorithm": {"name": "hybrid", "k": 1, "group": "device"},
+        "sweep": {"workers": [workers]},
+        "run": {"iterations": 4, "warmup": 1, "fidelity": fidelity}})
+    return simulate_point(scn, scn.algorithm, workers, 0)[0]
+
+
+@pytest.mark.parametrize("workers", [16, 17])
+def test_auto_keeps_a_group_all_reduce_beside_the_server_traffic_as_flows(workers):
+    """QA 13 F3: above 16 ranks ``auto`` costed the group's all-reduce alone, so at 17
+    workers the leader's 102 MB push and pull no longer slowed it (-8.5 ms a step, 2 %).
+    With servers beside the workers and point-to-point flows, ``auto`` is ``flow`` at any
+    group size (sim/engine.py ``_mixed_flows``); ``analytic`` still differs, so the case
+    does exercise the contention."""
+    auto, flow = _one_group("auto", workers), _one_group("flow", workers)
+    assert auto.iteration_time == flow.iteration_time
+    assert auto.comm_total == flow.comm_total
+    analytic = _one_group("analytic", workers)
+    assert analytic.iteration_time < flow.iteration_time * 0.99

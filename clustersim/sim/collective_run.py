@@ -23,7 +23,9 @@ from clustersim.sim.reductions import collective_results
 __all__ = ["COLLECTIVE_FLOW_MAX_RANKS", "CollectiveRunner"]
 
 #: ``auto`` fidelity runs a collective flow by flow up to this group size, analytically above
-#: (flow and analytic agree within 5% on the regular cases up to 64 ranks; see docs/fidelity.md).
+#: (flow and analytic agree within 5% on the regular cases up to 64 ranks; see docs/fidelity.md)
+#: - except in a run with servers beside its workers and point-to-point flows, where the
+#: collective shares links with their traffic and always runs as flows (``Engine._mixed_flows``).
 COLLECTIVE_FLOW_MAX_RANKS = 16
 
 
@@ -85,6 +87,7 @@ class CollectiveRunner:
     _tail: dict
     _sched_cache: dict
     _cost_cache: dict
+    _mixed_flows: bool
 
     # -- collectives -------------------------------------------------------------------------
     def _group(self, members: tuple[int, ...] | None) -> _Group:
@@ -186,8 +189,8 @@ class CollectiveRunner:
         devices = g.devices
         if len(devices) > 1 and not g.shared:
             sched = self._schedule(op, g)
-            flow = self.fidelity == "flow" or (
-                self.fidelity == "auto" and len(devices) <= COLLECTIVE_FLOW_MAX_RANKS)
+            flow = self.fidelity == "flow" or (self.fidelity == "auto" and (
+                len(devices) <= COLLECTIVE_FLOW_MAX_RANKS or self._mixed_flows))
             staging = self.costs.staging_time(op, devices)
             if staging:
                 yield self.env.timeout(staging)

@@ -193,6 +193,13 @@ class Engine(CollectiveRunner, PointToPoint):
         queued = fidelity == "analytic" or (fidelity == "auto"
                                             and len(self.actors) > P2P_FLOW_MAX_ACTORS)
         self._queues = LinkQueues(platform.capacity, params.efficiency) if queued else None
+        #: ``auto`` runs every collective as flows, whatever its size, where point-to-point
+        #: messages are flows too and servers run beside the workers (hybrid: a group's
+        #: all-reduce and its leader's pushes to the global server share a NIC) - costed
+        #: alone above 16 ranks, such a collective lost that contention (QA 13: -8.5 ms a step
+        #: at 17 workers).  Bounded by the flows' own limit of 64 actors.
+        self._mixed_flows = (fidelity == "auto" and not queued
+                             and any(a.role != "worker" for a in self.actors))
         self.stats = [ActorStats(a.rank, a.role, self.placement[i])
                       for i, a in enumerate(self.actors)]
         #: workers yet to begin their measured steps (mark_warmup_done)
