@@ -32,6 +32,7 @@ counters when an operation completes).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -140,14 +141,15 @@ def actor_stats(events: Sequence[TraceEvent], warmup: int) -> list[ActorStats]:
         st.iterations.append(st.end)
         out.append(st)
     if warmup > 0:  # no warm-up: the whole run counts
-        _mark_servers(out, by_actor)
+        _mark_servers(out, by_actor, last)
     return out
 
 
-def _mark_servers(stats: list[ActorStats], by_actor: dict[int, list[TraceEvent]]) -> None:
-    """Each server's ``after_warmup`` (compute ended and updates recorded by its first update
-    after the last worker began its measured steps), as the engine notes it
-    (``Engine.mark_warmup_done``)."""
+def _mark_servers(stats: list[ActorStats], by_actor: dict[int, list[TraceEvent]],
+                  last: dict[tuple[str, int], float]) -> None:
+    """Each server's ``after_warmup`` (compute ended, updates recorded, the clock and the
+    time waited by its first update after the last worker began its measured steps), as the
+    engine notes it (``Engine.mark_warmup_done``)."""
     marks = [st.mark[5] for st in stats if st.role == "worker" and st.mark is not None]
     if not marks:
         return
@@ -162,9 +164,20 @@ def _mark_servers(stats: list[ActorStats], by_actor: dict[int, list[TraceEvent]]
         at = next((i for i, m in enumerate(marks) if m >= t), None)
         if at is None:
             continue
-        compute = sum(max(e.end - e.start, 0.0) for e in evs
-                      if e.kind == "compute" and e.end <= marks[at])
-        st.after_warmup = (compute, at + 1)
+        c = _Counters()  # what had ended by then, accounted as the whole run is
+        for e in evs:
+            if e.kind != "record" and e.end <= marks[at]:
+                _account(e, c, last)
+        served = [e for e in evs if e.kind == "record" and e.label == "serving"]
+        idle = c.wait - math.fsum(float(e.value or 0.0) for e in served
+                                  if e.start <= marks[at])
+        st.after_warmup = (c.compute, at + 1, marks[at], idle)
+        end = _Counters()  # and by its last update
+        for e in evs:
+            if e.kind != "record" and e.end <= marks[-1]:
+                _account(e, end, last)
+        st.last_update = (end.compute, len(marks), marks[-1], end.wait,
+                          sum(1 for e in served if e.start <= marks[-1]))
 
 
 def run_from_events(events: Sequence[TraceEvent], warmup: int) -> RunResult:

@@ -6,6 +6,7 @@ non-blocking ``Compute`` that runs beside an actor.
 from __future__ import annotations
 
 from heapq import heappush
+from math import fsum
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -261,9 +262,16 @@ class _Actor:
                             eng.mark_warmup_done()
                     else:
                         st.records[op.key].append(float(op.value))
-                        if st.armed and op.key == "update":  # Engine.mark_warmup_done
-                            st.armed = False
-                            st.after_warmup = (st.compute, len(st.records["update"]))
+                        if op.key == "update":
+                            if st.armed:  # Engine.mark_warmup_done
+                                st.armed = False
+                                st.after_warmup = (
+                                    st.compute, len(st.records["update"]), now,
+                                    st.wait - fsum(st.records.get("serving", ())))
+                            if st.after_warmup is not None:
+                                st.last_update = (st.compute, len(st.records["update"]),
+                                                  now, st.wait,
+                                                  len(st.records.get("serving", ())))
                         if trace:
                             eng._ev(i, "record", now, now, op.key, value=float(op.value))
                     op = None

@@ -98,10 +98,13 @@ class ActorStats:
     link_demand: float = 0.0
     #: merged spans of the communication counted in ``comm_total`` (sim/inflight.py)
     inflight: list[list[float]] = field(default_factory=list)
-    #: servers only: (compute, updates applied) at its first update after the last worker
-    #: began its measured steps - so that a server's figures leave out the warm-up
-    #: (sim/metrics.py); ``armed`` until that update
-    after_warmup: tuple[float, int] | None = None
+    #: servers only: (compute, updates applied, time, idle: ``wait`` less ``serving``) at
+    #: its first update after the last worker began its measured steps - so that a server's
+    #: figures leave out the warm-up (sim/metrics.py); ``armed`` until that update
+    after_warmup: tuple[float, int, float, float] | None = None
+    #: servers only: (compute, updates applied, time, ``wait``, ``serving`` records) at its
+    #: last update since then
+    last_update: tuple[float, int, float, float, int] | None = None
     armed: bool = False
 
 
@@ -248,10 +251,11 @@ class Engine(CollectiveRunner, PointToPoint):
 
     # -- running ---------------------------------------------------------------------------
     def mark_warmup_done(self) -> None:
-        """A worker began its measured steps; after the last one, every server notes its compute
-        and updates at its next update (``ActorStats.after_warmup``): a server's first updates can cost
-        many times the later ones (a real run's first touch of its buffers took 18-52 ms
-        against 1.1 ms, QA 15), and its figures are taken over the measured steps."""
+        """A worker began its measured steps; after the last one, every server notes its
+        compute, updates, clock and idle time at its next update (``ActorStats.after_warmup``):
+        a server's first updates can cost many times the later ones (a real run's first touch
+        of its buffers took 18-52 ms against 1.1 ms, QA 15), and its figures are taken over
+        the measured steps."""
         self._unmarked -= 1
         if self._unmarked == 0 and self.warmup > 0:  # no warm-up: the whole run counts
             for st in self.stats:
