@@ -148,12 +148,19 @@ def actor_stats(events: Sequence[TraceEvent], warmup: int) -> list[ActorStats]:
 def _mark_servers(stats: list[ActorStats], by_actor: dict[int, list[TraceEvent]],
                   last: dict[tuple[str, int], float]) -> None:
     """Each server's ``after_warmup`` (compute ended, updates recorded, the clock and the
-    time waited by its first update after the last worker began its measured steps), as the
-    engine notes it (``Engine.mark_warmup_done``)."""
+    time waited by its first update after the last worker began its measured steps), and
+    every actor's ``records_from`` (its samples recorded before that), as the engine notes
+    them (``Engine.mark_warmup_done``)."""
     marks = [st.mark[5] for st in stats if st.role == "worker" and st.mark is not None]
     if not marks:
         return
     t = max(marks)
+    for st in stats:
+        before: dict[str, int] = defaultdict(int)
+        for e in by_actor[st.rank]:
+            if e.kind == "record" and e.label in st.records and e.start < t:
+                before[e.label] += 1
+        st.records_from = {k: before[k] for k in st.records}
     for st in stats:
         if st.role == "worker":
             continue

@@ -100,7 +100,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     n = max(measured, 1)
     marks, now = run.worker_columns()
     ss = run.servers()
-    stale = run.records("staleness")
+    stale = run.records("staleness", measured=True)  # the throughput's window
     comp, comm, wait, tot, sent, its = np.ascontiguousarray(((now - marks) / n).T)
     it = float(np.mean(its))
     thr = float(sum(b / t for b, t in zip(batch, its.tolist()) if t > 0))

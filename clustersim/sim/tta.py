@@ -20,7 +20,9 @@ hybrid      one push of a group to the    k x group x batch per worker;
             global server                 samples per update / samples per second
 ==========  ============================  ==================================================
 
-Staleness goes in as measured (every sample the run recorded).  Asynchronous EASGD records it
+Staleness goes in as measured, over the samples/s column's window: the samples recorded after
+the last worker began its measured steps (``RunResult.records(..., measured=True)``; the
+warm-up round's start-up transient stays out).  Asynchronous EASGD records it
 in *centre versions*: one version moves the centre by alpha = beta/p of the way to one worker,
 so ``p`` versions make one full elastic step - the samples are divided by the worker count to
 count full centre steps, the unit the staleness term is written in (docs/convergence.md).
@@ -74,8 +76,8 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
         if kind == "hybrid":
             per = float(params.get("k", 1)) * group * batch
         # one update carries `per` samples, so updates come at throughput / per: the same
-        # window as the samples/s column (the servers' update count runs over the whole run,
-        # warm-up included), and time to target = samples to target / samples per second
+        # window as the samples/s column, and time to target = samples to target / samples
+        # per second
         return RunStats(kind, workers, per, per / metrics.throughput, metrics.throughput,
                         staleness=staleness, momentum=mu, group=group)
     if metrics.throughput <= 0:
@@ -160,7 +162,7 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
 
     defn = get_algorithm(alg.name)
     params = dict(alg.params)
-    stale = [float(v) for v in run.records("staleness")]
+    stale = [float(v) for v in run.records("staleness", measured=True)]
     group = 1
     if defn.convergence == "hybrid":
         from clustersim.algorithms.hybrid import worker_groups
