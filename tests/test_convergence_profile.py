@@ -109,3 +109,18 @@ def test_layer_imports_no_simulator_or_algorithms():
     allowed = {"clustersim._yaml", "clustersim.errors", "clustersim.units"}
     mods = eval(out)  # noqa: S307 - our own printed list
     assert [m for m in mods if not m.startswith("clustersim.convergence") and m not in allowed] == []
+
+
+@pytest.mark.parametrize("target", [{"metric": "top1", "value": 0.99},
+                                    {"metric": "loss", "value": 0.764}, 1.5])
+def test_a_new_target_needs_its_own_steps(target):
+    """QA 16: the shipped steps are the steps to the shipped target (ResNet-50: top-1
+    0.764), so another target without ref_steps or epochs would get their time under the
+    new name - refused, naming the shipped target; with its own steps it is taken."""
+    with pytest.raises(InputError, match=r"workload\.convergence\.target: a target other "
+                                         r"than the shipped profile's \(top1 0\.764\)"):
+        load_profile("resnet50", {"target": target})
+    assert load_profile("resnet50", {"target": 0.764}).ref_steps == \
+        load_profile("resnet50").ref_steps
+    own = load_profile("resnet50", {"target": target, "epochs": 40})
+    assert own.ref_steps == pytest.approx(40 * 1281167 / 256)

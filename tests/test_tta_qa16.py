@@ -53,3 +53,34 @@ def test_a_real_runs_staleness_is_taken_after_the_warm_up_too() -> None:
            TraceEvent(1, "server", "record", 4.0, 4.0, "actor_end", value=0)]
     assert measured_metrics(ev, algorithm="x", batch=1, warmup=1).staleness_mean == 2.0
     assert measured_metrics(ev, algorithm="x", batch=1, warmup=0).staleness_mean == 1.5
+
+
+def test_periodic_weight_averaging_pays_the_replicas_drift() -> None:
+    """QA 16 HIGH-2: ``bsp`` with ``exchange: weights, every: k`` (local SGD) is the elastic
+    form with tau = k, beta = 1, not synchronous SGD: the run's steps are
+    S_min (1 + B/(pB) + k_d D((k-1)/2)).  Every 1 stays the synchronous law, and one worker
+    has nobody to drift from."""
+    from types import SimpleNamespace
+
+    from clustersim.convergence import RunStats, load_profile, predict
+    from clustersim.sim.tta import run_stats
+
+    prof = load_profile("resnet50")
+    m = SimpleNamespace(iteration_time=0.25, throughput=8 * 64 / 0.25)
+    sync = predict(prof, run_stats("sync", "bsp", {"exchange": "gradients", "every": 1},
+                                   "momentum", 8, 64.0, m, []))
+    for k in (10, 100):
+        got = predict(prof, run_stats("sync", "bsp", {"exchange": "weights", "every": k},
+                                      "momentum", 8, 64.0, m, []))
+        want = predict(prof, RunStats("elastic", 8, 64.0, 0.25, m.throughput, momentum=0.9,
+                                      beta=1.0, tau=k))
+        assert got.steps_to_target == pytest.approx(want.steps_to_target, rel=1e-12)
+        assert got.time_to_target > sync.time_to_target * (1.2 if k == 10 else 4.0)
+    one = predict(prof, run_stats("sync", "bsp", {"exchange": "weights", "every": 1},
+                                  "momentum", 8, 64.0, m, []))
+    assert one.steps_to_target == sync.steps_to_target
+    alone = SimpleNamespace(iteration_time=0.25, throughput=64 / 0.25)
+    assert (predict(prof, run_stats("sync", "bsp", {"exchange": "weights", "every": 10},
+                                    "momentum", 1, 64.0, alone, [])).steps_to_target
+            == predict(prof, run_stats("sync", "bsp", {"exchange": "gradients", "every": 1},
+                                       "momentum", 1, 64.0, alone, [])).steps_to_target)

@@ -268,6 +268,15 @@ def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
     if raw is None:
         return None if base is None else _build(model, base, ("convergence.profiles", model))
     merged = dict(base or {})
+    if (base is not None and "target" in raw and "ref_steps" not in raw
+            and "epochs" not in raw and _new_target(raw["target"], base["target"])):
+        # the shipped steps are the steps to the shipped target: a new target without its
+        # own would get the old one's time under the new name (QA 16: top-1 1.5 and a loss
+        # of 0.5 both got ResNet-50's 5.67 d for top-1 0.764)
+        metric, value = _target(base["target"])
+        raise _fail(f"a target other than the shipped profile's ({metric} {value:g}) needs "
+                    f"the steps to reach it: give ref_steps, or epochs (with dataset_size), "
+                    f"at ref_batch {base.get('ref_batch')}", (*path, "target"))
     if "ref_steps" not in raw and ("epochs" in raw or (
             "epochs" in merged and ("ref_batch" in raw or "dataset_size" in raw))):
         merged.pop("ref_steps", None)
@@ -276,6 +285,23 @@ def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
         if key not in FIELDS:
             raise unknown_name("convergence field", str(key), FIELDS, path=(*path, key))
     return _build(model, merged, path, directory)
+
+
+def _target(raw: Any) -> tuple[str | None, Any]:
+    """``(metric, value)`` of a target as written (a bare number: the value alone)."""
+    if isinstance(raw, Mapping):
+        return raw.get("metric"), raw.get("value")
+    return None, raw
+
+
+def _new_target(raw: Any, shipped: Any) -> bool:
+    """Whether ``raw`` names another target than ``shipped`` (a bare number: by value; a
+    malformed one is not new here: :func:`_build` says what is wrong with it)."""
+    if isinstance(raw, Mapping) and set(raw) != {"metric", "value"}:
+        return False
+    metric, value = _target(raw)
+    old_metric, old_value = _target(shipped)
+    return value != old_value or (metric is not None and metric != old_metric)
 
 
 def with_noise(profile: ConvergenceProfile, noise: NoiseSchedule) -> ConvergenceProfile:
