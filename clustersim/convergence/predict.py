@@ -93,9 +93,12 @@ class ConvergenceResult:
     lag_steps: float = 0.0
 
 
-def _never(profile: ConvergenceProfile, stats: RunStats, note: str) -> ConvergenceResult:
+def _never(profile: ConvergenceProfile, stats: RunStats, note: str, batch_eff: float = 0.0,
+           extra: float = 0.0) -> ConvergenceResult:
+    """A target never reached; ``batch_eff`` and ``extra``: the terms that were computed
+    before the model gave up (a divergent step's), so the outputs still show them."""
     return ConvergenceResult(math.inf, math.inf, math.inf if profile.dataset_size else None,
-                             math.inf, 0.0, 0.0, note)
+                             math.inf, 0.0, 0.0, note, batch_eff=batch_eff, extra=extra)
 
 
 def _check(stats: RunStats) -> None:
@@ -148,7 +151,7 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
     if math.isinf(factor):
         return _never(profile, stats, f"diverges: the {profile.lr_rule} LR rule at batch "
                       f"{b_eff:g} takes a step beyond the stable range (c K >= 2 in "
-                      f"McCandlish's quadratic model)")
+                      f"McCandlish's quadratic model)", batch_eff=b_eff, extra=extra)
     steps = s_min * factor + lag_steps
     samples = steps * per_step
     eff = profile.ref_samples / samples

@@ -32,7 +32,7 @@ def _count(x: float) -> str:
 
 
 def print_emulation(console: Console, result: Any, wide: bool = False,
-                    omitted: Omitted | None = None) -> list[str]:
+                    omitted: Omitted | None = None, scn: Any = None) -> list[str]:
     """One row per algorithm and point: what reaching the task's target took in simulated
     time, beside the analytic model's prediction for the same run (``analytic time``) where
     the convergence layer could make one.  Returns the columns left out; ``omitted``: also
@@ -53,8 +53,18 @@ def print_emulation(console: Console, result: Any, wide: bool = False,
                          "—" if a is None else format_duration(a)])
     title = (f"convergence emulation: task {first.task}, target {first.metric_name} "
              f">= {first.target:g} (real math in simulated time)")
-    return print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide, note=False,
-                       omitted=omitted)
+    hidden = print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide,
+                         note=False, omitted=omitted)
+    spec = getattr(getattr(scn, "run", None), "emulation", None)
+    if spec is not None:
+        from clustersim.sim.convfit import twin_mismatch
+
+        diff = twin_mismatch(spec)
+        if diff:
+            console.print(f"[dim]no analytic time: the {escape(spec.task)} profile holds at "
+                          f"the settings it was measured at; this run has "
+                          f"{escape(diff)}[/dim]")
+    return hidden
 
 
 def emulation_json(result: Any) -> dict[str, Any]:

@@ -13,7 +13,8 @@ the tables.  Each returns words or None, so that the table code only prints them
   largest gradient noise scale: the time to target extrapolates the large-batch law;
 * :func:`switch_note` - a parameter server's points on both sides of ``fidelity: auto``'s
   switch of point-to-point messages from flows to link queues: two queueing disciplines,
-  which part by up to 45 % on a communication-bound server (docs/fidelity.md).
+  which part by up to 45 % on a communication-bound server (docs/fidelity.md);
+* :func:`target_line` - what the time to target is to, and the assumptions it hangs on.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["split_note", "mean_note", "extrapolation_note", "switch_note", "EXTRAPOLATION"]
+__all__ = ["split_note", "mean_note", "extrapolation_note", "switch_note", "target_line",
+           "EXTRAPOLATION"]
 
 #: a step's effective batch this many times the profile's largest noise scale is called an
 #: extrapolation: McCandlish et al. (2018, fig. 4-5) measure the steps/samples trade-off
@@ -123,3 +125,28 @@ def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
             f"{P2P_FLOW_MAX_ACTORS} actors); on a communication-bound server the two differ "
             "by up to 45 %, so the curve may jump there (docs/fidelity.md) - run.fidelity: "
             "flow gives one model throughout")
+
+
+def target_line(scn: Any) -> str | None:
+    """What the time to target is *to*, and what it hangs on: the target, the reference the
+    steps are scaled from, the noise scale (said to be assumed where the profile says so)
+    and the asynchrony constants; None without an analytic profile.
+
+    Why: the tables printed "time to target" with no metric or value, and every shipped
+    ImageNet figure rests on an assumed noise-scale schedule that only ``--json`` showed
+    (QA 16)."""
+    wl = scn.workload
+    prof = getattr(wl, "convergence", None) if wl is not None else None
+    if prof is None or scn.run.convergence not in ("auto", "analytic"):
+        return None
+    pts = prof.noise.points
+    noise = (f"{pts[0][1]:,.0f}" if len(pts) == 1 else
+             " -> ".join(f"{v:,.0f}" for _, v in pts) + " over training")
+    assumed = any("noise_scale" in a or "noise scale" in a for a in prof.assumed)
+    ref = (f"{prof.epochs:g} epochs" if prof.epochs is not None
+           else f"{prof.ref_steps:,.0f} steps") + f" at batch {prof.ref_batch:g}"
+    consts = "the scenario's" if prof.constants is not None else "theory (constants.yaml)"
+    return (f"time to target: {prof.target_metric} {prof.target_value:g} ({prof.model} "
+            f"profile: {ref}, {prof.lr_rule} LR; gradient noise scale {noise}"
+            f"{', assumed' if assumed else ''}; asynchrony constants: {consts}; "
+            f"docs/convergence.md)")

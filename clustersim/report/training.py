@@ -113,7 +113,13 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         for w, sets in scn.sweep.at.items():
             fields = ", ".join(f"{k} = {v}" for k, v in sets.items())
             console.print(f"at {w} workers (sweep.at): {fields}")
-    from clustersim.report.notes import extrapolation_note, mean_note, split_note, switch_note
+    from clustersim.report.notes import (
+        extrapolation_note,
+        mean_note,
+        split_note,
+        switch_note,
+        target_line,
+    )
     from clustersim.sim.sweep import sweep_cases
 
     split = split_note(scn)
@@ -121,6 +127,9 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         console.print(f"[dim]{escape(split)}[/dim]")
     any_async = _has_async(result)
     tta = _has_tta(result)
+    target = target_line(scn) if tta else None
+    if target:
+        console.print(f"[dim]{escape(target)}[/dim]")
     cols = (list(SCALING_COLUMNS) + (list(ASYNC_COLUMNS) if any_async else [])
             + (list(TTA_COLUMNS) if tta else []))
     omitted = Omitted()  # one footer for all the tables: what they left out at this width
@@ -162,7 +171,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     if getattr(result, "emulation", None):
         from clustersim.report.convergence import print_emulation
 
-        print_emulation(console, result, wide, omitted)
+        print_emulation(console, result, wide, omitted, scn)
     print_hidden(console, omitted)
 
 
@@ -220,11 +229,12 @@ def _print_comparison(console: Console, result: Any, wide: bool = False,
     order = "first to the target first" if tta else "fastest first"
     hidden = print_table(console, f"comparison at {largest} workers ({order})", cols, cells,
                          wide=wide, note=False, omitted=omitted)
-    notes = {p.tta_note for _, p in rows if p.tta_note}
+    never: dict[str, list[str]] = {}  # one line per reason, naming every algorithm it holds for
     for title, p in rows:
-        if p.tta_note in notes:
-            notes.discard(p.tta_note)
-            console.print(f"never reaches the target: {escape(title)} — {escape(p.tta_note)}")
+        if p.tta_note:
+            never.setdefault(p.tta_note, []).append(title)
+    for note, titles in never.items():
+        console.print(f"never reaches the target: {escape(', '.join(titles))} — {escape(note)}")
     return hidden
 
 

@@ -51,9 +51,13 @@ def _duration_band(m: float, lo: float, hi: float) -> str:
     return f"{format_duration(m)} [{format_duration(lo, m)}, {format_duration(hi, m)}]"
 
 
-def _cell(key: str, b: Any) -> str:
+def _cell(key: str, b: Any, n: int = 0) -> str:
+    """A band's cell; a time to target some samples never reach says how many (QA 16: a
+    median with half its samples "never" read as an ordinary figure)."""
     if key == "time_to_target":
-        return _duration_band(b.median, b.low, b.high)
+        never = getattr(b, "never", 0)
+        return (_duration_band(b.median, b.low, b.high)
+                + (f" ({never}/{n} never)" if never and n else ""))
     f = _FMT[key]
     return f"{f(b.median)} [{f(b.low)}, {f(b.high)}]"
 
@@ -101,7 +105,7 @@ def print_bands(console: Console, bands: Mapping[str, Any], inputs: Any, n: int,
         keys = [k for k in _FMT if any(k in bs for _, bs in rows)]
         cols = [Col("workers", priority=0)] + [Col(_HEAD[k], priority=_PRIORITY[k])
                                                for k in keys]
-        cells = [[str(w)] + [_cell(k, bs[k]) if k in bs else "—" for k in keys]
+        cells = [[str(w)] + [_cell(k, bs[k], n) if k in bs else "—" for k in keys]
                  for w, bs in rows]
         print_table(console, f"{title} — input uncertainty", cols, cells, wide=wide,
                     note=False, omitted=omitted)

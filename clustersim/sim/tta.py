@@ -60,6 +60,11 @@ def _momentum(name: str, params: Mapping[str, Any], optimizer: str) -> float:
     return _OPTIMIZER_MOMENTUM.get(optimizer, 0.0)
 
 
+#: elastic runs whose exchange moves everyone at once (beta as given, no staleness): Sync
+#: EASGD, and BSP averaging weights every k steps (beta = 1)
+_SYNC_ELASTIC = ("sync_easgd", "bsp")
+
+
 def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, workers: int,
               batch: float, metrics: Any, staleness: list[float],
               group: int = 1) -> RunStats | None:
@@ -98,12 +103,17 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
     if kind == "elastic":
         alpha = float(params.get("alpha", 0.0)) or None
         beta = float(params.get("beta", 0.9))
-        if alpha is not None and name != "sync_easgd":
+        if name not in _SYNC_ELASTIC:
             # one exchange at a time: the centre moves alpha of the way to one worker, p
             # times a round, so a round moves it 1 - (1 - alpha)^p of the way (<= 1: stable
-            # for any 0 < alpha < 2); p * alpha is the synchronous form's beta only
-            beta, alpha = 1.0 - (1.0 - alpha) ** workers, None
-        stale = [s / workers for s in staleness] if staleness and name != "sync_easgd" else []
+            # for any 0 < alpha < 2); p * alpha is the synchronous form's beta only.  alpha
+            # as the simulator takes it: given, or beta / p - so that giving the default's
+            # value changes nothing (QA 16: the lag was 0.11 tau without alpha, 0.69 tau with)
+            from clustersim.algorithms.easgd.common import moving_rate
+
+            beta, alpha = 1.0 - (1.0 - moving_rate(params, workers)) ** workers, None
+        stale = [s / workers for s in staleness] if staleness and name not in _SYNC_ELASTIC \
+            else []
         return RunStats("elastic", workers, batch, it, metrics.throughput, staleness=stale,
                         momentum=mu, alpha=alpha, beta=beta if alpha is None else None,
                         tau=int(params.get("tau", 1)))
