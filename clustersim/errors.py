@@ -9,21 +9,59 @@ bug and is allowed to show its traceback (exit code 1).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["InputError", "RunFailed", "did_you_mean", "format_path", "unknown_name"]
+__all__ = ["InputError", "RunFailed", "did_you_mean", "escape_controls", "format_path",
+           "unknown_name", "yaml_text"]
 
 PathPart = str | int
 
 #: longest message printed: an error that echoes a value must not print megabytes
 MAX_MESSAGE = 1000
 
+#: C0 and C1 control characters (tab and newline kept): an escape sequence echoed from a
+#: value (``name: "\\e[2J"``, a ``--set`` item) must not clear or recolour the terminal
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters written as ``\\x1b`` escapes, as repr() does."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def yaml_text(value: object, limit: int = 80) -> str:
+    """``value`` as YAML writes it, for a message: ``null``, ``true``, ``'ring'``, ``[a, b]``,
+    ``{x: 1}`` - not Python's ``None``, ``True``, ``['a', 'b']`` (QA 16c LOW 2)."""
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = repr(value)
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, Mapping):
+        text = "{" + ", ".join(f"{_plain(k)}: {_plain(v)}" for k, v in value.items()) + "}"
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ", ".join(_plain(v) for v in value) + "]"
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _plain(value: object) -> str:
+    """A value inside a flow list or mapping: strings unquoted, as YAML allows."""
+    return value if isinstance(value, str) else yaml_text(value)
+
 
 def format_path(path: Sequence[PathPart]) -> str:
     """``("platform", "links", 3, "bandwidth")`` -> ``platform.links[3].bandwidth``."""
     out = ""
     for part in path:
-        if isinstance(part, int):
+        if isinstance(part, bool) or part is None:
+            out += ("." if out else "") + yaml_text(part)
+        elif isinstance(part, int):
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
@@ -99,15 +137,16 @@ class InputError(Exception):
         if self.path:
             where.append(format_path(self.path))
         head = ", ".join(where)
-        return f"{head}: {self.message}" if head else self.message
+        return escape_controls(f"{head}: {self.message}" if head else self.message)
 
 
-def unknown_name(kind: str, name: str, choices: Iterable[str], **loc: object) -> InputError:
-    """The standard "unknown X 'y' — did you mean 'z'? (choose from …)" error."""
+def unknown_name(kind: str, name: object, choices: Iterable[str], **loc: object) -> InputError:
+    """The standard "unknown X 'y' — did you mean 'z'? (choose from …)" error; a ``name``
+    that is no string is shown as YAML writes it (``null``, ``true``, ``[a, b]``)."""
     choices = sorted(choices)
-    hint = did_you_mean(name, choices)
+    hint = did_you_mean(str(name), choices) if isinstance(name, str) else ""
     listing = ", ".join(choices) if len(choices) <= 30 else ", ".join(choices[:30]) + ", …"
-    return InputError(f"unknown {kind} {name!r}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]
+    return InputError(f"unknown {kind} {yaml_text(name)}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]
 
 
 class RunFailed(Exception):

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 import re
 
+from clustersim.errors import yaml_text
+
 __all__ = [
     "UnitError",
     "parse_size",
@@ -88,21 +90,24 @@ def _check(value: float, text: object, kind: str, allow_zero: bool) -> float:
         raise UnitError(f"{kind} {str(text)[:40]!r} must be {need}")
     low, high = _RANGES.get(kind, (0.0, math.inf))
     if value > high or 0 < value < low:
-        raise UnitError(f"{kind} {str(text)[:40]!r} is outside the sane range "
+        shown = repr(text[:40]) if isinstance(text, str) else f"{value:g}"
+        raise UnitError(f"{kind} {shown} is outside the sane range "
                         f"{low:g} to {high:g} (SI units: bytes, seconds, bytes/s, FLOP/s)")
     return value
 
 
 def _number(value: object, kind: str, allow_zero: bool) -> float | None:
     if isinstance(value, bool):
-        raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
+        raise UnitError(f"{kind} must be a number or a string with a unit, not "
+                        f"{yaml_text(value)}")
     if isinstance(value, (int, float)):
         try:
             return _check(float(value), value, kind, allow_zero)
         except OverflowError:  # an integer beyond any float
             raise UnitError(f"{kind} {str(value)[:40]} is not finite") from None
     if not isinstance(value, str):
-        raise UnitError(f"{kind} must be a number or a string with a unit, not {value!r}")
+        raise UnitError(f"{kind} must be a number or a string with a unit, not "
+                        f"{yaml_text(value)}")
     return None
 
 

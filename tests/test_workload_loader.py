@@ -109,7 +109,7 @@ def test_zoo_form_and_resolve() -> None:
      "m.layers[0].mode", "allowed: avg, max"),
     ({"input": [3, 8, 8], "layers": []}, "m.layers", "non-empty"),
     ({"params": 10}, "m.fwd_flops", "fwd_flops"),
-    ({"params": -10, "fwd_flops": 5}, "m.params", "non-negative"),
+    ({"params": -10, "fwd_flops": 5}, "m.params", "positive"),
     ({"params": 10, "fwd_flops": "lots"}, "m.fwd_flops", "number"),
     ({"params": 10, "fwd_flops": 5, "split": 0}, "m.split", "positive"),
     ({"params": 10, "fwd_flops": 5, "kind": "pool"}, "m.kind", "allowed: conv, fc, other"),

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from clustersim.algorithms.ops import ActorGen, Record
-from clustersim.errors import InputError, unknown_name
+from clustersim.errors import InputError, unknown_name, yaml_text
 
 T = TypeVar("T")
 
@@ -148,7 +148,8 @@ class AlgorithmDef:
             where = (*path, key)
             if p.choices:
                 if value not in p.choices:
-                    raise InputError(f"{key} must be one of {list(p.choices)}, not {value!r}",
+                    raise InputError(f"{key} must be one of {', '.join(map(str, p.choices))}, "
+                                     f"not {yaml_text(value)}",
                                      path=where)
             elif p.kind is bool:
                 if not isinstance(value, bool):

@@ -46,6 +46,7 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
     from clustersim.collectives import build_schedule, list_algorithms
     from clustersim.collectives.selection import is_selector
     from clustersim.errors import unknown_name
+    from clustersim.scenario.fields import whole_bytes
     from clustersim.units import parse_size
 
     b = scn.benchmark
@@ -64,8 +65,8 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
                          f"ranks; the platform has {plat.num_devices} devices), not {ranks}",
                          path=("--ranks",))
     try:
-        size = parse_size(args.size, allow_zero=False) if args.size else \
-            (max(b.sizes) if b else 2.0**26)
+        size = whole_bytes(parse_size(args.size, allow_zero=False), args.size) \
+            if args.size else (max(b.sizes) if b else 2.0**26)
     except (ValueError, InputError) as exc:
         raise InputError(getattr(exc, "message", str(exc)), path=("--size",)) from None
     root = b.root if b and b.op == op else 0

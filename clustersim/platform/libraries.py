@@ -19,7 +19,7 @@ LIBRARIES = ("mpich", "mpich-4", "mpich-3.3", "mpich-3.2", "openmpi", "openmpi-4
 def check_library(name: object, path: tuple) -> str:
     """A platform's ``library:`` value, or an InputError naming the allowed ones."""
     if not isinstance(name, str) or name not in LIBRARIES:
-        raise unknown_name("library", str(name), LIBRARIES, path=path)
+        raise unknown_name("library", name, LIBRARIES, path=path)
     return name
 
 

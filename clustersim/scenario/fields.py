@@ -11,12 +11,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from clustersim.errors import InputError, unknown_name
+from clustersim.errors import InputError, unknown_name, yaml_text
 from clustersim.scenario.yamldialect import bool_hint, dialect_hint
 from clustersim.units import UnitError, parse_bandwidth, parse_size, parse_time
 
 __all__ = ["Section", "as_int", "as_float", "as_bool", "as_str", "as_choice", "as_size",
-           "as_time", "as_bandwidth", "as_list", "MISSING"]
+           "as_message_size", "whole_bytes", "as_time", "as_bandwidth", "as_list", "MISSING"]
 
 Path = tuple[Any, ...]
 MISSING = object()
@@ -46,8 +46,10 @@ def as_int(value: Any, path: Path, *, minimum: int | None = None,
     """A whole number (``1e3`` counts: YAML 1.2 reads it as a float) within the bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or (isinstance(value, float) and not math.isfinite(value)) or value != int(value):
-        raise InputError(f"must be a whole number, not {_type_name(value)} "
-                         f"{str(value)[:40]}{dialect_hint(value)}", path=path)
+        shown = "" if isinstance(value, bool) else f"{_type_name(value)} "
+        raise InputError(f"must be a whole number, not {shown}"
+                         f"{yaml_text(value, 40) if isinstance(value, bool) else str(value)[:40]}"
+                         f"{dialect_hint(value)}", path=path)
     if maximum is None and abs(value) > MAX_INT:
         raise InputError(f"must be <= {MAX_INT} (a 64-bit integer), not {value:.3g}", path=path)
     value = int(value)
@@ -100,7 +102,7 @@ def as_str(value: Any, path: Path) -> str:
 def as_choice(value: Any, path: Path, choices: Iterable[str], kind: str = "value") -> str:
     choices = list(choices)
     if not isinstance(value, str) or value not in choices:
-        raise unknown_name(kind, str(value), choices, path=path)
+        raise unknown_name(kind, value, choices, path=path)
     return value
 
 
@@ -113,6 +115,25 @@ def _unit(fn: Callable[..., float], value: Any, path: Path, **kw: Any) -> float:
 
 def as_size(value: Any, path: Path, *, allow_zero: bool = False) -> float:
     return _unit(parse_size, value, path, allow_zero=allow_zero)
+
+
+def whole_bytes(nbytes: float, text: Any) -> float:
+    """``nbytes`` when it is a whole number of bytes, >= 1, else the reason as a ValueError:
+    a message of ``1 b`` (0.125 B) had run (QA 16c M9)."""
+    if nbytes < 1 or nbytes != int(nbytes):
+        raise ValueError(f"a message size is a whole number of bytes, not {nbytes:g} B "
+                         f"({str(text)[:40]}); allowed: 1 B or more, bits in multiples of 8 "
+                         f"('8 b' is 1 B)")
+    return nbytes
+
+
+def as_message_size(value: Any, path: Path) -> float:
+    """A collective's message size: whole bytes, at least 1 B."""
+    nbytes = as_size(value, path)
+    try:
+        return whole_bytes(nbytes, value)
+    except ValueError as exc:
+        raise InputError(str(exc), path=path) from None
 
 
 def as_time(value: Any, path: Path) -> float:
@@ -148,7 +169,7 @@ class Section:
         self.allowed = list(allowed)
         for key in raw:
             if key not in self.allowed:
-                raise unknown_name(what, str(key), self.allowed, path=(*path, key))
+                raise unknown_name(what, key, self.allowed, path=(*path, key))
 
     def has(self, key: str) -> bool:
         return key in self.raw

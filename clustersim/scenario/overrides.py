@@ -50,6 +50,13 @@ def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
         if not last and isinstance(node.get(p), dict):
             node = node[p]
             continue
+        if not last and isinstance(node.get(p), list):
+            # compare.1.name had replaced the whole list by {'1': {name: ...}} (QA 16c M5)
+            whole = ".".join(parts[:i + 1])
+            how = f"--set '{whole}=[...]'" if origin else f"'{whole}: [...]'"
+            raise InputError(f"is a list: a dotted field cannot index into it "
+                             f"({'.'.join(parts)}); give the whole list, like {how}",
+                             origin=origin, path=tuple(parts[:i + 1]))
         if origin is not None:
             node.set_from = {**node.set_from, p: origin}
         if last:

@@ -52,7 +52,7 @@ def parse_placement(raw: Any) -> PlacementSpec:
                          path=("placement",))
     for key in raw:
         if key not in _FIELDS:
-            raise unknown_name("placement field", str(key), _FIELDS, path=("placement", key))
+            raise unknown_name("placement field", key, _FIELDS, path=("placement", key))
     g = raw.get("devices_per_worker", 1)
     if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 4096:
         raise InputError(f"must be a whole number from 1 to 4096, not {g!r}",

@@ -18,6 +18,13 @@ from typing import Any
 from clustersim.catalog import builtin_catalog
 from clustersim.errors import InputError
 from clustersim.network.params import EXECUTIONS, EXPLICIT_FIELDS, NetworkParams
+from clustersim.scenario.consistency import (
+    check_batch,
+    check_kind,
+    check_labels,
+    check_root,
+    too_many,
+)
 from clustersim.scenario.emulation import (
     CONVERGENCE_MODES,
     check_convergence,
@@ -31,6 +38,7 @@ from clustersim.scenario.fields import (
     as_float,
     as_int,
     as_list,
+    as_message_size,
     as_size,
     as_str,
     as_time,
@@ -47,6 +55,7 @@ from clustersim.scenario.specs import (
     WorkloadSpec,
 )
 from clustersim.scenario.yamlio import line_of, load_yaml, origin_of
+from clustersim.units import format_size
 
 __all__ = ["Scenario", "BenchmarkSpec", "WorkloadSpec", "AlgorithmSpec", "SweepSpec", "RunSpec",
            "load_scenario", "parse_scenario", "apply_overrides", "FIDELITIES", "PROJECT_ROOT"]
@@ -77,18 +86,19 @@ def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
 def _sizes(raw: Any, path: tuple) -> tuple[float, ...]:
     if isinstance(raw, Mapping):
         s = Section(raw, path, ("from", "to", "factor"))
-        lo = s.get("from", as_size)
-        hi = s.get("to", as_size)
+        lo = s.get("from", as_message_size)
+        hi = s.get("to", as_message_size)
         factor = s.get("factor", as_float, 2.0, minimum=1.0001)
         if hi < lo:
-            raise InputError(f"'to' ({hi:g} B) is smaller than 'from' ({lo:g} B)", path=path)
+            raise InputError(f"'to' ({format_size(hi)}) is smaller than 'from' "
+                             f"({format_size(lo)})", path=path)
         out = []
         v = lo
         while v <= hi * (1 + 1e-9):
             out.append(float(round(v)))
             v *= factor
         return tuple(out)
-    return tuple(as_list(raw, path, as_size))
+    return tuple(as_list(raw, path, as_message_size))
 
 
 def _parse_benchmark(raw: Any) -> BenchmarkSpec:
@@ -300,6 +310,7 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
 
             praw, grouped = group_devices(dict(praw), catalog, placement.devices_per_worker)
             platform = build_platform(praw, grouped, ("platform",))
+    check_kind(s.raw)  # a benchmark or a training prediction, not both
     bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
     workload = _parse_workload(s.raw["workload"], base) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
@@ -316,6 +327,9 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
     sweep = _parse_sweep(s.raw["sweep"]) if s.has("sweep") else None
     if sweep is not None and not sweep.workers:  # axes without workers: all devices
         sweep = replace(sweep, workers=(platform.num_devices,))
+    check_batch(workload, sweep)
+    check_root(bench)
+    check_labels(algorithm, compare, s.raw.get("compare"))
     run = _parse_run(s.get("run", default=None))
     _check_run_bounds(run)
     check_convergence(run.convergence, workload)
@@ -323,13 +337,13 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
     if bench is not None:
         for i, r in enumerate(bench.ranks):
             if r > ndev:
-                raise InputError(f"{r} ranks but the platform has only {ndev} devices",
-                                 path=("benchmark", "ranks", i))
+                raise too_many("ranks", r, ndev, placement.devices_per_worker, raw,
+                               ("benchmark", "ranks", i))
     if sweep is not None:
         for i, w in enumerate(sweep.workers):
             if w > ndev:
-                raise InputError(f"{w} workers but the platform has only {ndev} devices",
-                                 path=("sweep", "workers", i))
+                raise too_many("workers", w, ndev, placement.devices_per_worker, raw,
+                               ("sweep", "workers", i))
     if placement.server == "machine" and sweep is not None:
         check_servers(platform, sweep.workers, (algorithm, *compare) if algorithm else ())
     assumptions = tuple(as_list(s.get("assumptions", default=[]), ("assumptions",), as_str,

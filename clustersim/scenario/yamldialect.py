@@ -14,13 +14,16 @@ not depend on a YAML version few people know, so the loader follows YAML 1.2's c
 * integers: ``42``, ``-7``, ``0o17`` (octal), ``0x1F`` (hex); a leading zero is decimal
   (``010`` is 10, as in YAML 1.2 - YAML 1.1 read 8); no ``0b`` binary and no base 60
   (``1:04`` is a string).  One liberty: decimal digits may be grouped, ``1_000`` (YAML 1.1
-  and Python read it so; YAML 1.2 core would make it a string that no one means);
+  and Python read it so; YAML 1.2 core would make it a string that no one means) - one
+  ``_`` between two digits, as Python writes it: ``1_`` and ``1__0`` are strings;
 * floats: ``1.5``, ``1e9``, ``.5``, ``-.inf``, ``.nan`` (the loader then refuses the last
   two: numbers must be finite);
 * everything else plain is a string, dates (``2026-11-29``) included;
 * explicit ``!!set``, ``!!omap``, ``!!pairs``, ``!!binary``, ``!!timestamp`` values are
   refused at their line with what to write instead; ``!!int``, ``!!float`` and ``!!bool``
-  accept only the forms above.  ``<<`` merge keys still work.
+  accept only the forms above.  ``<<`` merge keys still work;
+* a string may not hold control characters written as escapes (``"\\e[2J"``, ``"\\x07"``):
+  a name echoed to the terminal would clear or recolour it (raw ones are refused earlier).
 
 A field that expects a number or a boolean and receives one of the strings YAML 1.1 read
 otherwise names the rule (:func:`dialect_hint`), so the change explains itself.
@@ -45,10 +48,15 @@ _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 # decimal digits may be grouped with "_" (1_000): YAML 1.1 and Python read it so, and no one
 # means a string by it (YAML 1.2 core would read a string - the one liberty taken)
-_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$"
+# (one "_" between two digits: "1_" and "1__0" are strings, not 1 and 10)
+_INT = re.compile(r"^(?:[-+]?[0-9](?:_?[0-9])*|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?)"
+                    r"(?:[eE][-+]?[0-9]+)?$"
                     r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
 _INT64 = 2**63
+#: digits of the longest decimal that can be a 64-bit integer (a longer one is refused before
+#: int() reads it: Python refuses strings of more than 4,300 digits with a ValueError)
+_INT64_DIGITS = len(str(_INT64))
 
 #: the words YAML 1.1 read as booleans and YAML 1.2 reads as strings
 YAML11_BOOLS = frozenset(w for base in ("yes", "no", "on", "off", "y", "n")
@@ -86,13 +94,18 @@ def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
     if not _INT.match(text):  # an explicit !!int in a YAML 1.1 form (1:04, 0b101, 1_000)
         raise InputError(f"!!int {text[:40]!r} is not a YAML 1.2 integer (42, -7, 0o17, "
                          f"0x1F)", line=_line(node))
+    out_of_range = InputError(f"integer {text[:40]!r} is out of range (a 64-bit integer, "
+                              f"|n| < 2**63)", line=_line(node))
     if text.startswith(("0o", "0x")):
-        value = int(text[2:], 8 if text[1] == "o" else 16)
+        value = int(text[2:], 8 if text[1] == "o" else 16)  # no digit limit in base 8, 16
     else:
-        value = int(text.replace("_", ""), 10)  # "010" is 10: YAML 1.2 has no such octal
+        digits = text.replace("_", "").lstrip("+-").lstrip("0") or "0"
+        if len(digits) > _INT64_DIGITS:
+            raise out_of_range
+        value = int(digits, 10)  # "010" is 10: YAML 1.2 has no such octal
+        value = -value if text.startswith("-") else value
     if not -_INT64 <= value < _INT64:
-        raise InputError(f"integer {text[:40]!r} is out of range (a 64-bit integer, "
-                         f"|n| < 2**63)", line=_line(node))
+        raise out_of_range
     return value
 
 
@@ -109,6 +122,20 @@ def _construct_float(loader: Any, node: yaml.ScalarNode) -> float:
         raise InputError(f"number {text[:40]!r} is not finite (NaN and infinity are not "
                          f"allowed; give a finite number)", line=_line(node))
     return value
+
+
+#: control characters a string may not hold once its escapes are read (tab and newlines may)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _construct_str(loader: Any, node: yaml.ScalarNode) -> str:
+    text = loader.construct_scalar(node)
+    m = _CONTROL.search(text)
+    if m is not None:  # "\e[2J" printed in a header clears the terminal (QA 16c M6)
+        raise InputError(f"control character \\x{ord(m.group()):02x} in a string (written "
+                         f"as an escape in double quotes): strings are plain text; allowed: "
+                         f"printable characters, tabs and newlines", line=_line(node))
+    return str(text)
 
 
 def _construct_bool(loader: Any, node: yaml.ScalarNode) -> bool:
@@ -133,6 +160,7 @@ def install(loader: type) -> None:
     loader.add_constructor(_T + "int", _construct_int)
     loader.add_constructor(_T + "float", _construct_float)
     loader.add_constructor(_T + "bool", _construct_bool)
+    loader.add_constructor(_T + "str", _construct_str)
     for tag in _REFUSED:
         loader.add_constructor(_T + tag, _refuse(tag))
 

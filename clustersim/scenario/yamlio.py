@@ -92,23 +92,42 @@ class _Loader(SafeLoader):
 install(_Loader)  # YAML 1.2 core schema: see clustersim.scenario.yamldialect
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
+    # flatten_mapping puts the pairs merged in by "<<" first (of a list of merges, the last
+    # first) and the mapping's own pairs after them: a key written beside "<<" overrides a
+    # merged one, and of two merges the first wins (YAML's merge-key rules); only a key
+    # written twice in the mapping itself is a duplicate
+    own = sum(1 for k, _ in node.value if k.tag != _MERGE)
     loader.flatten_mapping(node)
+    merged = len(node.value) - own
+    written: set[Any] = set()
     out = LineDict()
     out.line = node.start_mark.line + 1
     out.key_lines = {}
-    for key_node, value_node in node.value:
+    for i, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, (str, int, float, bool)) and key is not None:
             raise InputError("mapping keys must be plain values", line=key_node.start_mark.line + 1)
-        if key in out:
-            raise InputError(f"duplicate key {key!r}", line=key_node.start_mark.line + 1)
+        if key in written:
+            raise InputError(f"duplicate key {_key_text(key)}", line=key_node.start_mark.line + 1)
+        if i >= merged:
+            written.add(key)
         try:
             out[key] = loader.construct_object(value_node, deep=True)
         except InputError as exc:  # a bad number: name its field as well as its line
             raise exc.located(prefix=(key,)) from None
         out.key_lines[key] = key_node.start_mark.line + 1
     return out
+
+
+def _key_text(key: Any) -> str:
+    """A key as YAML writes it: ``'label'``, ``true``, ``null``, ``3``."""
+    if key is None or isinstance(key, bool):
+        return "null" if key is None else str(key).lower()
+    return repr(key) if isinstance(key, str) else str(key)
 
 
 def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
@@ -218,6 +237,10 @@ def load_yaml_text(text: str, *, source: str | None = None) -> Any:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         msg = f"YAML syntax error: {exc.problem or exc.context}"
+        if "another document" in str(exc.problem):
+            msg = ("a second YAML document starts here (a '---' line after the first "
+                   "document): a file holds one document; remove the '---' and what follows "
+                   "it, or merge the two")
         raise InputError(msg, file=source, line=line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"YAML error: {str(exc)[:200]}", file=source) from None

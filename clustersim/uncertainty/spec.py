@@ -39,6 +39,7 @@ from statistics import NormalDist
 from typing import Any
 
 from clustersim.errors import InputError, unknown_name
+from clustersim.uncertainty.choice import parse_choice
 
 __all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "as_quantity",
            "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
@@ -183,25 +184,13 @@ def _numbers(raw: Any, n: int, path: tuple, what: str,
     return tuple(vals), unit
 
 
-def _choice_kind(vals: list[Any]) -> str:
-    if all(isinstance(v, bool) for v in vals):
-        return "bool"
-    if any(isinstance(v, bool) for v in vals):
-        return "mixed"
-    if all(isinstance(v, int) for v in vals):
-        return "int"
-    if all(isinstance(v, (int, float)) for v in vals):
-        return "float"
-    return "name" if all(isinstance(v, str) for v in vals) else "mixed"
-
-
 def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
     if not isinstance(raw, Mapping):
         raise InputError("must be a mapping with one distribution, like {range: [4, 32]}, "
                          "{normal: [0.9, 0.05]} or {choice: [ring, binomial_tree]}", path=path)
     for key in raw:
         if key not in _KEYS:
-            raise unknown_name("key", str(key), _KEYS, path=(*path, key))
+            raise unknown_name("key", key, _KEYS, path=(*path, key))
     dists = [k for k in raw if k in DISTRIBUTIONS]
     if len(dists) != 1:
         raise InputError(f"needs exactly one distribution ({', '.join(DISTRIBUTIONS)}), "
@@ -211,33 +200,13 @@ def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
     p = (*path, dist)
     kind = raw.get("kind", "float")
     if kind not in KINDS:
-        raise unknown_name("kind", str(kind), KINDS, path=(*path, "kind"))
+        raise unknown_name("kind", kind, KINDS, path=(*path, "kind"))
     about = raw.get("about", "")
     if not isinstance(about, str):
         raise InputError("must be a text", path=(*path, "about"))
-    weights = None
-    if dist == "choice":
-        vals = raw[dist]
-        if not isinstance(vals, list) or len(vals) < 2:
-            raise InputError("must be a list of at least two values", path=p)
-        for i, v in enumerate(vals):
-            if isinstance(v, (Mapping, list)) or v is None:
-                raise InputError("each choice must be a single value (a name or a number)",
-                                 path=(*p, i))
-        if len({repr(v) for v in vals}) != len(vals):
-            raise InputError("has a value twice", path=p)
-        if "weights" in raw:
-            w = raw["weights"]
-            if not isinstance(w, list) or len(w) != len(vals):
-                raise InputError(f"must be a list of {len(vals)} numbers, one per choice",
-                                 path=(*path, "weights"))
-            weights = tuple(_number(x, (*path, "weights", i))[0] for i, x in enumerate(w))
-            if any(x < 0 for x in weights) or sum(weights) <= 0:
-                raise InputError("must be >= 0 with a positive sum", path=(*path, "weights"))
-        if "clip" in raw or "kind" in raw:
-            raise InputError("a choice takes no 'clip' or 'kind'", path=path)
-        return UncertainInput(name, dist, tuple(vals), _choice_kind(vals), None, weights,
-                              about)
+    if dist == "choice":  # values set as written: checks of their own (.choice)
+        vals, ckind, weights = parse_choice(name, raw, path)
+        return UncertainInput(name, dist, vals, ckind, None, weights, about)
     if "weights" in raw:
         raise InputError("only a choice takes weights", path=(*path, "weights"))
     n = DISTRIBUTIONS[dist]

@@ -53,6 +53,9 @@ _TOTAL_FIELDS = ("name", "input", "params", "fwd_flops", "multiply_adds", "bwd_f
 MAX_WHOLE = 10**9
 MAX_TOTAL = 1e20
 MAX_SPLIT = 10_000
+#: most parameters of a model given by its totals: 4 B of fp32 gradient each must stay within
+#: the 2^60 B every size is bounded by (docs/scenarios.md); 1e20 parameters had run, exit 0
+MAX_PARAMS = 2**58
 
 
 def _number(value: Any, path: Path, *, integer: bool = False, positive: bool = False,
@@ -226,7 +229,11 @@ def _from_totals(raw: Mapping[str, Any], path: Path) -> Model:
     if "fwd_flops" not in raw and "multiply_adds" not in raw:
         raise InputError("model totals need 'fwd_flops' or 'multiply_adds' (per sample)",
                          path=(*path, "fwd_flops"))
-    params = round(_number(raw["params"], (*path, "params")))
+    params = round(_number(raw["params"], (*path, "params"), positive=True))
+    if params > MAX_PARAMS:
+        raise InputError(f"{params:.3g} parameters would be {4 * params:.3g} B of fp32 "
+                         f"gradients, past the largest size, 2^60 B; allowed: 1 to 2^58 "
+                         f"({MAX_PARAMS:.3g}) parameters", path=(*path, "params"))
     macs = (round(_number(raw["multiply_adds"], (*path, "multiply_adds")))
             if "multiply_adds" in raw else 0)
     fwd = _number(raw["fwd_flops"], (*path, "fwd_flops")) if "fwd_flops" in raw else 2.0 * macs

@@ -1,0 +1,108 @@
+"""Checks across sections of a scenario: what each section allows alone, together does not.
+
+Kept apart from :mod:`.schema` (which reads each section) so that the rules that tie two
+sections together are in one place, each with the QA finding that asked for it (QA 16c).
+Each was accepted by ``clustersim validate`` and then silently ignored one of the two, or
+refused only by ``predict`` without a line:
+
+* ``benchmark:`` beside ``workload:``/``algorithm:`` (the training part was dropped);
+* ``global_batch`` beside ``batch_per_worker`` (one was dropped, which one depended on
+  ``sweep.scaling``), and ``global_batch`` under weak scaling (split anyway, under a header
+  that said "scaling: weak") - a global batch is the strong-scaling batch, so weak scaling
+  with one is refused, naming the two ways to say what was meant;
+* a ``benchmark.root`` that is no rank of a ``benchmark.ranks`` count;
+* two algorithms (``algorithm`` and ``compare``) reported under one label;
+* a worker count past the replicas ``placement.devices_per_worker`` leaves, which the message
+  had blamed on the platform's device count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clustersim.errors import InputError
+from clustersim.scenario.specs import AlgorithmSpec, BenchmarkSpec, SweepSpec, WorkloadSpec
+from clustersim.scenario.yamlio import line_of
+
+__all__ = ["check_kind", "check_batch", "check_root", "check_labels", "too_many"]
+
+
+def check_kind(raw: Mapping[str, Any]) -> None:
+    """A scenario is a collective benchmark or a training prediction, not both."""
+    if raw.get("benchmark") is None:
+        return
+    training = [k for k in ("workload", "algorithm", "compare") if raw.get(k) is not None]
+    if training:
+        raise InputError(f"a scenario is either a collective benchmark ('benchmark:') or a "
+                         f"training prediction ('workload:' and 'algorithm:'), not both: "
+                         f"remove {' and '.join(repr(k) for k in training)} or 'benchmark', "
+                         f"or write two scenario files", path=(training[0],))
+
+
+def check_batch(workload: WorkloadSpec | None, sweep: SweepSpec | None) -> None:
+    """``batch_per_worker`` (weak scaling) or ``global_batch`` (strong scaling), one of them
+    and matching ``sweep.scaling``."""
+    if workload is None:
+        return
+    bpw, gb = workload.batch_per_worker, workload.global_batch
+    strong = sweep is not None and sweep.scaling == "strong"
+    if bpw is not None and gb is not None:
+        keep = "global_batch (strong scaling)" if strong else "batch_per_worker (weak scaling)"
+        raise InputError(f"give batch_per_worker or global_batch, not both: batch_per_worker "
+                         f"is the batch of each worker under weak scaling, global_batch the "
+                         f"batch split over the workers under sweep.scaling: strong; this "
+                         f"sweep would keep {keep} and ignore the other",
+                         path=("workload", "global_batch"))
+    if gb is not None and sweep is not None and not strong:
+        raise InputError(f"a global batch ({gb:,}) is split over the workers, which is strong "
+                         f"scaling, but the sweep scales weakly (sweep.scaling: weak, the default); allowed: add "
+                         f"'scaling: strong' to sweep, or give batch_per_worker for weak "
+                         f"scaling", path=("workload", "global_batch"))
+    if bpw is not None and strong:
+        raise InputError("strong scaling splits workload.global_batch over the workers, but "
+                         "the workload gives batch_per_worker; allowed: give global_batch "
+                         "instead, or scaling: weak", path=("sweep", "scaling"))
+
+
+def check_root(bench: BenchmarkSpec | None) -> None:
+    """``benchmark.root`` must be a rank at every ``benchmark.ranks`` count."""
+    if bench is None:
+        return
+    for i, r in enumerate(bench.ranks):
+        if bench.root >= r:
+            raise InputError(f"root {bench.root} is not a rank of {r} (benchmark.ranks[{i}]: "
+                             f"ranks 0 to {r - 1}); allowed: 0 to {min(bench.ranks) - 1}",
+                             path=("benchmark", "root"))
+
+
+def check_labels(algorithm: AlgorithmSpec | None, compare: Sequence[AlgorithmSpec],
+                 raw_compare: Any) -> None:
+    """Every algorithm of the scenario is reported under a title of its own."""
+    seen: dict[str, str] = {}
+    if algorithm is not None:
+        seen[algorithm.title] = "algorithm"
+    for i, alg in enumerate(compare):
+        if alg.title in seen:
+            item = raw_compare[i] if isinstance(raw_compare, list) else None
+            where = ("compare", i, "label") if isinstance(item, Mapping) and "label" in item \
+                else ("compare", i)
+            raise InputError(f"two algorithms would both be reported as {alg.title!r} "
+                             f"({seen[alg.title]} and compare[{i}]): give them distinct "
+                             f"'label's", path=where)
+        seen[alg.title] = f"compare[{i}]"
+
+
+def too_many(what: str, count: int, ndev: int, devices_per_worker: int, raw: Any,
+             path: tuple) -> InputError:
+    """``count`` workers or ranks on a platform of ``ndev`` devices (or replicas, when
+    ``placement.devices_per_worker`` groups them)."""
+    if devices_per_worker <= 1:
+        return InputError(f"{count} {what} but the platform has only {ndev} devices",
+                          path=path)
+    line = line_of(raw, ("placement", "devices_per_worker"))
+    at = f", line {line}" if line else ""
+    return InputError(f"{count} {what} but the platform has only {ndev} replicas of "
+                      f"{devices_per_worker} devices (placement.devices_per_worker"
+                      f"{at}; {ndev * devices_per_worker:,} devices grouped); allowed: at "
+                      f"most {ndev} {what}, or a smaller devices_per_worker", path=path)
