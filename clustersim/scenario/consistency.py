@@ -52,12 +52,15 @@ def check_batch(workload: WorkloadSpec | None, sweep: SweepSpec | None) -> None:
         raise InputError(f"give batch_per_worker or global_batch, not both: batch_per_worker "
                          f"is the batch of each worker under weak scaling, global_batch the "
                          f"batch split over the workers under sweep.scaling: strong; this "
-                         f"sweep would keep {keep} and ignore the other",
+                         f"sweep would keep {keep} and ignore the other (on the command "
+                         f"line, --set workload.batch_per_worker=null or "
+                         f"--set workload.global_batch=null removes one)",
                          path=("workload", "global_batch"))
     if gb is not None and sweep is not None and not strong:
         raise InputError(f"a global batch ({gb:,}) is split over the workers, which is strong "
-                         f"scaling, but the sweep scales weakly (sweep.scaling: weak, the default); allowed: add "
-                         f"'scaling: strong' to sweep, or give batch_per_worker for weak "
+                         f"scaling, but the sweep scales weakly (sweep.scaling: weak, the "
+                         f"default); allowed: add 'scaling: strong' to sweep, or give "
+                         f"batch_per_worker for weak "
                          f"scaling", path=("workload", "global_batch"))
     if bpw is not None and strong:
         raise InputError("strong scaling splits workload.global_batch over the workers, but "
