@@ -355,8 +355,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print("interrupted" if signum == 2 else f"terminated by {exc}", file=sys.stderr)
         return 128 + signum
-    except OSError as exc:  # a reader gone (141) or a full disk (1): _signals.output_failed
-        return _signals.output_failed(exc)
+    except OSError as exc:  # a reader gone (141) or a full disk: _signals.output_failed
+        # an output file the user named (--csv /dev/full) is theirs to change, as every
+        # other unwritable output is: exit 2 (QA 16c); standard output on a full disk, 1
+        code = _signals.output_failed(exc)
+        return EXIT_INPUT if code == EXIT_FAIL and exc.filename else code
 
 
 def console_main() -> int:

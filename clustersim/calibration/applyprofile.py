@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from clustersim.calibration.params import format_value, lookup, scenario_values
-from clustersim.calibration.profile import Change, Profile, load_profile
+from clustersim.calibration.profile import Change, Profile
+from clustersim.calibration.profilecheck import load_checked
 from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
 from clustersim.network.params import ANY_CLASS, NetworkParams
 
@@ -146,9 +147,11 @@ def apply_profile(scenario: Any, path: str | Path, *, stream: IO[str] | None = N
     Prints which parameters moved and by how much to ``stream`` (default stderr, so that
     machine-readable output on stdout stays clean; nothing with ``quiet``, a command's
     ``-q``).  Bad profiles raise
-    :class:`~clustersim.errors.InputError` naming the file, field and line.
+    :class:`~clustersim.errors.InputError` naming the file, field and line - a rate no
+    device or link has (a bare ``bandwidth: 1.4``, read as B/s) and a collective efficiency
+    the fitter cannot produce included (:mod:`.profilecheck`).
     """
-    prof = load_profile(path)
+    prof = load_checked(path)
     res = _apply_one(scenario, prof)
     if not res.applied:
         _applies_to_nothing(scenario, prof, path)
@@ -183,7 +186,7 @@ def load_applicable(scn: Any, path: str | Path) -> Profile:
     """The profile at ``path``, refused (exit 2) as :func:`apply_profile` refuses it when it
     applies to nothing in ``scn``'s platform - for the commands that sample the profile
     rather than apply it once (``sensitivity``: it had ignored such a profile, exit 0)."""
-    prof = load_profile(path)
+    prof = load_checked(path)
     if not _apply_one(scn, prof).applied:
         _applies_to_nothing(scn, prof, path)
     return prof

@@ -206,13 +206,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cols = [*inputs, *(c for c in (rows[0] if rows else METRICS) if c not in inputs)]
     meta = {"scenario": scn.name, "inputs": inputs, "points": len(points),
             **design_description(study.spec)}
-    write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs, scn.name)),
-                   (files["--csv"], lambda: csv_bytes(rows, cols)),
-                   (files["--json"], lambda: json_bytes(meta, rows, cols))])
+    try:
+        write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs, scn.name)),
+                       (files["--csv"], lambda: csv_bytes(rows, cols)),
+                       (files["--json"], lambda: json_bytes(meta, rows, cols))])
+    except OSError as exc:
+        if used and db.exists():
+            _say_cache_kept(exc, db)
+        raise
     if not args.quiet:
         _summary(scn, points, res, rows, inputs, wall, executor, files,
                  saturation_summary(rows, inputs), db if used else None, counts)
     return EXIT_OK
+
+
+def _say_cache_kept(exc: OSError, db: Path) -> None:
+    """Add to a failed write's one-line message that the point cache stays.
+
+    Why: a sweep whose table could not be written (``--csv /dev/full``) left its ``--out``
+    folder with ``points.sqlite`` and said nothing of it (QA 16c).  Keeping it is by design -
+    the points simulated are the costly part, and a rerun with a writable output reads them
+    instead of simulating them again - so it stays, and the message says where; the tables
+    themselves are all or none (:func:`~clustersim.report.output.write_outputs`)."""
+    exc.strerror = (f"{exc.strerror or exc}; no table was written, the points simulated are "
+                    f"kept in the point cache {db}, which a rerun reads (delete it, or give "
+                    f"--no-cache, for none)")
 
 
 def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:

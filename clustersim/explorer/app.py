@@ -164,8 +164,28 @@ def page_factors(bw: Any, lat: Any) -> tuple[float, float]:
 
 
 def options(table: Any, col: str) -> list[str]:
-    """A fixed control's choices: the column's values, in order, as text."""
-    return [str(v) for v in sorted(table[col].dropna().unique(), key=sort_key)]
+    """A fixed control's choices: the column's values, in order, as text.
+
+    Where the cells are not hashable (a Parquet list column), distinct by their text:
+    ``unique()`` on such a column ended ``explore`` in a traceback (QA 16c H4).
+    :func:`~clustersim.explorer.table.split_columns` leaves such columns out; this keeps a
+    table built another way from crashing the page."""
+    try:
+        return [str(v) for v in sorted(table[col].dropna().unique(), key=sort_key)]
+    except TypeError:  # unhashable cells: the slow way, once per page load
+        pass
+    seen: dict[str, Any] = {}
+    for v in table[col]:
+        if not _missing(v):
+            seen.setdefault(str(v), v)
+    return sorted(seen, key=lambda t: sort_key(seen[t]))
+
+
+def _missing(v: Any) -> bool:
+    """Whether a cell is empty (None, NaN, NaT) - a list cell is not."""
+    import pandas as pd
+
+    return bool(pd.api.types.is_scalar(v) and pd.isna(v))  # a list cell is a value
 
 
 def labelled(col: str, opts: list[str]) -> list[Any]:

@@ -40,7 +40,7 @@ from clustersim.errors import InputError
 
 __all__ = ["INPUTS", "FACTORS", "METRIC_NAMES", "BOOKKEEPING", "sweep_table", "compute_cells",
            "read_table", "split_columns", "metric_choices", "metric_title", "time_scale",
-           "sweep_meta", "EMULATED"]
+           "sweep_meta", "EMULATED", "unhashable_columns"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
@@ -151,7 +151,36 @@ def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
     meta = t.schema.metadata or {}
     inputs = meta.get(b"clustersim.inputs")
     names = inputs.decode().split(",") if inputs else _sweep_inputs(path, t.column_names)
-    return t.to_pandas(), names
+    df = t.to_pandas()
+    odd = unhashable_columns(df)
+    if odd:  # left out by split_columns; said once here, where the file is read
+        import sys
+
+        print(f"clustersim explore: note: {path}: column{'s' if len(odd) > 1 else ''} "
+              f"{', '.join(repr(c) for c in odd)} hold{'' if len(odd) > 1 else 's'} lists or "
+              "mappings, not single values: left out of the axes, metrics and fixed "
+              "controls", file=sys.stderr, flush=True)
+    return df, names
+
+
+def unhashable_columns(df: Any) -> list[str]:
+    """The columns of ``df`` whose cells hold lists, arrays, mappings or other values that
+    are not one value each (a Parquet list or struct column).
+
+    Why: the page offers an input's distinct values as a fixed control, and a list cell
+    has none to offer - ``explore`` on a table whose ``workers`` held ``[1, 2]`` ended in a
+    traceback (``unhashable type: 'numpy.ndarray'``, QA 16c H4).  Such a column is no axis
+    anyone can fix or colour by, so it is left out (:func:`split_columns`) with a note,
+    rather than refusing a table whose other columns are fine."""
+    out = []
+    for col in df.columns:
+        if df[col].dtype.kind != "O":
+            continue
+        try:
+            df[col].unique()  # hashes every cell (in C), as the page's controls do
+        except TypeError:
+            out.append(col)
+    return out
 
 
 def sweep_meta(path: str | Path, columns: Sequence[str]) -> dict[str, Any] | None:
@@ -198,7 +227,9 @@ def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | No
                   ) -> tuple[list[str], list[str]]:
     """(input columns, metric columns) of a table; interval columns are neither, nor is a
     metric empty everywhere.  ``source`` names the file in an error."""
-    cols = [c for c in df.columns if not (c.endswith("_lo") or c.endswith("_hi"))]
+    odd = set(unhashable_columns(df))  # no values to offer: left out (read_table says so)
+    cols = [c for c in df.columns if not (c.endswith("_lo") or c.endswith("_hi"))
+            and c not in odd]
     if inputs is not None:
         ins = [c for c in cols if c in set(inputs)]
     else:

@@ -167,8 +167,12 @@ def _stage(path: Path, data: bytes, made: list[Path]) -> Path:
             if path.is_file():
                 os.fchmod(fh.fileno(), stat.S_IMODE(path.stat().st_mode))
             fh.write(data)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            # a write to a full disk names no file: it was reported as "cannot write the
+            # standard output" (and exit 1) for a named output (QA 16c)
+            exc.filename = str(path)
         raise
     return tmp
 
