@@ -134,7 +134,9 @@ def test_routes_step_range_says_the_steps_repeat(tmp_path, capsys):
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_full_device_output_is_named(tmp_path, capsys):
     ok = tmp_path / "ok.json"
-    assert main(["predict", str(MLP), "-q", "--json", str(ok), "--csv", "/dev/full"]) == 1
+    # exit 2: a named output that cannot be written is the user's to change, as an
+    # unwritable one found before the run is (QA 16c); standard output on a full disk, 1
+    assert main(["predict", str(MLP), "-q", "--json", str(ok), "--csv", "/dev/full"]) == 2
     err = capsys.readouterr().err
     assert "/dev/full" in err and "standard output" not in err and not ok.exists()
 
