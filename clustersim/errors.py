@@ -143,9 +143,12 @@ class InputError(Exception):
 def unknown_name(kind: str, name: object, choices: Iterable[str], **loc: object) -> InputError:
     """The standard "unknown X 'y' — did you mean 'z'? (choose from …)" error; a ``name``
     that is no string is shown as YAML writes it (``null``, ``true``, ``[a, b]``)."""
-    choices = sorted(choices)
+    choices = sorted(set(choices))  # a selector listed under two ops is one name (QA 16c)
     hint = did_you_mean(str(name), choices) if isinstance(name, str) else ""
-    listing = ", ".join(choices) if len(choices) <= 30 else ", ".join(choices[:30]) + ", …"
+    listing = ", ".join(choices)
+    if len(listing) > 600:  # within MAX_MESSAGE; say how many are left out
+        shown = listing[:600].rsplit(", ", 1)[0]
+        listing = f"{shown}, … ({len(choices) - shown.count(', ') - 1} more)"
     return InputError(f"unknown {kind} {yaml_text(name)}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]
 
 

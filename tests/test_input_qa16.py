@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clustersim.cli import main
 from clustersim.errors import InputError
@@ -258,3 +259,39 @@ def test_low_a_second_document_is_named_as_such(
 def test_shipped_scenarios_still_load() -> None:
     for path in sorted(Path(__file__).resolve().parents[1].glob("scenarios/*.yaml"))[:8]:
         load_scenario(path)
+
+
+def test_low_constraint_that_is_no_condition_is_refused() -> None:
+    """QA 16c LOW-9: a constraint is a condition; a bare axis name was a truth value."""
+    from clustersim.explore.constraints import compile_constraint
+
+    names = ["workers", "workload.batch_per_worker"]
+    for text in ("workload.batch_per_worker", "workers + 1"):
+        with pytest.raises(InputError, match="is not a condition"):
+            compile_constraint(text, names, ("sweep", "constraints", 0))
+    for text in ("workers <= 4", "not (workers > 2) and workers < 9", "True",
+                 "workers in [2, 4]"):
+        compile_constraint(text, names, ("sweep", "constraints", 0))
+
+
+@pytest.mark.parametrize("ranks, words", [("[1, 4]", ">= 2"), ("[4, 4]", "twice")])
+def test_low_benchmark_rank_counts_are_two_or_more_and_once_each(ranks, words) -> None:
+    """QA 16c LOW-15: one rank gave algbw inf and busbw nan; a count twice, two tables."""
+    from clustersim.scenario.schema import parse_scenario
+
+    raw = {"name": "b", "platform": "crossbar16",
+           "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": yaml.safe_load(ranks),
+                         "sizes": ["1 KiB"]}}
+    with pytest.raises(InputError, match=words):
+        parse_scenario(raw)
+
+
+def test_low_an_empty_label_is_refused() -> None:
+    """QA 16c LOW-16: label "" fell back to the algorithm's name unseen."""
+    from clustersim.scenario.schema import parse_scenario
+
+    raw = {"name": "l", "platform": "crossbar16",
+           "workload": {"model": "resnet50", "batch_per_worker": 32},
+           "algorithm": {"name": "bsp", "label": " "}, "sweep": {"workers": [2]}}
+    with pytest.raises(InputError, match=r"algorithm\.label: must not be empty"):
+        parse_scenario(raw)

@@ -57,7 +57,7 @@ CASES = [
     ("  op: allreduce", "  op: allreduse", ["benchmark.op", "did you mean 'allreduce'"], 8),
     ("algorithms: [ring]", "algorithms: [rign]", ["benchmark.algorithms[0]", "'ring'"], 9),
     ("ranks: [2, 4]", "ranks: [2, 8]", ["benchmark.ranks[1]", "only 4 devices"], 10),
-    ("ranks: [2, 4]", "ranks: [2, 0]", ["benchmark.ranks[1]", ">= 1"], 10),
+    ("ranks: [2, 4]", "ranks: [2, 0]", ["benchmark.ranks[1]", ">= 2"], 10),
     ("sizes: [1 KiB, 1 MiB]", "sizes: [1 KiB, 1 MiV]", ["benchmark.sizes[1]", "size"], 11),
     ("name: ok", "name: ok\nbenchmarks: {}", ["benchmarks", "did you mean 'benchmark'"], 2),
     ("  topology: star", "  topology: stra", ["platform.topology", "did you mean 'star'"], 3),

@@ -164,7 +164,26 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
                              f"and/or/not, in [...]", path=path)
 
     check(tree)
+    if not _is_condition(tree):
+        # "workload.batch_per_worker" alone was taken as a truth value (non-zero: kept),
+        # which no one means by a constraint (QA 16c)
+        raise InputError(f"the constraint {text!r} is not a condition; allowed: a comparison "
+                         f"such as \"workers * workload.batch_per_worker <= 4096\", or "
+                         f"comparisons joined by and/or/not", path=path)
     return tree
+
+
+def _is_condition(node: ast.AST) -> bool:
+    """A comparison, a truth constant, or conditions joined by and/or/not."""
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.BoolOp):
+        return all(_is_condition(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _is_condition(node.operand)
+    return False
 
 
 def eval_constraint(node: ast.AST, point: Mapping[str, Any]) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 from clustersim.catalog import builtin_catalog
 from clustersim.errors import InputError
 from clustersim.network.params import EXECUTIONS, EXPLICIT_FIELDS, NetworkParams
+from clustersim.scenario.benchmark import parse_benchmark
 from clustersim.scenario.consistency import (
     check_batch,
     check_kind,
@@ -38,7 +39,6 @@ from clustersim.scenario.fields import (
     as_float,
     as_int,
     as_list,
-    as_message_size,
     as_size,
     as_str,
     as_time,
@@ -55,7 +55,6 @@ from clustersim.scenario.specs import (
     WorkloadSpec,
 )
 from clustersim.scenario.yamlio import line_of, load_yaml, origin_of
-from clustersim.units import format_size
 
 __all__ = ["Scenario", "BenchmarkSpec", "WorkloadSpec", "AlgorithmSpec", "SweepSpec", "RunSpec",
            "load_scenario", "parse_scenario", "apply_overrides", "FIDELITIES", "PROJECT_ROOT"]
@@ -81,47 +80,6 @@ def _parse_network(raw: Any, platform: Any = None) -> NetworkParams:
         execution=s.get("execution", as_choice, "rounds", choices=EXECUTIONS,
                         kind="collective execution"),
     )
-
-
-def _sizes(raw: Any, path: tuple) -> tuple[float, ...]:
-    if isinstance(raw, Mapping):
-        s = Section(raw, path, ("from", "to", "factor"))
-        lo = s.get("from", as_message_size)
-        hi = s.get("to", as_message_size)
-        factor = s.get("factor", as_float, 2.0, minimum=1.0001)
-        if hi < lo:
-            raise InputError(f"'to' ({format_size(hi)}) is smaller than 'from' "
-                             f"({format_size(lo)})", path=path)
-        out = []
-        v = lo
-        while v <= hi * (1 + 1e-9):
-            out.append(float(round(v)))
-            v *= factor
-        return tuple(out)
-    return tuple(as_list(raw, path, as_message_size))
-
-
-def _parse_benchmark(raw: Any) -> BenchmarkSpec:
-    from clustersim.collectives import list_algorithms
-
-    path = ("benchmark",)
-    s = Section(raw, path, ("op", "algorithms", "ranks", "sizes", "fp16", "root"))
-    ops = list_algorithms()
-    op = s.get("op", as_choice, choices=list(ops), kind="collective")
-    algs_raw = s.get("algorithms", default="all")
-    if algs_raw == "all":
-        # every algorithm that needs no extra input (a user tree must be given by name)
-        # (the library selectors are asked for by name: they run the algorithms listed here)
-        from clustersim.collectives.selection import is_selector
-
-        algs = [a for a in ops[op] if a != "user_tree" and not is_selector(a)]
-    else:
-        algs = as_list(algs_raw, (*path, "algorithms"),
-                       lambda v, p: as_choice(v, p, ops[op], f"{op} algorithm"))
-    ranks = tuple(as_list(s.get("ranks"), (*path, "ranks"), lambda v, p: as_int(v, p, minimum=1)))
-    sizes = _sizes(s.get("sizes"), (*path, "sizes"))
-    return BenchmarkSpec(op, tuple(algs), ranks, sizes, s.get("fp16", as_bool, False),
-                         s.get("root", as_int, 0, minimum=0))
 
 
 def _parse_workload(raw: Any, base: Path | None = None) -> WorkloadSpec:
@@ -179,7 +137,10 @@ def _parse_algorithm(raw: Any, path: tuple) -> AlgorithmSpec:
         raise InputError("is required", path=(*path, "name"))
     name = as_str(raw["name"], (*path, "name"))
     defn = get_algorithm(name, path=(*path, "name"))
-    label = raw.get("label", "")
+    label = as_str(raw["label"], (*path, "label")).strip() if "label" in raw else ""
+    if "label" in raw and not label:  # "" fell back to the name unseen (QA 16c)
+        raise InputError("must not be empty (leave it out to report the algorithm's name)",
+                         path=(*path, "label"))
     params = {k: v for k, v in raw.items() if k not in ("name", "label")}
     return AlgorithmSpec(name, defn.resolve_params(params, path), str(label))
 
@@ -311,7 +272,7 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
             praw, grouped = group_devices(dict(praw), catalog, placement.devices_per_worker)
             platform = build_platform(praw, grouped, ("platform",))
     check_kind(s.raw)  # a benchmark or a training prediction, not both
-    bench = _parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
+    bench = parse_benchmark(s.raw["benchmark"]) if s.has("benchmark") else None
     workload = _parse_workload(s.raw["workload"], base) if s.has("workload") else None
     algorithm = _parse_algorithm(s.raw["algorithm"], ("algorithm",)) if s.has("algorithm") \
         else None
