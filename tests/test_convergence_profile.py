@@ -124,3 +124,13 @@ def test_a_new_target_needs_its_own_steps(target):
         load_profile("resnet50").ref_steps
     own = load_profile("resnet50", {"target": target, "epochs": 40})
     assert own.ref_steps == pytest.approx(40 * 1281167 / 256)
+
+
+@pytest.mark.parametrize("target", ["0.764", "76.4%", True, {"metric": "top1", "value": "x"}])
+def test_a_target_of_the_wrong_type_is_told_so(target):
+    """Review of 2026-11-29: a string or boolean target got "a target other than the
+    shipped profile's" instead of what is wrong with it."""
+    with pytest.raises(InputError) as err:
+        load_profile("resnet50", {"target": target})
+    assert "positive number" in str(err.value) or "metric: NAME" in str(err.value)
+    assert "other than the shipped" not in str(err.value)

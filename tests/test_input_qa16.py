@@ -295,3 +295,15 @@ def test_low_an_empty_label_is_refused() -> None:
            "algorithm": {"name": "bsp", "label": " "}, "sweep": {"workers": [2]}}
     with pytest.raises(InputError, match=r"algorithm\.label: must not be empty"):
         parse_scenario(raw)
+
+
+def test_low_a_true_false_axis_is_a_condition_on_its_own() -> None:
+    """Review of 2026-11-29: ``not algorithm.fp16`` is a condition where the axis is one
+    of true/false values; a numeric axis alone still is not."""
+    from clustersim.explore.constraints import compile_constraint
+
+    names = ["workers", "algorithm.fp16"]
+    for text in ("not algorithm.fp16", "algorithm.fp16 and workers > 2"):
+        compile_constraint(text, names, ("sweep", "constraints", 0), ("algorithm.fp16",))
+    with pytest.raises(InputError, match="is not a condition"):
+        compile_constraint("workers", names, ("sweep", "constraints", 0), ("algorithm.fp16",))

@@ -297,7 +297,8 @@ def _target(raw: Any) -> tuple[str | None, Any]:
 def _new_target(raw: Any, shipped: Any) -> bool:
     """Whether ``raw`` names another target than ``shipped`` (a bare number: by value; a
     malformed one is not new here: :func:`_build` says what is wrong with it)."""
-    if isinstance(raw, Mapping) and set(raw) != {"metric", "value"}:
+    if isinstance(raw, Mapping) and set(raw) != {"metric", "value"} or isinstance(raw, (
+            str, bool)) or isinstance(raw, Mapping) and isinstance(raw["value"], (str, bool)):
         return False
     metric, value = _target(raw)
     old_metric, old_value = _target(shipped)

@@ -102,6 +102,12 @@ class AxesSpec:
     def names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The axes whose values are all true/false: a condition on their own."""
+        return tuple(a.name for a in self.axes
+                     if a.values and all(isinstance(v, bool) for v in a.values))
+
 
 _RANGE_KEYS = ("from", "to", "log", "integer")
 
@@ -232,7 +238,7 @@ def parse_axes(axes: Mapping[str, Any], sample: Mapping[str, Any] | None,
                              f"sample it (sweep.sample) or use fewer values", path=path)
     spec = AxesSpec(tuple(out), method, n, seed, tuple(constraints))
     for i, c in enumerate(spec.constraints):
-        compile_constraint(c, spec.names, ("sweep", "constraints", i))
+        compile_constraint(c, spec.names, ("sweep", "constraints", i), spec.flags)
     return spec
 
 
@@ -270,7 +276,7 @@ def expand_counted(spec: AxesSpec) -> tuple[list[dict[str, Any]], int]:
     """:func:`expand` and how many points of the design the constraints excluded (the
     summary says so: a 3 x 3 grid printing "6 points" left the user guessing)."""
     points = design(spec)
-    checks = [(compile_constraint(c, spec.names, ("sweep", "constraints", i)), i)
+    checks = [(compile_constraint(c, spec.names, ("sweep", "constraints", i), spec.flags), i)
               for i, c in enumerate(spec.constraints)]
     kept = []
     for p in points:

@@ -124,9 +124,11 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
+def compile_constraint(text: str, names: Sequence[str], path: tuple,
+                       flags: Sequence[str] = ()) -> ast.AST:
     """The constraint ``text`` as a checked syntax tree: axis names, constants and the
-    operators of :func:`eval_constraint` only, or an input error at ``path``."""
+    operators of :func:`eval_constraint` only, or an input error at ``path``; ``flags``:
+    the axes of true/false values, which are conditions on their own."""
     try:
         tree = ast.parse(str(text), mode="eval").body
     except SyntaxError as exc:
@@ -164,7 +166,7 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
                              f"and/or/not, in [...]", path=path)
 
     check(tree)
-    if not _is_condition(tree):
+    if not _is_condition(tree, flags):
         # "workload.batch_per_worker" alone was taken as a truth value (non-zero: kept),
         # which no one means by a constraint (QA 16c)
         raise InputError(f"the constraint {text!r} is not a condition; allowed: a comparison "
@@ -173,17 +175,18 @@ def compile_constraint(text: str, names: Sequence[str], path: tuple) -> ast.AST:
     return tree
 
 
-def _is_condition(node: ast.AST) -> bool:
-    """A comparison, a truth constant, or conditions joined by and/or/not."""
+def _is_condition(node: ast.AST, flags: Sequence[str] = ()) -> bool:
+    """A comparison, a truth constant, a true/false axis (``flags``), or conditions joined
+    by and/or/not."""
     if isinstance(node, ast.Compare):
         return True
     if isinstance(node, ast.Constant):
         return isinstance(node.value, bool)
     if isinstance(node, ast.BoolOp):
-        return all(_is_condition(v) for v in node.values)
+        return all(_is_condition(v, flags) for v in node.values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _is_condition(node.operand)
-    return False
+        return _is_condition(node.operand, flags)
+    return _dotted(node) in flags
 
 
 def eval_constraint(node: ast.AST, point: Mapping[str, Any]) -> Any:

@@ -162,6 +162,8 @@ class _Actor:
         self.st.wait += blocked
         if op.serving:  # service time, not waiting for work (Recv.serving; sim/metrics.py)
             self.st.records["serving"].append(blocked)
+            if eng.trace:  # so that the trace reader finds it too (trace_metrics)
+                eng._ev(self.i, "record", now, now, "serving", value=blocked)
         if eng.trace and now > t0:
             eng._ev(self.i, "recv", t0, now, op.label or "recv", nbytes=m.nbytes, peer=m.src)
         self.run(m, None)

@@ -158,7 +158,7 @@ class RunResult:
         short and moved with ``run.iterations`` (QA 16)."""
         own = getattr(self.actors, "records_of", None)
         if own is not None:
-            return own(key)
+            return own(key, measured)
         if not measured:
             return [v for a in self.actors for v in a.records.get(key, [])]
         return [v for a in self.actors

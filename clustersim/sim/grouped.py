@@ -149,9 +149,11 @@ class GroupedStats(Sequence[ActorStats]):
         """None: a grouped run has workers only."""
         return []
 
-    def records_of(self, key: str) -> list[float]:
-        """Every actor's ``records[key]`` values, actor after actor."""
-        per = [a.records.get(key, []) for a in self._reps]
+    def records_of(self, key: str, measured: bool = False) -> list[float]:
+        """Every actor's ``records[key]`` values, actor after actor (``measured``: those
+        after the warm-up, as :meth:`~clustersim.sim.engine.RunResult.records`)."""
+        per = [a.records.get(key, [])[(a.records_from or {}).get(key, 0) if measured else 0:]
+               for a in self._reps]
         if not any(per):
             return []
         return [v for c in self._cls for v in per[c]]
@@ -162,4 +164,5 @@ def _copy(st: ActorStats, rank: int, device: int) -> ActorStats:
                      st.bytes_sent, list(st.iterations), st.end, st.mark)
     for key, vals in st.records.items():
         out.records[key] = list(vals)
+    out.records_from = None if st.records_from is None else dict(st.records_from)
     return out
