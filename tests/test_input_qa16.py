@@ -307,3 +307,29 @@ def test_low_a_true_false_axis_is_a_condition_on_its_own() -> None:
         compile_constraint(text, names, ("sweep", "constraints", 0), ("algorithm.fp16",))
     with pytest.raises(InputError, match="is not a condition"):
         compile_constraint("workers", names, ("sweep", "constraints", 0), ("algorithm.fp16",))
+
+
+def test_an_integer_input_clipped_gives_every_kept_number_its_whole_interval() -> None:
+    """QA 17 HIGH-1: {range: [1, 10], kind: int, clip: [2, 5]} drew 2 and 5 half as often as
+    3 and 4 (the clip cut the end numbers' intervals [1.5, 2.5) and [4.5, 5.5) in half)."""
+    from collections import Counter
+
+    import numpy as np
+
+    from clustersim.uncertainty.sampling import to_value
+    from clustersim.uncertainty.spec import _parse_one
+
+    us = (np.arange(10_000) + 0.5) / 10_000
+    inp = _parse_one("algorithm.tau", {"range": [1, 10], "kind": "int", "clip": [2, 5]},
+                     ("uncertain", "algorithm.tau"))
+    assert Counter(to_value(inp, u) for u in us) == {2: 2500, 3: 2500, 4: 2500, 5: 2500}
+    # a normal: each kept number with its interval's mass, renormalised over [2.5, 6.5)
+    inp = _parse_one("algorithm.tau", {"normal": [5, 2], "kind": "int", "clip": [3, 6]},
+                     ("uncertain", "algorithm.tau"))
+    got = Counter(to_value(inp, u) for u in us)
+    from scipy.stats import norm
+
+    mass = {n: norm.cdf(n + 0.5, 5, 2) - norm.cdf(n - 0.5, 5, 2) for n in (3, 4, 5, 6)}
+    total = sum(mass.values())
+    for n, m in mass.items():
+        assert got[n] / 10_000 == pytest.approx(m / total, abs=2e-4)
