@@ -333,3 +333,17 @@ def test_an_integer_input_clipped_gives_every_kept_number_its_whole_interval() -
     total = sum(mass.values())
     for n, m in mass.items():
         assert got[n] / 10_000 == pytest.approx(m / total, abs=2e-4)
+
+
+def test_a_worker_count_the_copper_tree_has_no_tree_for_is_refused_by_validate(capsys) -> None:
+    """QA 17 MEDIUM-1: validate said ok to 7 workers on Theano-MPI's copper strategy, which
+    predict and sweep then refused while simulating, naming no point or line.  Now at the
+    count (sweep.workers) or the workers axis, with the point."""
+    assert main(["validate", "theano_mpi_alexnet", "--set", "sweep.workers=[1, 7]"]) == 2
+    err = capsys.readouterr().err
+    assert "sweep.workers[1]: 7 workers" in err and "copper" in err
+    assert main(["validate", "theano_mpi_alexnet", "--set", "sweep.workers=null",
+                 "--set", "sweep.axes={workers: [2, 7]}"]) == 2
+    err = capsys.readouterr().err
+    assert "sweep.axes.workers: at the sweep point {workers=7}" in err
+    assert main(["validate", "theano_mpi_alexnet", "--set", "sweep.workers=[1, 2, 8]"]) == 0

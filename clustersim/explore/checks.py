@@ -50,9 +50,13 @@ def check_points(study: Study, points: Sequence[Point],
             scn = _scenario(study, p)
             _distinct_titles(study, p, scn)
             machine = scn.placement is not None and scn.placement.server == "machine"
-            got = seen[key] = (scn.platform.num_devices, scn if machine else None)
-        devices, scn = got
+            got = seen[key] = (scn.platform.num_devices, scn if machine else None,
+                               scn.algorithms[study.cases[p.case].alg]
+                               if study.cases[p.case].alg < len(scn.algorithms) else None)
+        devices, scn, alg = got
         why = None
+        if p.workers is not None and p.workers <= devices and alg is not None:
+            _count_fits(study, p, alg)
         if p.workers is not None and p.workers > devices:
             why = f"{p.workers} workers but the platform has {devices} devices"
         elif scn is not None and study.cases[p.case].alg < len(scn.algorithms):
@@ -71,6 +75,21 @@ def check_points(study: Study, points: Sequence[Point],
         raise locate(study, InputError(f"every point is skipped ({first}); use {hint}",
                                        path=("sweep", "axes", WORKERS)))
     return skipped
+
+
+def _count_fits(study: Study, point: Point, alg: Any) -> None:
+    """The point's worker count is one its algorithm's collective is defined for
+    (:func:`clustersim.scenario.consistency.check_counts`), else an error at the workers
+    axis naming the point: the copper tree's "not 7" had named neither (QA 17)."""
+    from clustersim.scenario.consistency import check_counts
+
+    try:
+        check_counts([alg], [point.workers])
+    except InputError as exc:
+        fields = ", ".join([f"workers={point.workers}"]
+                           + [f"{k}={v!r}" for k, v in point_sets(study, point)])
+        raise locate(study, InputError(f"at the sweep point {{{fields}}}: {exc.message}",
+                                       path=("sweep", "axes", WORKERS))) from None
 
 
 #: axes that change the main algorithm's title (its label, or its name when unlabelled)

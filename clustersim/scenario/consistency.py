@@ -25,7 +25,8 @@ from clustersim.errors import InputError
 from clustersim.scenario.specs import AlgorithmSpec, BenchmarkSpec, SweepSpec, WorkloadSpec
 from clustersim.scenario.yamlio import line_of
 
-__all__ = ["check_kind", "check_batch", "check_root", "check_labels", "too_many"]
+__all__ = ["check_kind", "check_batch", "check_root", "check_labels", "check_counts",
+           "too_many"]
 
 
 def check_kind(raw: Mapping[str, Any]) -> None:
@@ -109,3 +110,27 @@ def too_many(what: str, count: int, ndev: int, devices_per_worker: int, raw: Any
                       f"{devices_per_worker} devices (placement.devices_per_worker"
                       f"{at}; {ndev * devices_per_worker:,} devices grouped); allowed: at "
                       f"most {ndev} {what}, or a smaller devices_per_worker", path=path)
+
+
+def check_counts(algorithms: Sequence[AlgorithmSpec], workers: Sequence[int]) -> None:
+    """Worker counts the algorithms' all-reduce over every worker is defined for: Theano-MPI's
+    copper tree needs a power of two.  Why here: ``validate`` said ok to ``workers: [1, 7]``,
+    and ``predict`` and ``sweep`` refused it only while simulating, without the count's line
+    (QA 17)."""
+    from clustersim.algorithms.bsp import strategy_collective
+
+    for alg in algorithms:
+        if alg.name == "bsp":
+            field, coll = "strategy", strategy_collective(str(alg.params.get("strategy")))[0]
+        elif alg.name == "sync_easgd":
+            field, coll = "allreduce", str(alg.params.get("allreduce"))
+        else:
+            continue
+        if coll != "copper":
+            continue
+        for i, w in enumerate(workers):
+            if w > 1 and w & (w - 1):
+                raise InputError(f"{w} workers: {alg.title}'s copper tree ({field}: "
+                                 f"{alg.params.get(field)}) is defined for 2, 4, 8, ... "
+                                 f"workers; allowed: a power of two, or another {field}",
+                                 path=("sweep", "workers", i))

@@ -21,6 +21,7 @@ from clustersim.network.params import EXECUTIONS, EXPLICIT_FIELDS, NetworkParams
 from clustersim.scenario.benchmark import parse_benchmark
 from clustersim.scenario.consistency import (
     check_batch,
+    check_counts,
     check_kind,
     check_labels,
     check_root,
@@ -305,6 +306,7 @@ def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> 
             if w > ndev:
                 raise too_many("workers", w, ndev, placement.devices_per_worker, raw,
                                ("sweep", "workers", i))
+        check_counts((algorithm, *compare) if algorithm else (), sweep.workers)
     if placement.server == "machine" and sweep is not None:
         check_servers(platform, sweep.workers, (algorithm, *compare) if algorithm else ())
     assumptions = tuple(as_list(s.get("assumptions", default=[]), ("assumptions",), as_str,
