@@ -140,3 +140,19 @@ def test_quiet_indices_shown_nowhere_are_refused(capsys):
                  "morris"]) == 2
     err = capsys.readouterr().err
     assert "shows the indices nowhere" in err and err.count("\n") == 1
+
+
+def test_independent_calibration_blocks_of_one_source_are_separate_groups() -> None:
+    """QA 17 LOW-1: the ping-pong's bandwidth, latency and overhead fits are three
+    independent covariance blocks of one source; named by the source alone, SALib merged
+    them into one group and they could not be ranked apart."""
+    from types import SimpleNamespace
+
+    from clustersim.uncertainty.sensitivity import _problem
+
+    blocks = (SimpleNamespace(source="pingpong", parameters=("links.nic.bandwidth",)),
+              SimpleNamespace(source="pingpong", parameters=("links.nic.latency",)),
+              SimpleNamespace(source="collective", parameters=("network.segments.2.ce",)))
+    groups = _problem(Inputs(blocks=blocks))["groups"]
+    assert groups == ["calibration (pingpong: bandwidth)", "calibration (pingpong: latency)",
+                      "calibration (collective)"]

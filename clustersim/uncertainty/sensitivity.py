@@ -37,9 +37,15 @@ LEVELS = 4
 def _problem(inputs: Inputs) -> dict[str, Any]:
     names = [f.field for f in inputs.fields]
     groups = list(names)
+    sources = [b.source for b in inputs.blocks]
     for b in inputs.blocks:
         names += [f"calibration:{p}" for p in b.parameters]
-        groups += [f"calibration ({b.source})"] * len(b.parameters)
+        # one SALib group per correlated block: blocks of one source (the ping-pong's
+        # bandwidth, latency and overhead fits) are independent, so each is named by its
+        # parameters - under one name SALib had merged them (QA 17)
+        label = (b.source if sources.count(b.source) == 1
+                 else f"{b.source}: {', '.join(p.rsplit('.', 1)[-1] for p in b.parameters)}")
+        groups += [f"calibration ({label})"] * len(b.parameters)
     prob: dict[str, Any] = {"num_vars": len(names), "names": names,
                             "bounds": [[0.0, 1.0]] * len(names)}
     if inputs.blocks:
