@@ -347,3 +347,16 @@ def test_a_worker_count_the_copper_tree_has_no_tree_for_is_refused_by_validate(c
     err = capsys.readouterr().err
     assert "sweep.axes.workers: at the sweep point {workers=7}" in err
     assert main(["validate", "theano_mpi_alexnet", "--set", "sweep.workers=[1, 2, 8]"]) == 0
+
+
+def test_low_empty_axes_say_so() -> None:
+    """QA 16c LOW-8: ``sweep: {axes: {}}`` said "sweep.workers: is required"."""
+    from clustersim.scenario.schema import parse_scenario
+
+    raw = {"name": "a", "platform": "crossbar16",
+           "workload": {"model": "resnet50", "batch_per_worker": 32},
+           "algorithm": {"name": "bsp"}, "sweep": {"axes": {}}}
+    with pytest.raises(InputError, match=r"sweep\.axes: is empty"):
+        parse_scenario(raw)
+    raw["sweep"] = {"axes": {}, "workers": [2]}
+    assert parse_scenario(raw).sweep.workers == (2,)

@@ -157,6 +157,10 @@ def _parse_sweep(raw: Any) -> SweepSpec:
     if not isinstance(axes, Mapping):
         raise InputError("must map a field (dotted.path or workers) to a list of values or a "
                          "range {from:, to:}", path=(*path, "axes"))
+    if s.has("axes") and not axes and not s.has("workers"):  # it said "workers: is required"
+        raise InputError("is empty: give at least one axis (a field, dotted.path or workers, "
+                         "with a list of values or a range {from:, to:}), or sweep.workers",
+                         path=(*path, "axes"))
     # with axes the worker count may be an axis, or default to the platform's devices
     workers = tuple(as_list(s.get("workers", default=[] if axes else MISSING),
                             (*path, "workers"), lambda v, p: as_int(v, p, minimum=1),
