@@ -150,3 +150,51 @@ def test_the_whatif_page_lists_them_with_the_assumptions(tmp_path):
     assert main(["whatif", str(path), "-o", str(page), "--no-cache",
                  "--bandwidth", "1,2", "--latency", "1"]) == 0
     assert "t_guess overhead 3 us" in page.read_text()
+
+
+# -- the route sample (QA 16c LOW-17: a ring of 100,000 hosts took 34 s to validate) --------
+def _kinds(plat, routes):
+    return {plat.link_kind[lk] for r in routes for lk in r}
+
+
+@pytest.mark.parametrize("platform", [
+    "fattree_k16", "cori_knl_cores", "dgx1_edr8", "supercloud_v100_opa100",
+    {"topology": "dragonfly", "groups": 9, "routers_per_group": 4, "hosts_per_router": 2,
+     "global_links_per_router": 2, "device": "v100", "host_link": "aries",
+     "local_link": "aries_local", "global_link": "aries_global"},
+    {"topology": "torus", "dims": [6, 8], "device": "v100", "link": "ib_edr"},
+])
+def test_route_sample_finds_the_link_classes_of_every_pair(platform):
+    """The sample (each sampled device to the next, the first to the middle one) uses every
+    link class that all pairs of the same sampled devices use - on hierarchies (a fat tree,
+    KNL cores in nodes under routers, DGX machines), a dragonfly and a torus."""
+    from clustersim.scenario.assumed import _SAMPLE, _sample_routes
+
+    raw = {"platform": platform if isinstance(platform, dict) else f"topologies/{platform}.yaml",
+           "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [2],
+                         "sizes": ["1 MB"]}}
+    plat = parse_scenario(raw).platform
+    n = plat.num_devices
+    assert n > 2 * _SAMPLE
+    step = n / _SAMPLE
+    idx = sorted({min(n - 1, int(k * step) + d) for k in range(_SAMPLE) for d in (0, 1)})
+    every = plat.routes([(a, b) for a in idx for b in idx if a != b])
+    sample = _sample_routes(plat)
+    assert len(sample) <= 2 * len(idx)  # not every pair: ~64 routes, not ~1,000
+    assert _kinds(plat, sample) == _kinds(plat, every)
+
+
+def test_a_ring_of_many_hosts_samples_few_routes():
+    """A route on a ring is as long as the distance: the sample must stay at ~2 per device
+    sampled, whatever the size (every pair of 32 devices on 100,000 hosts was 25 M hops)."""
+    from clustersim.scenario.assumed import _sample_routes
+
+    raw = {"platform": {"topology": "ring", "hosts": 4000, "device": "v100",
+                        "link": {"bandwidth": "10 Gb/s", "latency": "1 us"}},
+           "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [4],
+                         "sizes": ["1 MB"]}}
+    plat = parse_scenario(raw).platform
+    routes = _sample_routes(plat)
+    assert len(routes) == 64
+    # hops walked: consecutive samples are n/16 apart, the middle pair n/2 (both ways)
+    assert sum(len(r) for r in routes) < 4 * plat.num_devices + 64
