@@ -368,6 +368,29 @@ def test_a_collective_efficiency_follows_its_sampled_lone_message_efficiency():
         assert product == pytest.approx(5e9 * 0.9 * 0.22, rel=1e-12)
 
 
+def test_a_held_collective_efficiency_follows_the_sampled_bandwidth_too():
+    """QA 17 LOW-2: a segment's collective efficiency left out of the covariance (on the
+    fit's bound, or undetermined) is still a collective fit given the ping-pong's bandwidth,
+    so a bandwidth draw divides it as it divides a sampled one - the product stays the
+    fitted one (it had moved as 1/bandwidth: a +-3 % band on an H200 step that the
+    collectives had measured).  A segment with no collective fit (1.0) is not touched."""
+    from clustersim.calibration.covariance import CovBlock
+    from clustersim.calibration.profile import Profile, Segment
+
+    prof = Profile()
+    prof.protocols["c"] = (Segment(0, 1e-6, 0.5), Segment(8192, 1e-6, 0.7, 100.0),
+                           Segment(131072, 0.0, 0.8, 0.22))
+    bw = CovBlock(("links.c.bandwidth",), (5e9,), ((1e16,),), "pingpong")
+    samples = draw(Inputs(blocks=(bw,), profile=prof), 64, 0)
+    assert len({s.profile["links.c.bandwidth"] for s in samples}) == 64
+    for s in samples:
+        v = s.profile
+        for k, ce in ((1, 100.0), (2, 0.22)):
+            assert v["links.c.bandwidth"] * v[f"network.protocols.c.{k}.collective_efficiency"] \
+                == pytest.approx(5e9 * ce, rel=1e-12)
+        assert "network.protocols.c.0.collective_efficiency" not in v
+
+
 def test_undetermined_fits_are_named_by_one_rule():
     from clustersim.calibration.fitlines import FitLine, covariance_name, undetermined
 

@@ -281,6 +281,15 @@ def resolve(prof: Any, name: str) -> tuple[Any, str] | None:
     return (entry, parts[-1]) if isinstance(entry, dict) and parts[-1] in entry else None
 
 
+def segment_collectives(prof: Any) -> dict[str, float]:
+    """Every protocol segment's fitted collective efficiency by its parameter name - those
+    the covariance samples and those it holds (undetermined, or on the fitter's bound).  A
+    segment without one (1.0, which a profile does not write) had no collective fit."""
+    return {f"network.protocols.{cls}.{k}.collective_efficiency": float(seg.collective_efficiency)
+            for cls, table in (getattr(prof, "protocols", None) or {}).items()
+            for k, seg in enumerate(table) if seg.collective_efficiency != 1.0}
+
+
 def with_values(prof: Any, values: Mapping[str, float]) -> Any:
     """A copy of the profile with the named parameters set (sampled values)."""
     new = copy.deepcopy(prof)

@@ -208,12 +208,15 @@ def _profile_values(block: Any, u: np.ndarray) -> dict[str, float]:
 
 def to_samples(inputs: Inputs, units: np.ndarray) -> list[Sample]:
     """The cube points (n x dims) as samples."""
+    from clustersim.calibration.covariance import segment_collectives
     from clustersim.uncertainty.sampling import to_value
 
     out = []
     k = len(inputs.fields)
-    # the fitted values of the profile's blocks (_hold_products couples two of them)
-    fitted = {n: v for b in inputs.blocks for n, v in zip(b.parameters, b.value)}
+    # the fitted values of the profile's blocks and its held collective efficiencies (a
+    # product the collectives fixed stays fixed: _hold_products)
+    fitted = {**segment_collectives(inputs.profile),
+              **{n: v for b in inputs.blocks for n, v in zip(b.parameters, b.value)}}
     for row in np.atleast_2d(units):
         s = Sample({f.field: to_value(f, row[j]) for j, f in enumerate(inputs.fields)})
         j = k
@@ -226,8 +229,8 @@ def to_samples(inputs: Inputs, units: np.ndarray) -> list[Sample]:
 
 
 def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> None:
-    """A protocol segment's collective efficiency follows its link's sampled bandwidth and
-    the segment's sampled lone-message efficiency inversely, where they were fitted:
+    """A protocol segment's fitted collective efficiency (sampled, or held) follows its
+    link's sampled bandwidth and the segment's sampled lone-message efficiency inversely:
     ``bandwidth x efficiency x collective_efficiency`` keeps the collective fit's (sampled)
     product.
 
@@ -237,9 +240,8 @@ def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> Non
     and the collective fit's covariance is conditional on the ping-pong values.  Drawn
     independently, a segment efficiency known to +-70 % (a few ping-pong sizes) moved
     every all-reduce of that size by as much, although the all-reduces themselves were
-    measured to +-17 %: a refitted H200 run's band reached 3.6 times its nominal step (with
-    that efficiency sampled; it is now left out as undetermined, its beta's interval
-    reaching 0)."""
+    measured to +-17 %: a refitted H200 run's band reached 3.6 times its nominal step.  A
+    held collective efficiency (QA 17 LOW-2) had moved as 1/bandwidth, by +-3 %."""
     for coll in [n for n in fitted if n.startswith("network.protocols.")
                  and n.endswith(".collective_efficiency")]:
         seg = coll[:-len("collective_efficiency")]
