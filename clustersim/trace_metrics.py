@@ -93,8 +93,11 @@ def _account(ev: TraceEvent, c: _Counters, last: dict[tuple[str, int], float]) -
         if not meta.get("nb") and not meta.get("poll"):
             c.wait += dur
     elif kind == "wait":
-        lasts = [last.get((str(g), int(s)), ev.start) for g, s in meta.get("colls", ())]
-        waited = min(max(max(lasts, default=ev.start) - ev.start, 0.0), dur)
+        if "waited" in meta:  # the simulator's trace says how much of it was stragglers
+            waited = min(max(float(meta["waited"]), 0.0), dur)
+        else:  # a real run's: from the collectives' arrivals
+            lasts = [last.get((str(g), int(s)), ev.start) for g, s in meta.get("colls", ())]
+            waited = min(max(max(lasts, default=ev.start) - ev.start, 0.0), dur)
         c.wait += waited
         c.comm += dur - waited
 

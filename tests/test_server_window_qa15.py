@@ -100,13 +100,8 @@ def test_the_trace_reader_gives_a_serving_masters_service_time_as_the_engine() -
     scn = load_scenario(PROJECT_ROOT / "scenarios" / "knl_unsaturated.yaml")
     alg = next(a for a in scn.algorithms if a.name == "easgd_round_robin")
     m, run = simulate_point(scn, alg, 17, 0, trace=True)
-    evs = list(run.events)  # the engine's trace leaves iteration marks to the run record
-    for st in run.actors:
-        evs += [TraceEvent(st.rank, st.role, "record", t, t, "iteration", value=k)
-                for k, t in enumerate(st.iterations[:-1])]
-        evs.append(TraceEvent(st.rank, st.role, "record", st.end, st.end, "actor_end",
-                              value=0))
-    read = measured_metrics(evs, algorithm=alg.title, batch=m.batch_per_worker,
+    # the engine's trace carries its iteration marks (tests/test_trace_engine_reader.py)
+    read = measured_metrics(run.events, algorithm=alg.title, batch=m.batch_per_worker,
                             warmup=scn.run.warmup, iterations=scn.run.iterations)
     assert read.service_time == pytest.approx(m.service_time, rel=1e-9)
     assert read.saturation_workers == pytest.approx(m.saturation_workers, rel=1e-9)

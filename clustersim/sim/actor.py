@@ -191,7 +191,7 @@ class _Actor:
             st.wait += waited
             st.comm += blocked - waited
             if eng.trace:
-                eng._ev(self.i, "wait", t0, now, "wait handles")
+                eng._ev(self.i, "wait", t0, now, "wait handles", meta={"waited": waited})
         if len(entries) == 1:
             self.run([_result(entries[0], self.i)], None)
         else:
@@ -202,6 +202,8 @@ class _Actor:
         st = self.st
         st.end = env.now
         st.iterations.append(env.now)
+        if self.eng.trace:
+            self.eng._ev(self.i, "record", env.now, env.now, "actor_end", value=0.0)
         if st.mark is None:  # servers (no iterations) or runs shorter than the warmup
             st.mark = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         # the event a finished SimPy process schedules (nobody waits for it)
@@ -258,6 +260,8 @@ class _Actor:
                     if op.key == "iteration":
                         st.iterations.append(now)
                         eng._iter[i] = int(op.value)
+                        if trace:  # the trace reader's marks (trace_metrics), as realrun's
+                            eng._ev(i, "record", now, now, "iteration", value=float(op.value))
                         if op.value == eng.warmup:
                             st.mark = (st.compute, st.comm, st.wait, st.comm_total,
                                        st.bytes_sent, now)

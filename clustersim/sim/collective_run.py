@@ -166,8 +166,10 @@ class CollectiveRunner:
                 st.comm += busy
             if trace:
                 if blocking and last > t_arr:
-                    self._ev(i, "wait", t_arr, last, f"wait for {op.op}")
-                self._ev(i, op.op, last, now, op.label or op.op, nbytes=nbytes)
+                    self._ev(i, "wait", t_arr, last, f"wait for {op.op}",
+                             meta={"waited": last - t_arr})
+                self._ev(i, op.op, last, now, op.label or op.op, nbytes=nbytes,
+                         meta={} if blocking else {"nb": True})
 
     def _schedule(self, op: Collective, g: _Group):
         alg = op.algorithm or self.defaults.get(op.op, "ring")

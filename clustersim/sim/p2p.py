@@ -193,7 +193,8 @@ class PointToPoint:
         if op.blocking:
             st.comm += now - t0
         if self.trace:
-            self._ev(i, "send", t0, now, op.label or "send", nbytes=nbytes, peer=j)
+            self._ev(i, "send", t0, now, op.label or "send", nbytes=nbytes, peer=j,
+                     meta={} if op.blocking else {"nb": True})
         sender = post.sender
         if sender is not None:  # its _resumed(post), the post's next callback
             sender.run(None, None)
@@ -213,7 +214,7 @@ class PointToPoint:
                         st.wait += env.now - t0
                     if self.trace and env.now > t0:
                         self._ev(i, "recv", t0, env.now, op.label or "recv", nbytes=m.nbytes,
-                                 peer=m.src)
+                                 peer=m.src, meta={} if op.blocking else {"nb": True})
                     return m
                 if op.poll:
                     return None
