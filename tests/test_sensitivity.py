@@ -156,3 +156,31 @@ def test_independent_calibration_blocks_of_one_source_are_separate_groups() -> N
     groups = _problem(Inputs(blocks=blocks))["groups"]
     assert groups == ["calibration (pingpong: bandwidth)", "calibration (pingpong: latency)",
                       "calibration (collective)"]
+
+
+def test_sobol_band_is_taken_from_the_independent_a_and_b_rows():
+    """QA 17 LOW-4: each AB_j row repeats the A row's values of every input but j, so a
+    band over all N (k + 2) rows counted one draw up to k times.  The band is the 5/50/95 %
+    of the 2N A and B rows: 2N distinct draws of an input, each once."""
+    from clustersim.uncertainty.propagate import quantiles
+    from clustersim.uncertainty.sensitivity import band_rows, design
+
+    five = Inputs(parse_uncertain({f"workload.x{i}": {"uniform": [0, 1]} for i in range(5)}))
+    seen = []
+
+    def first(sample):
+        seen.append(sample.fields["workload.x0"])
+        return {"y": sample.fields["workload.x0"]}
+
+    res = run_sensitivity(five, 8, "sobol", 3, first, {"y": "y"})
+    assert len(seen) == 8 * 7
+    prob, _x = design(five, 8, "sobol", 3)
+    rows = band_rows(prob, "sobol", len(seen))
+    assert rows == sorted([*range(0, 56, 7), *range(6, 56, 7)])
+    picked = [seen[j] for j in rows]
+    assert len(set(picked)) == 16  # each draw once
+    assert len(set(seen)) == 16  # ... and they are all the draws there are: the AB rows repeat them
+    b = quantiles(picked)
+    assert res["metrics"]["y"]["band"] == {"median": b.median, "p05": b.low, "p95": b.high}
+    # every Morris row is a draw at the grid's quantiles: all of them count
+    assert band_rows(prob, "morris", 12) == list(range(12))
