@@ -77,13 +77,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from clustersim._exit import retain
+    from clustersim.scenario.overrides import option_item
     from clustersim.scenario.schema import load_scenario
 
     sets = list(args.set or [])
     if args.fidelity:
-        sets.append(f"run.fidelity={args.fidelity}")
-    if args.seed is not None:
-        sets.append(f"run.seed={args.seed}")
+        sets.append(option_item("run.fidelity", "--fidelity", args.fidelity))
+    if args.seed is not None:  # an error in it names --seed, not a --set never typed
+        sets.append(option_item("run.seed", "--seed", args.seed))
     from clustersim.shipped import scenario_path
 
     scn = load_scenario(scenario_path(args.scenario), sets)
@@ -174,13 +175,17 @@ def _predict_training(scn, args, console) -> int:
     unc = None
     if args.uncertainty is not None:  # the nominal prediction above stays as it is; the bands beside it
         from clustersim.report.uncertainty import bands_json
+        from clustersim.scenario.overrides import named_at_set
         from clustersim.sim.sweep import default_jobs
         from clustersim.uncertainty.predict import propagate_prediction
 
-        bands, inputs = propagate_prediction(
-            scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
-            args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet),
-            nominal=result)
+        try:
+            bands, inputs = propagate_prediction(
+                scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
+                args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet),
+                nominal=result)
+        except InputError as exc:  # --set uncertain=~: name that item, not the file's line
+            raise named_at_set(exc, args.all_sets) from None
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),

@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["InputError", "RunFailed", "did_you_mean", "escape_controls", "format_path",
+__all__ = ["InputError", "RunFailed", "allowed_listing", "did_you_mean", "escape_controls", "format_path",
            "unknown_name", "yaml_text"]
 
 PathPart = str | int
@@ -145,11 +145,19 @@ def unknown_name(kind: str, name: object, choices: Iterable[str], **loc: object)
     that is no string is shown as YAML writes it (``null``, ``true``, ``[a, b]``)."""
     choices = sorted(set(choices))  # a selector listed under two ops is one name (QA 16c)
     hint = did_you_mean(str(name), choices) if isinstance(name, str) else ""
+    return InputError(f"unknown {kind} {yaml_text(name)}{hint} (allowed: "
+                      f"{allowed_listing(choices)})", **loc)  # type: ignore[arg-type]
+
+
+def allowed_listing(choices: Iterable[str]) -> str:
+    """``a, b, c`` sorted, cut at 600 characters (within :data:`MAX_MESSAGE`) saying how
+    many are left out - the list an "allowed:" names."""
+    choices = sorted(set(choices))
     listing = ", ".join(choices)
-    if len(listing) > 600:  # within MAX_MESSAGE; say how many are left out
+    if len(listing) > 600:
         shown = listing[:600].rsplit(", ", 1)[0]
         listing = f"{shown}, … ({len(choices) - shown.count(', ') - 1} more)"
-    return InputError(f"unknown {kind} {yaml_text(name)}{hint} (allowed: {listing})", **loc)  # type: ignore[arg-type]
+    return listing
 
 
 class RunFailed(Exception):

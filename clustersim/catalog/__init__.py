@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from clustersim._yaml import safe_load
-from clustersim.errors import InputError, unknown_name
+from clustersim.errors import InputError, allowed_listing, unknown_name
 from clustersim.units import UnitError, parse_bandwidth, parse_flops, parse_size, parse_time
 
 __all__ = ["DeviceSpec", "LinkSpec", "TransportSpec", "Catalog", "builtin_catalog"]
@@ -308,9 +308,29 @@ def _extended(current: dict[str, Any], raw: dict[str, Any], section: str,
         entry = dict(entry) if isinstance(entry, dict) else entry
         base = out.get(name)
         if isinstance(entry, dict) and "like" in entry:
-            base = lookup(entry.pop("like"), path=(*path, section, name, "like"))
+            like = entry.pop("like")
+            where = (*path, section, name, "like")
+            if isinstance(like, str) and like in entries and like not in current:
+                raise _like_beside(like, section, current, where)
+            base = lookup(like, path=where)
         out[name] = from_dict(name, entry, base, (*path, section, name))
     return out
+
+
+_NOUNS = {"devices": "device", "links": "link class", "transports": "transport"}
+
+
+def _like_beside(like: str, section: str, current: dict[str, Any], where: tuple) -> InputError:
+    """``like:`` naming an entry of the same catalog: it starts from the catalog this one
+    extends (built in, and for a platform file the scenario's), where that name is not -
+    "unknown device 'mydev'" read as if the entry beside it had not been seen."""
+    noun = _NOUNS[section]
+    builtin = set(getattr(builtin_catalog(), section))
+    which = "built-in" if set(current) == builtin else "built-in or scenario catalog"
+    return InputError(f"must name a {which} {noun} to start from; {like!r} is defined in "
+                      f"this same catalog, which like: cannot start from - copy its fields "
+                      f"into this entry, or start from the {noun} it starts from (allowed: "
+                      f"{allowed_listing(current)})", path=where)
 
 
 @lru_cache(maxsize=1)

@@ -20,6 +20,7 @@ EXIT_OK = 0
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from clustersim.cli import _console, _progress
     from clustersim.report.output import check_outputs, json_text, write_outputs
+    from clustersim.scenario.overrides import named_at_set, option_item
     from clustersim.scenario.schema import load_scenario
     from clustersim.shipped import scenario_path
     from clustersim.sim.sweep import default_jobs
@@ -32,7 +33,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         raise InputError(f"-n takes 2 to 4,096 base samples (Sobol: a power of two; "
                          f"Morris: trajectories), not {args.n}")
     path = str(scenario_path(args.scenario))
-    sets = list(args.set or []) + ([f"run.seed={args.seed}"] if args.seed is not None else [])
+    sets = list(args.set or []) + ([option_item("run.seed", "--seed", args.seed)]
+                                   if args.seed is not None else [])  # errors name --seed
     scn = load_scenario(path, sets)
     if scn.workload is None:
         raise InputError("sensitivity needs a training scenario ('workload' and 'algorithm')")
@@ -45,7 +47,10 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         from clustersim.calibration.applyprofile import load_applicable, profile_identity
 
         profile = load_applicable(scn, args.calibration)
-    inputs = collect_inputs(scn, profile)
+    try:
+        inputs = collect_inputs(scn, profile)
+    except InputError as exc:  # --set uncertain=~: name that item, not the file's line
+        raise named_at_set(exc, sets) from None
     raw, title = focus_raw(load_raw(path, sets), args.algorithm)
     seed = scn.run.seed
     from clustersim.uncertainty.sensitivity import design

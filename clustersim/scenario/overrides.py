@@ -19,7 +19,8 @@ from clustersim.scenario.fields import Section, as_list, as_str
 from clustersim.scenario.rateunits import check_set
 from clustersim.scenario.yamlio import LineDict, load_yaml_text
 
-__all__ = ["apply_overrides", "set_fields", "parse_variants", "with_points"]
+__all__ = ["apply_overrides", "key_parts", "option_item", "named_at_set", "set_fields",
+           "set_origin", "parse_variants", "with_points"]
 
 #: the deepest dotted field a scenario has is 4 parts (platform.catalog.devices.x)
 MAX_KEY_PARTS = 12
@@ -28,11 +29,27 @@ MAX_KEY_PARTS = 12
 Parse = Callable[[Any, "str | None"], Any]
 
 
-def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
-    parts = [p for p in str(dotted).strip().split(".") if p]
-    if not parts:
-        raise InputError(f"needs a field name like run.seed, got {str(dotted)[:80]!r}",
+def key_parts(dotted: Any, origin: str | None = None) -> list[str]:
+    """The parts of a dotted field name, each stripped of the spaces around it.
+
+    One rule for every part (QA 16c LOW): ``--set ' run . seed =1'`` is ``run.seed``, as
+    ``'run.seed =1'`` was - it had stripped the ends of the whole key only, so the first
+    read as the section ``'run '``.  An empty part is refused: ``run..seed`` had been read
+    as ``run.seed`` with the typo dropped in silence."""
+    text = str(dotted)
+    parts = [p.strip() for p in text.split(".")]
+    if not any(parts):
+        raise InputError(f"needs a field name like run.seed, got {text[:80]!r}",
                          origin=origin)
+    if not all(parts):
+        raise InputError(f"the field name {text[:80]!r} has an empty part (two dots in a row, "
+                         f"or a dot at an end); allowed: names joined by single dots, like "
+                         f"run.seed", origin=origin)
+    return parts
+
+
+def _put(raw: Any, dotted: str, value: Any, origin: str | None) -> None:
+    parts = key_parts(dotted, origin)
     if len(parts) > MAX_KEY_PARTS:
         raise InputError(f"a field path has at most {MAX_KEY_PARTS} parts (like "
                          f"platform.node.devices), not {len(parts)}", origin=origin)
@@ -79,21 +96,69 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
     """Apply ``--set a.b.c=value`` overrides (value parsed as YAML) to a raw scenario."""
     raw = copy.deepcopy(raw)
     for item in sets:
-        origin = f"--set {item if len(item) <= 120 else item[:119] + '…'}"  # cut, and said
+        origin = _origin(item)
         if "=" not in item:
             raise InputError(f"--set needs KEY=VALUE, got {item[:120]!r}")
         key, text = item.split("=", 1)
+        key = ".".join(key_parts(key, origin))  # spaces around '=' and the dots go
         value = None
         if text.strip():
             try:
                 value = load_yaml_text(text)
             except InputError as exc:
-                field = tuple(p for p in key.strip().split(".") if p)
                 raise InputError(f"the value {text[:80]!r} cannot be used: {exc.message}",
-                                 origin=origin, path=field) from None
+                                 origin=origin, path=tuple(key.split("."))) from None
             check_set(key, value, origin)  # --set x.bandwidth=1.4: a rate needs its unit
         _put(raw, key, value, origin)
     return raw
+
+
+class OptionItem(str):
+    """A ``--set`` item written by a command-line option (``--seed -1`` is
+    ``run.seed=-1``): an error in its value names the option the user typed - not
+    ``(--set run.seed=-1)``, which was never on the command line."""
+
+    origin: str
+
+    def __new__(cls, item: str, origin: str) -> OptionItem:
+        self = super().__new__(cls, item)
+        self.origin = origin
+        return self
+
+
+def option_item(field: str, flag: str, value: object) -> str:
+    """The ``--set`` item of ``flag value`` (``--seed 3`` -> ``run.seed=3``), marked so that
+    its errors name ``flag value``."""
+    return OptionItem(f"{field}={value}", f"{flag} {value}")
+
+
+def set_origin(sets: Sequence[str], path: Sequence[Any]) -> str | None:
+    """The origin of the last ``--set`` item that replaced ``path`` or a section above it
+    (``--set uncertain=~`` for ``uncertain``), or None: an error about that value must name
+    the item, not a line of the file that no longer holds it."""
+    want = [str(p) for p in path]
+    found = None
+    for item in sets:
+        key = item.split("=", 1)[0] if "=" in item else ""
+        parts = [p.strip() for p in key.split(".")]
+        if all(parts) and parts == want[:len(parts)]:
+            found = _origin(item)
+    return found
+
+
+def named_at_set(exc: InputError, sets: Sequence[str]) -> InputError:
+    """``exc`` located at the ``--set`` item that replaced its field, if one did: a check
+    that reads the file again (``nothing is uncertain`` after ``--set uncertain=~``) had
+    named the file's ``uncertain:`` line, which the user's value had replaced."""
+    origin = None if exc.origin else set_origin(sets, exc.path)
+    return exc.located(origin=origin) if origin else exc
+
+
+def _origin(item: str) -> str:
+    """Where a ``--set`` item's value came from, for a message: the option that wrote it
+    (``--seed -1``: the user typed no ``--set``), else the item, cut and said so."""
+    return getattr(item, "origin", None) or \
+        f"--set {item if len(item) <= 120 else item[:119] + '…'}"
 
 
 def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
@@ -117,7 +182,10 @@ def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
         sets = sv.get("set")
         if not isinstance(sets, Mapping) or not sets:
             raise InputError("must be a mapping of dotted.field: value", path=(*path, "set"))
-        vraw = set_fields(plain, sets)
+        try:  # a misspelled key (run..seed) names the variant's set: and its line
+            vraw = set_fields(plain, sets)
+        except InputError as exc:
+            raise InputError(exc.message, path=(*path, "set")) from None
         try:
             out.append((label, with_points(parse(vraw, file), vraw, file, parse)))
         except InputError as exc:

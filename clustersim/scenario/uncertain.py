@@ -97,7 +97,10 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
     for inp in inputs:
         if _replaced_by_set(raw, inp.field):
             continue
+        entry_raw = (raw.get("uncertain") or {}).get(keys.get(inp.field, inp.field))
         for value, what, sub in check_points(inp):
+            if inp.kind == "int":  # a continuous end is drawn as the float it checks
+                value = _as_written(entry_raw, sub, value)
             try:  # algorithm.X as a run sets it: on every algorithm that takes X
                 spread, own = spread_algorithm_fields(plain, {inp.field: value}, strict=True)
             except InputError as exc:
@@ -126,6 +129,23 @@ def check_applied(raw: Mapping[str, Any], file: str | None,
                 raise InputError(msg, file=file, path=path, origin=origin,
                                  line=None if origin else
                                  line_of(raw, path) or line_of(raw, entry)) from None
+
+
+def _as_written(entry: Any, sub: tuple[Any, ...], value: Any) -> Any:
+    """``value``, or the integer the entry wrote at ``sub`` when it is that value: an end
+    went through a float (the distribution's parameters are floats), so
+    ``range: [1, 9223372036854775807]`` was checked and named as 9223372036854775808, one
+    more than written.  Only what is checked and said changes; the draws are untouched."""
+    node = entry
+    for part in sub:
+        inside = (part in node if isinstance(node, Mapping) else
+                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        if not inside:
+            return value
+        node = node[part]  # type: ignore[index]
+    written_int = isinstance(node, int) and not isinstance(node, bool)
+    same = written_int and isinstance(value, (int, float)) and float(node) == float(value)
+    return node if same and not isinstance(value, bool) else value
 
 
 def _percentile(inp: UncertainInput, q: float) -> float:

@@ -16,7 +16,8 @@ Plain values follow the YAML 1.2 core schema, not PyYAML's YAML 1.1
 ``false`` are booleans (``yes``/``no``/``on``/``off`` are strings); ``0o17`` is octal and
 ``0x1F`` hex, while ``010`` is decimal 10 (YAML 1.1 read it as octal 8); ``1:04`` (base 60)
 and dates are strings; ``!!set``, ``!!omap``, ``!!pairs``, ``!!binary`` and ``!!timestamp``
-are refused, so every value read is a JSON type.  Numbers must be finite and integers fit in
+are refused, so every value read is a JSON type; a ``%YAML`` directive other than 1.2 is
+refused (the file would be read otherwise than its author declared).  Numbers must be finite and integers fit in
 64 bits; keys must be unique; tabs, NUL bytes and empty files get clear errors.  A rate
 (bandwidth, peak) must carry its unit (:mod:`clustersim.scenario.rateunits`).
 """
@@ -179,6 +180,8 @@ def _check_events(text: str) -> None:
                                  f"mappings inside each other); flatten the file", line=line)
             open_.append((ev.anchor, values - 1, depth))
             max_below.append(depth)
+        elif isinstance(ev, yaml.DocumentStartEvent) and ev.version not in (None, (1, 2)):
+            raise InputError(_directive(".".join(map(str, ev.version))), line=line)
         elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             anchor, before, at = open_.pop()
             below = max_below.pop()
@@ -195,6 +198,14 @@ def _check_events(text: str) -> None:
         if max_below[-1] > MAX_DEPTH:
             raise InputError(f"nested more than {MAX_DEPTH} levels deep once aliases are "
                              f"expanded; flatten the file", line=line)
+
+
+def _directive(version: str) -> str:
+    """Why a ``%YAML`` directive other than 1.2 is refused: PyYAML ignores it, and the file
+    is read as YAML 1.2 whatever it says - a file declaring 1.1 would have ``010`` read as
+    10 and ``yes`` as a string, not as the 8 and true its author declared."""
+    return (f"a '%YAML {version}' directive: clustersim reads every file as YAML 1.2 "
+            f"(010 is 10, yes is a string); remove the directive (or write %YAML 1.2)")
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
@@ -237,6 +248,9 @@ def load_yaml_text(text: str, *, source: str | None = None) -> Any:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         msg = f"YAML syntax error: {exc.problem or exc.context}"
+        if "incompatible YAML document" in str(exc.problem):  # %YAML 2.0
+            found = re.search(r"^%YAML[ \t]+(\S+)", text, re.MULTILINE)
+            msg = _directive(found.group(1)[:20] if found else "?")
         if "another document" in str(exc.problem):
             msg = ("a second YAML document starts here (a '---' line after the first "
                    "document): a file holds one document; remove the '---' and what follows "
