@@ -168,3 +168,16 @@ def test_a_yaml_1_2_directive_is_read(tmp_path: Path) -> None:
     scn = load_scenario(_write(tmp_path, "%YAML 1.2\n---\n" + BASE.replace("seed: 0",
                                                                           "seed: 010")))
     assert scn.run.seed == 10
+
+
+def test_an_option_item_keeps_its_origin_through_pickle_and_copy():
+    """The sets travel to pool, Dask and MPI workers pickled: an option's item must arrive
+    (a str subclass whose __new__ takes two arguments failed to unpickle)."""
+    import copy
+    import pickle
+
+    from clustersim.scenario.overrides import option_item
+
+    item = option_item("run.seed", "--seed", 3)
+    for back in (pickle.loads(pickle.dumps(item)), copy.deepcopy(item), copy.copy(item)):
+        assert back == "run.seed=3" and back.origin == "--seed 3"

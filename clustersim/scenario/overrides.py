@@ -125,6 +125,10 @@ class OptionItem(str):
         self.origin = origin
         return self
 
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        # pickled with its origin (a pool, Dask or MPI worker gets the sets)
+        return str(self), self.origin
+
 
 def option_item(field: str, flag: str, value: object) -> str:
     """The ``--set`` item of ``flag value`` (``--seed 3`` -> ``run.seed=3``), marked so that
