@@ -106,6 +106,29 @@ def test_geometric_schedule_mean_and_reduction_to_constant():
     assert two_points.mean() == sched.mean()
 
 
+@pytest.mark.parametrize("batch", [2400.0, 2500.0, 2510.0, 2511.0, 2511.9])
+def test_the_linear_rule_matches_quadrature_just_below_the_divergence_edge(batch):
+    """QA 16b LOW-8: ResNet-50's schedule under the linear rule from 256 diverges at
+    B = 2,512; the fixed 48-point rule was 1.8 % low at 2,511 (7.2805 against 7.4110) as 1/r
+    peaks inside a segment.  Near the edge the rule is checked against itself on halves
+    and QUADPACK takes over where they disagree."""
+    from clustersim.convergence import load_profile
+
+    sched = load_profile("resnet50").noise
+    got = steps_integral(sched, batch, rule="linear", ref_batch=256.0)
+    s = batch / 256.0
+
+    def inv_r(p: float) -> float:
+        bn = float(sched.values(np.array([p]))[0])
+        c = s / (1 + bn / 256.0)
+        return 1.0 / (2 * c - c * c * (1 + bn / batch))
+
+    want = sum(integrate.quad(inv_r, lo, hi, epsabs=0, epsrel=1e-13, limit=500)[0]
+               for lo, hi in sched.segments())
+    assert got == pytest.approx(want, rel=1e-9)
+    assert math.isinf(steps_integral(sched, 2512.0, rule="linear", ref_batch=256.0))
+
+
 def test_rules_agree_at_reference_batch_and_match_quadrature():
     sched = NoiseSchedule(((0.0, 500.0), (0.3, 2000.0), (1.0, 9000.0)))
     tuned = steps_integral(sched, 256.0)

@@ -36,7 +36,8 @@ __all__ = [
 
 # Gauss-Legendre nodes on [0, 1]; the integrand is smooth inside each geometric segment of the
 # schedule, so a fixed rule per segment is exact to ~1e-12 away from the divergence edge
-# (checked against scipy.integrate.quad in the tests) and costs one vector operation.
+# (checked against scipy.integrate.quad in the tests) and costs one vector operation; where
+# the rule on a segment and on its halves disagree (the edge), QUADPACK takes over.
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(48)
 _GL_X = (_GL_X + 1.0) / 2.0
 _GL_W = _GL_W / 2.0
@@ -75,14 +76,44 @@ def steps_integral(noise: NoiseSchedule, batch: float, *, extra: float = 0.0,
     ck = s * (1.0 + knots / batch + extra) / (1.0 + knots / ref_batch)
     if float(ck.max()) >= 2.0:
         return math.inf
-    total = 0.0
-    for lo, hi in noise.segments():
-        p = lo + (hi - lo) * _GL_X
+    def inverse_rate(p: np.ndarray) -> np.ndarray:
         bn = noise.values(p)
         c = s / (1.0 + bn / ref_batch)
-        r = 2.0 * c - c * c * (1.0 + bn / batch + extra)
-        total += (hi - lo) * float(np.dot(_GL_W, 1.0 / r))
+        return 1.0 / (2.0 * c - c * c * (1.0 + bn / batch + extra))
+
+    def gauss(lo: float, hi: float) -> float:
+        return (hi - lo) * float(np.dot(_GL_W, inverse_rate(lo + (hi - lo) * _GL_X)))
+
+    near_edge = float(ck.max()) > _NEAR_EDGE
+    total = 0.0
+    for lo, hi in noise.segments():
+        whole = gauss(lo, hi)
+        mid = (lo + hi) / 2.0
+        if not near_edge or \
+                abs(gauss(lo, mid) + gauss(mid, hi) - whole) <= _GL_AGREE * abs(whole):
+            total += whole
+        else:  # 1/r peaks near the divergence edge: adaptive quadrature (QA 16b LOW-8)
+            total += _adaptive(inverse_rate, lo, hi)
     return total
+
+
+#: how closely the rule on a segment and on its two halves must agree to be taken as is
+_GL_AGREE = 1e-11
+#: below this largest ``c K`` (divergence at 2), ``r = c (2 - c K) >= c / 2``: 1/r is smooth
+#: and the fixed rule is taken without the check (the fit calls this thousands of times)
+_NEAR_EDGE = 1.5
+
+
+def _adaptive(f, lo: float, hi: float) -> float:
+    """``integral_lo^hi f`` by QUADPACK (scipy.integrate.quad) where the fixed rule is not
+    converged: just below the divergence edge ``r`` dips towards 0 inside a segment, and the
+    48-point rule was 1.8 % low (7.2805 against 7.4110 for ResNet-50's schedule at B = 2,511
+    under the linear rule, edge at 2,512)."""
+    from scipy.integrate import quad
+
+    val, _err = quad(lambda x: float(f(np.array([x]))[0]), lo, hi, epsabs=0.0,
+                     epsrel=1e-12, limit=500)
+    return float(val)
 
 
 def pollux_efficiency(batch: float, ref_batch: float, noise_scale: float) -> float:
