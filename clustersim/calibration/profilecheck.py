@@ -95,11 +95,6 @@ def _refuse(message: str, path: tuple[Any, ...], raw: Any, file: str | None) -> 
 
 def _raw_at(raw: Any, path: tuple[Any, ...]) -> Any:
     """The value at ``path`` in the parsed YAML, None where there is none."""
-    node = raw
-    for part in path:
-        found = (part in node if isinstance(node, Mapping) else
-                 isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
-        if not found:
-            return None
-        node = node[part]
-    return node
+    from clustersim.scenario.yamlio import value_at
+
+    return value_at(raw, path)

@@ -136,13 +136,9 @@ def _as_written(entry: Any, sub: tuple[Any, ...], value: Any) -> Any:
     went through a float (the distribution's parameters are floats), so
     ``range: [1, 9223372036854775807]`` was checked and named as 9223372036854775808, one
     more than written.  Only what is checked and said changes; the draws are untouched."""
-    node = entry
-    for part in sub:
-        inside = (part in node if isinstance(node, Mapping) else
-                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
-        if not inside:
-            return value
-        node = node[part]  # type: ignore[index]
+    from clustersim.scenario.yamlio import value_at
+
+    node = value_at(entry, sub, None)
     written_int = isinstance(node, int) and not isinstance(node, bool)
     same = written_int and isinstance(value, (int, float)) and float(node) == float(value)
     return node if same and not isinstance(value, bool) else value

@@ -29,7 +29,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from clustersim.errors import InputError
 from clustersim.scenario.rateunits import check_document
 from clustersim.scenario.yamldialect import install
 
-__all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of",
+__all__ = ["LineDict", "LineList", "load_yaml", "load_yaml_text", "line_of", "origin_of", "value_at",
            "files_read", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES"]
 
 #: largest YAML file read (the biggest shipped file is a few kB; a catalog a few tens)
@@ -302,6 +302,19 @@ def load_yaml(path: str | Path, *, what: str = "file") -> Any:
         raise InputError(f"{what} is not UTF-8 text (byte {exc.start}); save it as UTF-8",
                          file=str(path), line=line) from None
     return load_yaml_text(text, source=str(path))
+
+
+def value_at(root: Any, path: Sequence[Any], default: Any = None) -> Any:
+    """The parsed value at ``path`` (mapping keys, list indices), ``default`` where the path
+    leads nowhere: one walk for every check that reads a value back as written."""
+    node = root
+    for part in path:
+        inside = (part in node if isinstance(node, Mapping) else
+                  isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        if not inside:
+            return default
+        node = node[part]
+    return node
 
 
 def origin_of(root: Any, path: Sequence[Any]) -> str | None:
