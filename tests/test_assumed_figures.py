@@ -153,6 +153,13 @@ def test_the_whatif_page_lists_them_with_the_assumptions(tmp_path):
 
 
 # -- the route sample (QA 16c LOW-17: a ring of 100,000 hosts took 34 s to validate) --------
+def _sample_idx(n):
+    from clustersim.scenario.assumed import _SAMPLE
+
+    step = n / _SAMPLE
+    return sorted({min(n - 1, int(k * step) + d) for k in range(_SAMPLE) for d in (0, 1)})
+
+
 def _kinds(plat, routes):
     return {plat.link_kind[lk] for r in routes for lk in r}
 
@@ -163,38 +170,44 @@ def _kinds(plat, routes):
      "global_links_per_router": 2, "device": "v100", "host_link": "aries",
      "local_link": "aries_local", "global_link": "aries_global"},
     {"topology": "torus", "dims": [6, 8], "device": "v100", "link": "ib_edr"},
+    # machines whose GPUs talk across sockets: the pairs of the sample that cross a QPI
+    # link are not on the chain of neighbours (review of 2026-11-29)
+    {"topology": "ring", "hosts": 9, "device": "v100", "link": "eth25g",
+     "node": {"devices": 8, "layout": "nvlink_mesh", "nics": 1}},
 ])
-def test_route_sample_finds_the_link_classes_of_every_pair(platform):
-    """The sample (each sampled device to the next, the first to the middle one) uses every
-    link class that all pairs of the same sampled devices use - on hierarchies (a fat tree,
-    KNL cores in nodes under routers, DGX machines), a dragonfly and a torus."""
-    from clustersim.scenario.assumed import _SAMPLE, _sample_routes
+def test_routes_of_short_paths_are_every_pair_of_the_sample(platform):
+    """Where routes are short (hierarchies, small direct networks) the sample is every pair
+    of the sampled devices, as it always was: the same link classes and transports."""
+    from clustersim.scenario.assumed import _sample_routes
 
     raw = {"platform": platform if isinstance(platform, dict) else f"topologies/{platform}.yaml",
            "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [2],
                          "sizes": ["1 MB"]}}
     plat = parse_scenario(raw).platform
-    n = plat.num_devices
-    assert n > 2 * _SAMPLE
-    step = n / _SAMPLE
-    idx = sorted({min(n - 1, int(k * step) + d) for k in range(_SAMPLE) for d in (0, 1)})
+    idx = _sample_idx(plat.num_devices)
     every = plat.routes([(a, b) for a in idx for b in idx if a != b])
-    sample = _sample_routes(plat)
-    assert len(sample) <= 2 * len(idx)  # not every pair: ~64 routes, not ~1,000
-    assert _kinds(plat, sample) == _kinds(plat, every)
+    assert sorted(map(tuple, _sample_routes(plat))) == sorted(map(tuple, every))
 
 
-def test_a_ring_of_many_hosts_samples_few_routes():
-    """A route on a ring is as long as the distance: the sample must stay at ~2 per device
-    sampled, whatever the size (every pair of 32 devices on 100,000 hosts was 25 M hops)."""
-    from clustersim.scenario.assumed import _sample_routes
+def test_a_ring_of_many_hosts_samples_few_short_routes():
+    """A route on a ring is as long as the distance: there the sample is the chain of
+    sampled devices, the first to the middle one and each sampled device to the 8 after it
+    (both ways) - ~600 routes, most of a few hops - and it finds the link classes of every
+    pair of the sample, the socket-to-socket hops inside a machine included."""
+    from clustersim.scenario.assumed import _SHORT, _sample_routes
 
-    raw = {"platform": {"topology": "ring", "hosts": 4000, "device": "v100",
-                        "link": {"bandwidth": "10 Gb/s", "latency": "1 us"}},
+    raw = {"platform": {"topology": "ring", "hosts": 400, "device": "v100",
+                        "link": {"bandwidth": "10 Gb/s", "latency": "1 us"},
+                        "node": {"devices": 8, "layout": "nvlink_mesh", "nics": 1}},
            "benchmark": {"op": "allreduce", "algorithms": ["ring"], "ranks": [4],
                          "sizes": ["1 MB"]}}
     plat = parse_scenario(raw).platform
     routes = _sample_routes(plat)
-    assert len(routes) == 64
-    # hops walked: consecutive samples are n/16 apart, the middle pair n/2 (both ways)
-    assert sum(len(r) for r in routes) < 4 * plat.num_devices + 64
+    assert max(map(len, routes)) > _SHORT  # the long-route branch
+    assert len(routes) < 64 + 32 * 16 * 15
+    hosts = plat.num_devices // 8
+    long = [r for r in routes if len(r) > _SHORT]
+    assert len(long) <= 64 and sum(map(len, routes)) < 4 * hosts + 16 * 16 * 15 * 20
+    idx = _sample_idx(plat.num_devices)
+    every = plat.routes([(a, b) for a in idx for b in idx if a != b])
+    assert _kinds(plat, routes) == _kinds(plat, every) | {"qpi"}

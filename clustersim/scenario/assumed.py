@@ -64,26 +64,40 @@ def assumed_figures(scn: Any) -> list[AssumedFigure]:
 #: devices sampled along the platform (each with its neighbour): routes between them stand
 #: for the platform's - inside a machine, across it, far apart
 _SAMPLE = 16
+#: a route longer than this many hops between sampled devices: a direct network (a ring or
+#: a torus of many hosts), where every pair of the sample is too long a walk
+_SHORT = 64
+#: on such a network, every pair of this many devices from each sampled one is routed
+#: too (its machine's devices and the next machine's: the paths inside a machine, and out of
+#: it from every socket)
+_LOCAL = 16
 
 
 def _sample_routes(plat: Any) -> list[Any]:
     """Routes between a deterministic sample of devices: all pairs on a small platform, else
     ``_SAMPLE`` evenly spaced devices and the device after each (so that paths inside a
-    machine are in the sample too), each sampled device to the next one (neighbours, and
-    devices 1/16 of the platform apart: every level of a hierarchy is crossed by the pair
-    that straddles one of its boundaries) and the first to the middle one, both ways.
+    machine are in the sample too), every pair of them - the sample of earlier versions.
 
-    Why not every pair of the sample: a route on a direct network is as long as the
-    distance (up to 50,000 hops on a ring of 100,000 hosts), and its 992 routes took half a
-    minute to validate a seven-line file; these 64 find the same link classes."""
+    On a direct network, whose routes between sampled devices are longer than ``_SHORT``
+    hops, every pair is too long a walk (up to 50,000 hops on a ring of 100,000 hosts: its
+    992 routes took half a minute to validate a seven-line file).  There the sample is each
+    sampled device to the next one and the first to the middle one (every level and every
+    kind of link between machines is on that chain), both ways, and every pair of the
+    ``_LOCAL`` devices from each sampled one (the paths inside its machine and out of it
+    from every socket: the sampled devices can all be their machines' first GPUs)."""
     n = plat.num_devices
     if n <= 2 * _SAMPLE:
         idx: list[int] = list(range(n))
         return plat.routes([(a, b) for a in idx for b in idx if a != b])
     step = n / _SAMPLE
     idx = sorted({min(n - 1, int(k * step) + d) for k in range(_SAMPLE) for d in (0, 1)})
-    pairs = {*zip(idx, idx[1:]), (idx[0], idx[len(idx) // 2])}
-    return plat.routes(sorted(pairs | {(b, a) for a, b in pairs}))
+    chain = {*zip(idx, idx[1:]), (idx[0], idx[len(idx) // 2])}
+    routes = plat.routes(sorted(chain | {(b, a) for a, b in chain}))
+    if max(map(len, routes), default=0) <= _SHORT:
+        return plat.routes([(a, b) for a in idx for b in idx if a != b])
+    local = {(a, b) for w in idx for a in range(w, min(n, w + _LOCAL))
+             for b in range(w, min(n, w + _LOCAL)) if a != b}
+    return routes + plat.routes(sorted(local))
 
 
 def _figures(scn: Any) -> list[AssumedFigure]:
