@@ -180,10 +180,12 @@ def print_sensitivity(console: Console, res: Mapping[str, Any], wide: bool = Fal
             "input's probability: the change from its 0% to its 100% quantile where the "
             "effect is linear in it (measured on a grid at its 12.5/37.5/62.5/87.5% "
             "quantiles), sigma = how much that effect depends on the other inputs")
-    band = ("a sampled estimate of the inputs' 90% interval" if sobol else
-            "over the Morris grid's quantiles: a screening range, not a probability interval")
+    band = (f"over the design's {2 * res['base_samples']} independent rows (Saltelli's A "
+            f"and B): a sampled estimate of the inputs' 90% interval" if sobol else
+            "over those simulations, at the Morris grid's quantiles: a screening range, "
+            "not a probability interval")
     console.print(f"{what}; {res['evaluations']} simulations; band = median [5th, 95th "
-                  f"percentile] over those simulations ({band})")
+                  f"percentile] {band}")
     from clustersim.uncertainty.sobol_check import check_text
 
     for m in res["metrics"].values():  # noise of a small -n: said, values kept raw

@@ -1,11 +1,10 @@
 """Propagation: the uncertain inputs' samples through the simulator, and the quantiles of
 what comes out.
 
-A sample is one scenario: the file's raw fields with the sampled values set (as ``--set``
-would set them, so every value is validated exactly like one written in the file) and, with a
-calibration profile, the profile with its covariance blocks' sampled values applied.  Every
-sample keeps ``run.seed``: the compute jitter is then the same random stream in every sample
-(common random numbers), so the spread is the inputs', not the seeds'.
+A sample is one scenario: the file's fields with the sampled values set as ``--set`` would
+(so each is validated like one written in the file), and the profile with its covariance
+blocks' sampled values.  Every sample keeps ``run.seed``: the same jitter stream in every
+sample (common random numbers), so the spread is the inputs', not the seeds'.
 
 :func:`evaluate` is the one place that runs samples (a local process pool); the sweep
 executors of ``clustersim.explore`` can take its place without touching the rest.
@@ -213,8 +212,7 @@ def to_samples(inputs: Inputs, units: np.ndarray) -> list[Sample]:
 
     out = []
     k = len(inputs.fields)
-    # the fitted values of the profile's blocks and its held collective efficiencies (a
-    # product the collectives fixed stays fixed: _hold_products)
+    # the blocks' fitted values and the held collective efficiencies (_hold_products)
     fitted = {**segment_collectives(inputs.profile),
               **{n: v for b in inputs.blocks for n, v in zip(b.parameters, b.value)}}
     for row in np.atleast_2d(units):
@@ -229,10 +227,9 @@ def to_samples(inputs: Inputs, units: np.ndarray) -> list[Sample]:
 
 
 def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> None:
-    """A protocol segment's fitted collective efficiency (sampled, or held) follows its
-    link's sampled bandwidth and the segment's sampled lone-message efficiency inversely:
-    ``bandwidth x efficiency x collective_efficiency`` keeps the collective fit's (sampled)
-    product.
+    """A segment's fitted collective efficiency (sampled, or held) follows its link's sampled
+    bandwidth and the segment's sampled lone-message efficiency inversely: ``bandwidth x
+    efficiency x collective_efficiency`` keeps the collective fit's (sampled) product.
 
     Why: ``calibrate`` fits the collective efficiencies *given* the ping-pong's bandwidth
     and segment efficiencies, so the collective measurements fix the product - a collective
@@ -242,6 +239,8 @@ def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> Non
     every all-reduce of that size by as much, although the all-reduces themselves were
     measured to +-17 %: a refitted H200 run's band reached 3.6 times its nominal step.  A
     held collective efficiency (QA 17 LOW-2) had moved as 1/bandwidth, by +-3 %."""
+    from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
+
     for coll in [n for n in fitted if n.startswith("network.protocols.")
                  and n.endswith(".collective_efficiency")]:
         seg = coll[:-len("collective_efficiency")]
@@ -252,8 +251,9 @@ def _hold_products(values: dict[str, float], fitted: Mapping[str, float]) -> Non
         bw = "links." + ".".join(seg.split(".")[2:-2]) + ".bandwidth"
         if bw in fitted and bw in values:
             scale *= fitted[bw] / values[bw]
-        if scale != 1.0:
-            values[coll] = values.get(coll, fitted[coll]) * scale
+        if scale != 1.0:  # within the fit's range (a held 100 is its bound, not a figure)
+            values[coll] = min(max(values.get(coll, fitted[coll]) * scale,
+                                   EFFICIENCY_BOUNDS[0]), EFFICIENCY_BOUNDS[1])
 
 
 def draw(inputs: Inputs, n: int, seed: int) -> list[Sample]:
