@@ -358,7 +358,10 @@ def test_saturated_master_sets_the_pace(name, per_exchange):
     assert m.worker_utilization == pytest.approx(local / (p * s), rel=1e-6)
     if name == "easgd_round_robin":
         assert m.staleness_p90 == p - 1  # every round: each of the other workers once
-        assert m.server_utilization == pytest.approx(update / s, rel=0.05)
+        # the master's thread sets the pace: busy all the time (go, push, update, reply),
+        # although its processor computes only update / s of it (the old, compute-only
+        # figure, 0.3 %, read as an idle master beside "saturates at ~p workers")
+        assert m.server_utilization == pytest.approx(1.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", ["async_easgd", "hogwild_easgd"])

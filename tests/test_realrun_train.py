@@ -150,7 +150,9 @@ def test_metrics_of_nonblocking_waits_sends_and_a_server() -> None:
         _ev(1, "allreduce", 1.8, 2.0, nbytes=40.0, meta=nb),  # the last member: 1.8
         _ev(1, "wait", 1.8, 2.0, meta={"colls": [["x", 0]]}),
         _rec(1, "actor_end", 4.0, 1),
+        _ev(2, "recv", 0.0, 2.5, role="server"),  # waiting for the first push
         _ev(2, "compute", 2.5, 3.5, role="server"),
+        _ev(2, "recv", 3.5, 3.9, role="server"),  # and for one that never comes
         _rec(2, "staleness", 3.0, 0, role="server"), _rec(2, "staleness", 3.5, 2, role="server"),
         _rec(2, "update", 3.0, 1, role="server"), _rec(2, "update", 3.5, 1, role="server"),
         _rec(2, "actor_end", 3.9, 0, role="server"),

@@ -37,12 +37,15 @@ def _run(first: float) -> list[TraceEvent]:
 
 
 def test_a_slow_first_update_stays_out_of_the_utilisation() -> None:
-    even = measured_metrics(_run(0.1), algorithm="x", batch=4, warmup=1, iterations=6)
-    slow = measured_metrics(_run(0.8), algorithm="x", batch=4, warmup=1, iterations=6)
+    """(With the server's waits for pushes in its trace, as a real server's shows them: the
+    utilisation is its busiest resource's, and a thread that never says it waits is busy.)"""
+    even = measured_metrics(_waiting_run(0.1), algorithm="x", batch=4, warmup=1, iterations=6)
+    slow = measured_metrics(_waiting_run(0.8), algorithm="x", batch=4, warmup=1, iterations=6)
     assert even.server_utilization == pytest.approx(0.1, rel=1e-9)  # 0.1 s of each 1 s step
     assert slow.server_utilization == pytest.approx(0.1, rel=1e-9)  # was (0.8 + 0.5) / 6
     # without a warm-up the whole run counts, as before
-    whole = measured_metrics(_run(0.8), algorithm="x", batch=4, warmup=0, iterations=6)
+    whole = measured_metrics(_waiting_run(0.8), algorithm="x", batch=4, warmup=0,
+                             iterations=6)
     assert whole.server_utilization == pytest.approx(1.3 / 6, rel=1e-9)
 
 

@@ -109,10 +109,13 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         witers = sum(len(a.iterations) - 1 for a in run.actors if a.role == "worker")
         per = _per_second(witers, its, run.makespan)
         # a server's updates over the run, per worker iteration, at the measured rate of
-        # worker iterations; its utilisation: that rate times its compute per update after
-        # the warm-up (the utilisation law U = X S); min: the two windows differ by a few
-        # exchanges at most, and more than always busy is not a result
-        srv_util = float(np.mean([min(_steady_compute(a) * per, 1.0) for a in ss]))
+        # worker iterations; its utilisation: that rate times its busy time per update
+        # after the warm-up - its busiest resource's, thread, processor or link, the one
+        # its service time and W* are taken from (the utilisation law U = X S; the compute
+        # alone read 0.5 % on a link-bound server that saturates, QA 18b); min: the two
+        # windows differ by a few exchanges at most, and more than always busy is not a
+        # result
+        srv_util = float(np.mean([min(_busy(a) * per, 1.0) for a in ss]))
         nupd = sum(len(a.records.get("update", [])) for a in ss)
         upd = nupd * per if nupd else None
         load = master_demand(ss, witers)
@@ -177,23 +180,12 @@ def _window(a: Any) -> tuple[int, float, float] | None:
     return n1 - n0, c1 - c0, (t1 - idle1) - (t0 - idle0)
 
 
-def _steady_compute(a: Any) -> float:
-    """A server's compute over the run as if every update cost what one costs after the
-    warm-up (:func:`_window`); its compute as it is without one.
-
-    Why: a real run's server spent 18-52 ms on its first update (the first touch of its
-    buffers) and 1.1 ms on the others, so over a 30-step run its utilisation read 15-23 %
-    on two identical runs where the measured steps were 9.5 % busy (QA 15)."""
-    w = _window(a)
-    if w is None:
-        return a.compute
-    return w[1] / w[0] * len(a.records.get("update", ()))
-
-
 def _busy(a: Any) -> float:
     """A server's busy time over the run: the slowest of its thread, processor and link
     (:func:`master_service_time`), the thread's and the processor's as if every update took
-    what one takes in :func:`_window`, as :func:`_steady_compute` does.
+    what one takes in :func:`_window` (a real run's first update, the first touch of the
+    server's buffers, took 18-52 ms against 1.1 ms: over a 30-step run its compute had put
+    the utilisation at 15-23 % where the measured steps were 9.5 % busy, QA 15).
 
     Why: the thread's time counted the warm-up and the end too.  A real parameter server
     whose first update took 18-52 ms (1.1 ms after) read 1.96 ms per update and saturation
