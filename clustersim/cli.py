@@ -167,6 +167,16 @@ def _predict_training(scn, args, console) -> int:
     from clustersim.trace import to_chrome
     from clustersim.uncertainty.predict import sweep_with_band
 
+    prepared = None
+    if args.uncertainty is not None:  # refused now, not after the sweep (QA 18b)
+        from clustersim.scenario.overrides import named_at_set
+        from clustersim.uncertainty.predict import prepare_propagation
+
+        try:
+            prepared = prepare_propagation(scn, scn.file, args.all_sets, args.calibration,
+                                           args.uncertainty)
+        except InputError as exc:  # --set uncertain=~: name that item, not the file's line
+            raise named_at_set(exc, args.all_sets) from None
     # the headline's range (scenarios with 'uncertain:'), its runs in the sweep's own pool
     result, swing = sweep_with_band(
         scn, scn.file, args.all_sets, args.calibration,
@@ -175,17 +185,13 @@ def _predict_training(scn, args, console) -> int:
     unc = None
     if args.uncertainty is not None:  # the nominal prediction above stays as it is; the bands beside it
         from clustersim.report.uncertainty import bands_json
-        from clustersim.scenario.overrides import named_at_set
         from clustersim.sim.sweep import default_jobs
         from clustersim.uncertainty.predict import propagate_prediction
 
-        try:
-            bands, inputs = propagate_prediction(
-                scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
-                args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet),
-                nominal=result)
-        except InputError as exc:  # --set uncertain=~: name that item, not the file's line
-            raise named_at_set(exc, args.all_sets) from None
+        bands, inputs = propagate_prediction(
+            scn, scn.file, args.all_sets, args.calibration, args.uncertainty,
+            args.jobs or default_jobs(), lambda n: _progress(n, "samples", not args.quiet),
+            nominal=result, prepared=prepared)
         unc = bands_json(bands, inputs, args.uncertainty, scn.run.seed)
     write_outputs([  # all or none, before the table: a closed pipe cannot lose them
         (args.json, lambda: json_text({**training_json(scn, result),

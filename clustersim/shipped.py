@@ -57,4 +57,39 @@ def scenario_path(arg: str) -> str:
     except OSError:  # a name too long: the loader says what is wrong with it (QA 10 H4)
         return arg
     found = find_shipped("scenarios", arg)
-    return str(found) if found is not None else arg
+    if found is not None:
+        return str(found)
+    hint = _missing_hint(arg)
+    if hint:
+        from clustersim.errors import InputError
+
+        raise InputError(f"cannot read scenario file: file not found{hint}", file=arg)
+    return arg
+
+
+def _missing_hint(arg: str) -> str:
+    """What to say beside "file not found" for a scenario argument that names nothing: the
+    shipped scenario it misspells, or - for a path into ``scenarios/`` that is not there
+    from this folder - that the shipped one goes by its bare name from any folder.  Empty
+    when the argument exists in any form (a dangling link, a folder: the loader says).
+
+    Why: a misspelled name (``knl_4235``) got a bare "file not found", where every other
+    name of the tool gets its closest match and the allowed values (QA 18b)."""
+    import os
+
+    try:
+        if os.path.lexists(arg):
+            return ""
+    except (OSError, ValueError):
+        return ""
+    from clustersim.errors import did_you_mean
+
+    names = shipped_names("scenarios")
+    stem = Path(arg).name.removesuffix(".yaml")
+    if stem in names and Path(arg).name != arg:
+        return (f" here; the shipped scenario {stem!r} is found by its bare name from any "
+                f"folder: give {stem}")
+    close = did_you_mean(stem, names)
+    if close or Path(arg).name == arg:
+        return f"{close or ' and no shipped scenario has that name'} (clustersim list scenarios)"
+    return ""

@@ -23,7 +23,8 @@ from clustersim.uncertainty.propagate import (
     sample_scenario,
 )
 
-__all__ = ["MAX_SAMPLES", "load_raw", "propagate_prediction", "sweep_with_band"]
+__all__ = ["MAX_SAMPLES", "load_raw", "prepare_propagation", "propagate_prediction",
+           "sweep_with_band"]
 
 #: a sample is a whole sweep: 100,000 of them is a typo, not a plan
 MAX_SAMPLES = 4096
@@ -51,15 +52,14 @@ def check_samples(n: int, flag: str = "--uncertainty") -> int:
     return n
 
 
-def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
-                         n: int, jobs: int,
-                         progress: Callable[[int], AbstractContextManager[Any]],
-                         nominal: Any = None) -> tuple[dict[str, Any], Inputs]:
-    """Bands of every headline metric over ``n`` samples of the scenario's uncertain inputs
-    (and the profile's covariance), each sample a whole sweep; a :class:`Bands` whose
-    ``notes`` name the headline metrics whose nominal lies outside its band, and why.
-    ``nominal``: the prediction's own sweep of ``scn`` (``predict`` has it), else it is run
-    once more beside the samples."""
+def prepare_propagation(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
+                        n: int) -> tuple[Inputs, list[Any]]:
+    """``--uncertainty N``'s inputs and its ``n`` sample scenarios, every one checked: what
+    can be refused, refused before anything is simulated.
+
+    Why apart from :func:`propagate_prediction`: ``predict`` calls this before its own sweep,
+    so that "nothing is uncertain" or a sampled value the scenario refuses is said at once,
+    not after the whole nominal sweep (QA 18b: a progress bar to 24/24, then exit 2)."""
     check_samples(n)
     profile = None
     if profile_path:
@@ -70,7 +70,21 @@ def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path:
     samples = draw(inputs, n, scn.run.seed)
     raw = load_raw(path, sets)
     # every sample checked before any is simulated: a refused value fails in a second
-    scns = [sample_scenario(raw, path, s, profile) for s in samples]
+    return inputs, [sample_scenario(raw, path, s, profile) for s in samples]
+
+
+def propagate_prediction(scn: Any, path: str, sets: Sequence[str], profile_path: str | None,
+                         n: int, jobs: int,
+                         progress: Callable[[int], AbstractContextManager[Any]],
+                         nominal: Any = None,
+                         prepared: tuple[Inputs, list[Any]] | None = None
+                         ) -> tuple[dict[str, Any], Inputs]:
+    """Bands of every headline metric over ``n`` samples of the scenario's uncertain inputs
+    (and the profile's covariance), each sample a whole sweep; a :class:`Bands` whose
+    ``notes`` name the headline metrics whose nominal lies outside its band, and why.
+    ``nominal``: the prediction's own sweep of ``scn`` (``predict`` has it), else it is run
+    once more beside the samples; ``prepared``: :func:`prepare_propagation`'s, if called."""
+    inputs, scns = prepared or prepare_propagation(scn, path, sets, profile_path, n)
     # the nominal sweep once more, in the same pool (1/n of the cost): its headline is
     # checked against its own bands (clustersim.uncertainty.nominal), which the printers of
     # the bands are not handed otherwise
