@@ -48,3 +48,19 @@ def test_uncertainty_without_uncertain_inputs_is_refused_before_any_simulation(c
     assert main(["predict", "theano_mpi_googlenet", "--uncertainty", "4"]) == 2
     err = capsys.readouterr().err
     assert "nothing is uncertain" in err and not ran
+
+
+def test_the_comparison_says_what_it_compares_and_drops_a_baseline_of_itself(capsys):
+    """Sorted first to the target, the ratio column was 'vs fastest' though it compares
+    samples/s (the first row read 0.67x); with one sweep point, efficiency is every
+    algorithm against itself: 100 % on every row (QA 18b M5)."""
+    import re
+
+    assert main(["predict", "hetero_hybrid", "-j", "1", "--no-band", "--wide",
+                 "--set", "run.iterations=8", "--set", "run.warmup=2"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("comparison at 16 workers"):]
+    header = "\n".join(table.splitlines()[:5])  # the box and its (wrapped) header lines
+    assert "samples/s vs best" in header and "vs fastest" not in out
+    assert "efficiency" not in header
+    assert re.search(r"\b1\.00x\b", table)  # the best samples/s is 1.00x

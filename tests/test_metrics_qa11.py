@@ -202,4 +202,4 @@ def test_the_mean_of_paces_note_is_said_once(capsys) -> None:
                  "--set", "run.iterations=8", "--set", "run.warmup=2"]) == 0
     out = capsys.readouterr().out
     assert out.count("iter (ms) is the mean of the workers' own iteration times") == 1
-    assert "(so in every table whose workers run at different paces)" in out
+    assert "; the same holds in every table below whose workers run at different paces" in out

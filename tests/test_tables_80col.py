@@ -72,7 +72,7 @@ def test_knl_4253_wide_shows_every_column(knl):
     _, wide = knl
     headers = ("workers", "batch/w", "iter (ms)", "samples/s", "speedup", "efficiency",
                "comm exposed", "comm total", "compute ms", "comm ms", "wait ms",
-               "staleness mean/p90", "server util", "updates/s", "not computing", "vs fastest")
+               "staleness mean/p90", "server util", "updates/s", "not computing", "samples/s vs best")
     for h in headers:
         assert h in wide, h
     assert "not shown" not in wide and "…" not in wide

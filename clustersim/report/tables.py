@@ -54,7 +54,7 @@ def _summary_cells(rows: Sequence, op: str) -> list[tuple[int, str, list[str], l
                 ("—" if a not in times else
                  (f"[bold]{times[a] * 1e6:.1f}[/bold]" if a == best else f"{times[a] * 1e6:.1f}"))
                 for a in algs], best])
-        out.append((p, f"{op} on {p} ranks: time (us), fastest in bold", algs, cells))
+        out.append((p, f"{op} on {p} ranks: time (us); the fastest is named last", algs, cells))
     return out
 
 

@@ -153,7 +153,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         mean = None if uneven else mean_note(pts)
         if mean:
             uneven = True
-            mean += " (so in every table whose workers run at different paces)"
+            mean += "; the same holds in every table below whose workers run at different paces"
         for line in (saturation_line(pts), mean, extrapolation_note(case_scn, pts),
                      None if spec is None else switch_note(case_scn, spec, pts)):
             if line:
@@ -190,8 +190,9 @@ ASYNC_COLUMNS = (Col("staleness mean/p90", priority=3), Col("server util", prior
 TTA_COLUMNS = (Col("time to target", priority=1), Col("steps to target", priority=3),
                Col("stat. eff.", priority=2), Col("goodput", priority=3))
 COMPARISON_COLUMNS = (
-    Col("algorithm", justify="left", priority=0), Col("samples/s"), Col("vs fastest"),
-    Col("efficiency"), Col("comm exposed", priority=2), Col("not computing", priority=2),
+    Col("algorithm", justify="left", priority=0), Col("samples/s"),
+    Col("samples/s vs best"), Col("efficiency"), Col("comm exposed", priority=2),
+    Col("not computing", priority=2),
 )
 
 
@@ -216,13 +217,17 @@ def _print_comparison(console: Console, result: Any, wide: bool = False,
     # a master - the time breakdown papers report as "communication share"; with asynchronous
     # algorithms, what tells them apart: staleness, the servers' load and update rate
     any_async = _has_async(result)
+    # one point per algorithm: each is its own baseline, 100 % every row says nothing
+    single = all(len(pts) < 2 for pts in result.points.values())
     cols = (list(COMPARISON_COLUMNS[:1]) + (list(TTA_COLUMNS) if tta else [])
-            + list(COMPARISON_COLUMNS[1:]) + (list(ASYNC_COLUMNS) if any_async else []))
+            + [c for c in COMPARISON_COLUMNS[1:] if not (single and c.header == "efficiency")]
+            + (list(ASYNC_COLUMNS) if any_async else []))
     cells = []
     for title, p in rows:
         row = ([escape(title)] + (_tta_cells(p) if tta else [])
-               + [f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x",
-                  _pct(p.efficiency), _pct(p.comm_share), _pct(1 - p.worker_utilization)])
+               + [f"{p.throughput:,.0f}", f"{p.throughput / best:.2f}x"]
+               + ([] if single else [_pct(p.efficiency)])
+               + [_pct(p.comm_share), _pct(1 - p.worker_utilization)])
         if any_async:
             row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
         cells.append(row)
