@@ -12,8 +12,8 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["InputError", "RunFailed", "allowed_listing", "did_you_mean", "escape_controls", "format_path",
-           "unknown_name", "yaml_text"]
+__all__ = ["InputError", "RunFailed", "allowed_listing", "closest", "did_you_mean",
+           "escape_controls", "format_path", "unknown_name", "yaml_text"]
 
 PathPart = str | int
 
@@ -68,15 +68,21 @@ def format_path(path: Sequence[PathPart]) -> str:
     return out
 
 
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """`` — did you mean 'k80'?`` or an empty string when nothing is close."""
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice most like ``name`` (case aside), or None when nothing is close."""
     choices = list(choices)
     close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.5)
     if not close:
         lowered = {c.lower(): c for c in choices}
         close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.5)
         close = [lowered[c] for c in close]
-    return f" — did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` — did you mean 'k80'?`` or an empty string when nothing is close."""
+    close = closest(name, choices)
+    return f" — did you mean {close!r}?" if close else ""
 
 
 class InputError(Exception):
@@ -109,6 +115,9 @@ class InputError(Exception):
         # a long --set echoed in part says so: "...[16, 32, 64])" read as the whole value
         cut = MAX_MESSAGE // 4
         self.origin = (origin[:cut - 1] + "…") if origin and len(origin) > cut else origin
+        #: (kind, name, allowed) of an "unknown X" refusal (:func:`unknown_name`): kept so
+        #: that the scenario reader can reword it with where the name belongs (QA 18)
+        self.unknown: tuple[str, str, tuple[str, ...]] | None = None
 
     def located(
         self,
@@ -120,13 +129,15 @@ class InputError(Exception):
     ) -> InputError:
         """A copy with more location filled in (outer layers know the file and prefix)."""
         own = self.origin or origin
-        return InputError(
+        out = InputError(
             self.message,
             file=self.file or file,
             path=tuple(prefix) + self.path,
             line=None if own else (self.line if self.line is not None else line),
             origin=own,
         )
+        out.unknown = self.unknown
+        return out
 
     def __str__(self) -> str:
         where = []
@@ -140,13 +151,29 @@ class InputError(Exception):
         return escape_controls(f"{head}: {self.message}" if head else self.message)
 
 
-def unknown_name(kind: str, name: object, choices: Iterable[str], **loc: object) -> InputError:
+def unknown_name(kind: str, name: object, choices: Iterable[str], *, home: str = "",
+                 **loc: object) -> InputError:
     """The standard "unknown X 'y' — did you mean 'z'? (choose from …)" error; a ``name``
-    that is no string is shown as YAML writes it (``null``, ``true``, ``[a, b]``)."""
+    that is no string is shown as YAML writes it (``null``, ``true``, ``[a, b]``).
+
+    ``home``: where else the name is a field (`` — 'overhead' is a field of network: …``).
+    With it, "did you mean" is kept only for a near-exact misspelling: a loose match beside
+    the real home had sent users to the wrong field (QA 18: overhead -> 'convergence')."""
     choices = sorted(set(choices))  # a selector listed under two ops is one name (QA 16c)
-    hint = did_you_mean(str(name), choices) if isinstance(name, str) else ""
-    return InputError(f"unknown {kind} {yaml_text(name)}{hint} (allowed: "
-                      f"{allowed_listing(choices)})", **loc)  # type: ignore[arg-type]
+    close = closest(name, choices) if isinstance(name, str) else None
+    if home and close and difflib.SequenceMatcher(
+            None, str(name).lower(), close.lower()).ratio() < CLOSE_BESIDE_HOME:
+        close = None
+    hint = f" — did you mean {close!r}?" if close else ""
+    err = InputError(f"unknown {kind} {yaml_text(name)}{home}{hint} (allowed: "
+                     f"{allowed_listing(choices)})", **loc)  # type: ignore[arg-type]
+    err.unknown = (kind, str(name), tuple(choices)) if isinstance(name, str) else None
+    return err
+
+
+#: how alike a name and its "did you mean" must be to keep the suggestion beside a home
+#: elsewhere: a typo of one or two letters ('jiter', 'overlpa'), not a loose likeness
+CLOSE_BESIDE_HOME = 0.8
 
 
 def allowed_listing(choices: Iterable[str]) -> str:

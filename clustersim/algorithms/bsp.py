@@ -225,7 +225,8 @@ BSP = AlgorithmDef(
         "every": Param(1, "weight averaging period (exchange: weights)", "Theano-MPI", kind=int,
                        minimum=1),
         "overlap": Param(False, "overlap per-bucket all-reduce with the backward pass (needs "
-                         "workload.bucket)", "PyTorch DDP (Li et al., VLDB 2020)", kind=bool),
+                         "workload.bucket or workload.fusion; refused without)",
+                         "PyTorch DDP (Li et al., VLDB 2020)", kind=bool),
         "fp16": Param(False, "cast gradients to fp16 for the exchange", "", kind=bool),
     },
     actors=_actors,

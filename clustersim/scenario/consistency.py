@@ -13,7 +13,10 @@ refused only by ``predict`` without a line:
 * a ``benchmark.root`` that is no rank of a ``benchmark.ranks`` count;
 * two algorithms (``algorithm`` and ``compare``) reported under one label;
 * a worker count past the replicas ``placement.devices_per_worker`` leaves, which the message
-  had blamed on the platform's device count.
+  had blamed on the platform's device count;
+* ``algorithm.overlap: true`` with no ``workload.bucket`` or ``workload.fusion`` (QA 18): the
+  gradient is then one exchange, which cannot start before the backward pass ends, and the
+  simulator ran it as ``overlap: false`` without a word.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from clustersim.scenario.specs import AlgorithmSpec, BenchmarkSpec, SweepSpec, W
 from clustersim.scenario.yamlio import line_of
 
 __all__ = ["check_kind", "check_batch", "check_root", "check_labels", "check_counts",
-           "too_many"]
+           "check_overlap", "too_many"]
 
 
 def check_kind(raw: Mapping[str, Any]) -> None:
@@ -134,3 +137,25 @@ def check_counts(algorithms: Sequence[AlgorithmSpec], workers: Sequence[int]) ->
                                  f"{alg.params.get(field)}) is defined for 2, 4, 8, ... "
                                  f"workers; allowed: a power of two, or another {field}",
                                  path=("sweep", "workers", i))
+
+
+def check_overlap(workload: WorkloadSpec | None, algorithm: AlgorithmSpec | None,
+                  compare: Sequence[AlgorithmSpec]) -> None:
+    """Overlap with the backward pass needs the gradient cut into buckets: with neither
+    ``workload.bucket`` nor ``workload.fusion`` it is one all-reduce after the backward pass
+    (bsp.py turns overlap off for a single bucket), so ``overlap: true`` there is refused
+    rather than run as ``false`` unseen.  Only a scenario as written is checked: a sweep
+    point or variant that sets ``bucket: none`` asks for that comparison and runs without
+    overlap (docs/algorithms.md)."""
+    if workload is None or algorithm is None:
+        return
+    if workload.bucket_bytes is not None or workload.fusion is not None:
+        return
+    for i, alg in enumerate((algorithm, *compare)):
+        if alg.params.get("overlap") is True:
+            where = ("algorithm",) if i == 0 else ("compare", i - 1)
+            raise InputError("overlap with the backward pass needs the gradient in buckets, "
+                             "but workload.bucket is not set (or none), so the gradient is one "
+                             "all-reduce after the whole backward pass: set workload.bucket "
+                             "(e.g. 25 MiB, or 0 for one per layer) or workload.fusion, or "
+                             "overlap: false", path=(*where, "overlap"))

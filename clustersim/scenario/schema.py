@@ -24,6 +24,7 @@ from clustersim.scenario.consistency import (
     check_counts,
     check_kind,
     check_labels,
+    check_overlap,
     check_root,
     too_many,
 )
@@ -241,15 +242,29 @@ def parse_scenario(raw: Any, file: str | None = None) -> Scenario:
     what-if comparison across platforms is one file and one table.
     """
     try:
-        base = with_points(_parse(raw, file), raw, file, _parse)
+        first = _parse_homed(raw, file)
+        check_overlap(first.workload, first.algorithm, first.compare)  # as written only
+        base = with_points(first, raw, file, _parse_homed)
         if isinstance(raw, Mapping) and raw.get("variants") is not None:
-            base = replace(base, variants=parse_variants(raw, file, _parse))
+            base = replace(base, variants=parse_variants(raw, file, _parse_homed))
         return base
     except InputError as exc:
         if exc.file is None:
             raise exc.located(file=file, line=line_of(raw, exc.path),
                               origin=origin_of(raw, exc.path)) from None
         raise
+
+
+def _parse_homed(raw: Any, file: str | None, built: tuple[Any, Any] | None = None
+                 ) -> Scenario:
+    """:func:`_parse`, its "unknown field" refusals saying where the field belongs; here,
+    before a sweep point or a variant rewords the message and the refusal's name is lost."""
+    from clustersim.scenario.homes import rehome
+
+    try:
+        return _parse(raw, file, built)
+    except InputError as exc:
+        raise rehome(exc) from None
 
 
 def _parse(raw: Any, file: str | None, built: tuple[Any, Any] | None = None) -> Scenario:
