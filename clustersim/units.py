@@ -188,30 +188,37 @@ def parse_quantity(kind: str, value: object, *, allow_zero: bool | None = None) 
     return fn(value, allow_zero=allow_zero)
 
 
-#: how a rate is written: quoted when one is given without its unit
+#: how a rate or a time is written: quoted when one is given without its unit
 UNIT_EXAMPLES = {"bandwidth": "'100 Gb/s', '12.5 GB/s', '10 Gbps'",
-                 "compute rate": "'6.1 TFLOP/s', '2.8 TFLOPS', '450 GFLOPs'"}
+                 "compute rate": "'6.1 TFLOP/s', '2.8 TFLOPS', '450 GFLOPs'",
+                 "time": "'1 us', '2.5 ms', '3 ns'"}
 
 
 def missing_unit(value: object, kind: str) -> str | None:
-    """Why ``value``, a ``kind`` (``"bandwidth"`` or ``"compute rate"``) a person wrote, is
-    refused for want of a unit; None when it has one or is no number at all (its parser
-    says what is wrong with that).
+    """Why ``value``, a ``kind`` (``"bandwidth"``, ``"compute rate"`` or ``"time"``) a
+    person wrote, is refused for want of a unit; None when it has one or is no number at all
+    (its parser says what is wrong with that).  A time of 0 needs none.
 
-    Why: the parsers read a bare number as bytes/s or FLOP/s so that the program can pass
-    floats, but in a file ``bandwidth: 1.4`` is almost never 1.4 B/s (QA 10 L7: it predicted
-    6,027,000,045 ms per iteration, exit 0), and whether 100 meant bits or bytes, G or M,
-    cannot be guessed - so the file must say it."""
+    Why: the parsers read a bare number as bytes/s, FLOP/s or seconds so that the program
+    can pass floats, but in a file ``bandwidth: 1.4`` is almost never 1.4 B/s (QA 10 L7: it
+    predicted 6,027,000,045 ms per iteration, exit 0), and whether 100 meant bits or bytes,
+    G or M, cannot be guessed; ``latency: 1`` is almost never a second per hop (QA 16c,
+    QA 18b: 336 s iterations and 904 days to target, exit 0) - so the file must say it."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
+        if kind == "time" and value == 0:
+            return None
         shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**12 else str(value)
     elif isinstance(value, str) and (m := _RE.match(value)) is not None and not m.group(2):
+        if kind == "time" and float(m.group(1)) == 0:
+            return None
         shown = repr(value.strip()[:40])
     else:
         return None
+    seconds = " (it would be read as seconds)" if kind == "time" else ""
     return (f"a {kind} needs its unit, like {UNIT_EXAMPLES[kind]}; not the bare number "
-            f"{shown}")
+            f"{shown}{seconds}")
 
 
 def _fmt(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:

@@ -64,3 +64,19 @@ def test_the_comparison_says_what_it_compares_and_drops_a_baseline_of_itself(cap
     assert "samples/s vs best" in header and "vs fastest" not in out
     assert "efficiency" not in header
     assert re.search(r"\b1\.00x\b", table)  # the best samples/s is 1.00x
+
+
+@pytest.mark.parametrize("item", ["platform.link.latency=1", "network.overhead=5",
+                                  "platform.link.latency='2e-6'"])
+def test_a_bare_time_is_refused_as_a_bare_rate_is(item, capsys):
+    """`latency: 1` had run as one second per hop (336 s iterations, 904 d to target, exit
+    0) where a user meant 1 us (QA 18b M4, QA 16c LOW-12)."""
+    assert main(["validate", "allreduce_crossbar16", "--set", item]) == 2
+    err = capsys.readouterr().err
+    assert "a time needs its unit, like '1 us'" in err and "read as seconds" in err
+
+
+@pytest.mark.parametrize("item", ["network.overhead=0", "platform.link.latency=0.0",
+                                  "network.overhead='0'", "platform.link.latency=3 us"])
+def test_a_time_of_zero_or_with_its_unit_is_read(item, capsys):
+    assert main(["validate", "allreduce_crossbar16", "--set", item]) == 0

@@ -26,10 +26,14 @@ from clustersim.units import missing_unit
 
 __all__ = ["RATE_FIELDS", "rate_kind", "check_document", "check_set"]
 
-#: the fields (of devices, link classes and ``workload.input``) that are rates, and their kind
+#: the fields (of devices, link classes, transports, ``network``, ``workload.compute`` and
+#: ``run.emulation``) that are rates or times, and their kind: a time too needs its unit
+#: (``latency: 1`` was a second per hop, QA 16c and QA 18b), except 0
 RATE_FIELDS = {
     **dict.fromkeys(("bandwidth", "mem_bw", "reduce_rate", "pack_rate"), "bandwidth"),
     **dict.fromkeys(("peak", "peak_fp16", "peak_tf32", "peak_bf16"), "compute rate"),
+    **dict.fromkeys(("latency", "overhead", "step_overhead", "dma_read", "eval_every",
+                     "max_time"), "time"),
 }
 
 
