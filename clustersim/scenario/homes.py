@@ -98,8 +98,11 @@ def field_homes() -> dict[str, tuple[tuple[str, str], ...]]:
             else:
                 places.setdefault(name, []).append(("section", f"the top level ({name}:)"))
     for name, topos in topologies.items():
-        which = "" if len(topos) > 3 else f", topology {', '.join(topos)}"
-        places.setdefault(name, []).append(("field", f"platform: (platform.{name}{which})"))
+        # always which topologies: "a field of platform:" beside a node platform's refusal
+        # of 'link' read as if that platform took it
+        shown = ", ".join(topos[:3]) + (", …" if len(topos) > 3 else "")
+        places.setdefault(name, []).append(
+            ("field", f"platform: (platform.{name}, topology {shown})"))
     algos: dict[str, list[str]] = {}
     for algo, defn in list_algorithms().items():
         for name in defn.params:
