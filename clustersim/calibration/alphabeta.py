@@ -274,7 +274,7 @@ def fit_piecewise(sizes: Sequence[float], times: Sequence[float], *,
         p, why = bad[0]
         k = pieces.index(p)
         starts.update(q.start for q in pieces[k:k + 2] if q.start > 0)
-        refused.append(f"{len(pieces)} segments refused: segment {p.start:g} .. {p.end:g} B "
+        refused.append(f"{len(pieces)} segments refused: segment {p.start:.0f} .. {p.end:.0f} B "
                        f"({p.fit.points} points): {why}")
         kmax = len(pieces) - 1
     if not pieces:

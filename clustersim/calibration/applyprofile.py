@@ -22,8 +22,8 @@ from clustersim.calibration.profilecheck import load_checked
 from clustersim.calibration.retune import DEVICE_FIELDS, retune_platform
 from clustersim.network.params import ANY_CLASS, NetworkParams
 
-__all__ = ["apply_profile", "apply_profile_data", "format_changes", "load_applicable",
-           "profile_identity"]
+__all__ = ["apply_profile", "apply_profile_data", "change_rows", "format_changes",
+           "load_applicable", "profile_identity"]
 
 
 @dataclass
@@ -122,20 +122,29 @@ def apply_profile_data(scn: Any, prof: Profile) -> tuple[Any, list[Change], list
     return res.scenario, res.changes, res.notes
 
 
+def change_rows(changes: Sequence[Change]) -> list[tuple[str, str, str, str]]:
+    """Each change as (name, before, after, relative change) texts: the cells of
+    :func:`format_changes` and of ``calibrate``'s table of what moved."""
+    rows = []
+    for c in changes:
+        old = format_value(c.name, c.before) if c.before is not None else "(none)"
+        new = format_value(c.name, c.after)
+        rel = c.relative
+        pct = f"{rel * 100:+.1f}%" if rel is not None else "new"
+        if lookup(c.name).unit == "bool":
+            pct = ""
+        rows.append((c.name, old, new, pct))
+    return rows
+
+
 def format_changes(changes: Sequence[Change], notes: Sequence[str] = (),
                    title: str = "calibration profile") -> str:
     """What moved, one parameter per line: name, before -> after, relative change."""
     lines = [f"{title}: {len(changes)} parameter{'s' if len(changes) != 1 else ''} moved"]
     if changes:
         width = max(len(c.name) for c in changes)
-        for c in changes:
-            old = format_value(c.name, c.before) if c.before is not None else "(none)"
-            new = format_value(c.name, c.after)
-            rel = c.relative
-            pct = f"{rel * 100:+.1f}%" if rel is not None else "new"
-            if lookup(c.name).unit == "bool":
-                pct = ""
-            lines.append(f"  {c.name:<{width}}  {old:>13} -> {new:<13} {pct:>8}")
+        for name, old, new, pct in change_rows(changes):
+            lines.append(f"  {name:<{width}}  {old:>13} -> {new:<13} {pct:>8}")
     lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)
 

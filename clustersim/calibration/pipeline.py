@@ -40,7 +40,13 @@ from clustersim.calibration.fitlines import (
     split_lines,
     split_note,
 )
-from clustersim.calibration.ppcheck import check_pingpong, fit_warnings
+from clustersim.calibration.ppcheck import (
+    check_pingpong,
+    fit_verdict,
+    fit_warnings,
+    readable_sizes,
+    size_note,
+)
 from clustersim.calibration.profile import Profile
 from clustersim.calibration.retune import retune_platform
 from clustersim.calibration.sharefit import ranks_sharing
@@ -217,10 +223,11 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
         prof.protocols[cls] = lm.segments
         params = NetworkParams(protocols={cls: lm.segments})
         lines += pingpong_lines(pw, lm, cls)
-        bps = ", ".join(f"{b:g} B" for b in pw.breakpoints) or "none"
+        bps = ", ".join(size_note(b) for b in pw.breakpoints) or "none"
         notes.append(f"ping-pong: {len(pw.pieces)} segment(s), breakpoints {bps} "
                      f"({'detected' if pw.detected else 'given'})")
-        notes += [f"ping-pong: {r}; fitted with fewer segments" for r in pw.refused]
+        notes += [f"ping-pong: {readable_sizes(r)}; fitted with fewer segments"
+                  for r in pw.refused]
     cf = None
     gemm, mem, red = _rows(rows, "gemm"), _rows(rows, "memory"), _rows(rows, "reduce")
     gemm, n_labelled = _plan_labelled(gemm)
@@ -293,7 +300,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
             notes.append(split_note(cfit, lm.segments))
             taken = [c for c in cfit.splits if pw is not None and c in pw.refused_starts]
             if taken:
-                notes.append("collectives: " + ", ".join(f"{c:g} B" for c in taken) + " from "
+                notes.append("collectives: " + ", ".join(size_note(c) for c in taken) + " from "
                              "the refused ping-pong segmentation (kept without the BIC test: "
                              "the ping-pong chose the position, the collective rows give the "
                              "efficiencies)")
@@ -334,7 +341,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 lines.append(FitLine(pname, eff, lo, hi, "1", f.points, f.rms_rel,
                                      "collective"))
     prof.fit = [ln.as_dict() for ln in lines]
-    prof.warnings = fit_warnings(lines)
+    prof.warnings = fit_warnings(lines) + fit_verdict(lines)  # the verdict last: it closes
     cal = Calibration(prof, target, params, tuned, pw, lm, cf, cfit, lines, notes)
     from clustersim.calibration.covariance import calibration_blocks
 

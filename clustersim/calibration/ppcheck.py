@@ -19,6 +19,17 @@ the *measurements*, each with its reason, not steps of a fit:
   campaign that may have taken hours on a cluster; but a model that misses its own
   measurements by more than their size describes none of them, and nobody should find that
   out from a prediction.
+* :func:`fit_verdict` - one closing warning naming every fit whose rms relative residual
+  exceeds :data:`RMS_POOR` (25 %) but not :data:`RMS_WARN` (those have their own warning
+  above, which says more).  Why 25 %: fits of an undisturbed machine land well below it
+  (the recorded H200 session: ping-pong 0.5 and 8.5 %, compute 18 %; the 2-rank VM rows:
+  2.5-6 % for the network, 16 % for compute), while a loaded 2-core machine gave 52-56 % for
+  its ping-pong, collective and reduce fits (QA, calibrate --real --quick) and exited 0 with
+  no word about it.  A model that misses its own measurements by a quarter predicts runs
+  no better than that, whatever its intervals say; the usual cause is other jobs' load
+  (or too few rounds to average it out), then a --platform or --link that does not name
+  what the ranks ran on.  Still exit 0: a poor fit is no bad input, and the profile is the
+  least-squares answer to what was measured.
 """
 
 from __future__ import annotations
@@ -29,10 +40,13 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["check_pingpong", "fit_warnings", "RMS_WARN"]
+__all__ = ["check_pingpong", "fit_warnings", "fit_verdict", "size_note", "readable_sizes",
+           "RMS_WARN", "RMS_POOR"]
 
 #: a fit whose rms relative residual exceeds this is warned about (module docs)
 RMS_WARN = 1.0
+#: a fit whose rms relative residual exceeds this is named in the closing verdict (module docs)
+RMS_POOR = 0.25
 
 _HOW = ("measure more sizes: `clustersim calibrate --real` measures 50 sizes from 1 B to "
         "32 MiB (26 with --quick), `python -m realrun microbench --sizes 1,1KiB,64KiB,1MiB` "
@@ -44,6 +58,27 @@ def _size(x: float) -> str:
     from clustersim.units import format_size
 
     return format_size(x)
+
+
+def size_note(nbytes: float) -> str:
+    """A size for the notes as the rest of the tool prints sizes (``4 MiB``), with the exact
+    bytes after it where that reading is rounded (``90.5 KiB (92682 B)``): a breakpoint is
+    a measured size that ``--breakpoints`` may be given again.  Why not ``{:g}``: it wrote
+    ``1.67772e+07 B`` (QA)."""
+    from clustersim.units import parse_size
+
+    shown = _size(nbytes)
+    return shown if parse_size(shown) == nbytes else f"{shown} ({nbytes:.0f} B)"
+
+
+def readable_sizes(text: str) -> str:
+    """``text`` (a refused segmentation of :func:`.alphabeta.fit_piecewise`, which keeps the
+    exact bytes ``segment 16777216 .. 33554432 B``) with that span as sizes are printed
+    (``segment 16 MiB .. 32 MiB``)."""
+    import re
+
+    return re.sub(r"segment (\d+) \.\. (\d+) B",
+                  lambda m: f"segment {_size(float(m[1]))} .. {_size(float(m[2]))}", text)
 
 
 def check_pingpong(sizes: Sequence[float], breakpoints: Sequence[float] | None,
@@ -94,3 +129,39 @@ def fit_warnings(lines: Sequence[Any]) -> list[str]:
             f"and --link name what the ranks ran on; if they do, the model does not describe "
             f"how this runtime runs these benchmarks (see the table of measured vs model)"
             for bench, r in sorted(worst.items())]
+
+
+def _worst_by_fit(lines: Sequence[Any]) -> dict[str, float]:
+    """The worst finite rms relative residual of each fit, by its name.
+
+    Lines of one joint fit carry the same residual under different ``bench`` labels (the
+    compute fit's "gemm", "memory" and "gemm+memory"): those are merged into one name
+    ("gemm+memory") so that the verdict names each fit once."""
+    parts_by_rms: dict[float, set[str]] = {}
+    for ln in lines:
+        r = ln.rms_rel
+        if r is not None and math.isfinite(r):
+            parts_by_rms.setdefault(r, set()).update(str(ln.bench).split("+"))
+    worst: dict[str, float] = {}
+    for r, parts in parts_by_rms.items():
+        name = "+".join(sorted(parts))
+        worst[name] = max(worst.get(name, 0.0), r)
+    return worst
+
+
+def fit_verdict(lines: Sequence[Any]) -> list[str]:
+    """The closing warning (a list of one, or none) naming the fits whose rms relative
+    residual exceeds :data:`RMS_POOR` and not :data:`RMS_WARN` (module docs), worst first,
+    with what to do about it."""
+    poor = sorted(((r, name) for name, r in _worst_by_fit(lines).items()
+                   if RMS_POOR < r <= RMS_WARN), reverse=True)
+    if not poor:
+        return []
+    names = [f"{name} ({r:.0%})" for r, name in poor]
+    named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    fits = "fit misses its" if len(poor) == 1 else "fits miss their"
+    return [f"poor fit: the {named} {fits} own measurements by more than {RMS_POOR:.0%} rms: "
+            f"predictions with this profile carry errors of that size - rerun on an idle "
+            f"machine (other jobs' load is the usual cause), with more --rounds (--real) to "
+            f"average the load out, and check that --platform and --link name what the ranks "
+            f"ran on"]

@@ -141,6 +141,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="benchmark traces and validation runs (default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write fit and validation as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no tables")
+    p.add_argument("--wide", action="store_true",
+                   help="every table column, whatever the terminal's width")
     add_convergence_arguments(p)
     add_emulation_arguments(p)
     p.set_defaults(func=cmd_calibrate)
@@ -239,7 +241,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     platform = load_platform(plat_path)
     validate = args.validate if args.validate is not None else bool(args.real)
     scenarios = validation_scenarios(args) if validate else []
-    console = console_for(args.quiet)
+    console = console_for(args.quiet, args.wide)
     work = Path(args.work_dir)
     source: dict[str, Any] = {"platform": str(args.platform), "statistic": args.statistic}
     runs: list[list[Any]] = [[] for _ in scenarios]
@@ -280,9 +282,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          collectives=args.collectives, duplex=args.duplex, about=about,
                          source=source, collective_splits=args.collective_splits)
     if not args.quiet:
-        print_fit(console, cal)
-    for warning in cal.profile.warnings:  # also with -q: the profile is written regardless
-        print(f"warning: {warning} (kept in the profile's warnings:)", file=sys.stderr)
+        print_fit(console, cal, args.wide)
     report = None
     if scenarios:
         from clustersim.calibration.validate import build_report, run_cases
@@ -302,6 +302,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             except RealRunError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 _write(cal.profile, args.out, console)
+                _warn(cal.profile)
                 return 1
         pick = "min" if args.statistic == "min" else "median"
         report = build_report(cal.profile, scenarios, runs, pick=pick)
@@ -309,10 +310,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                           "real runs that the fit never saw",
                                   "measured": f"the {pick} of the repeats", **report.as_dict()}
         if not args.quiet:
-            print_validation(console, report, pick)
+            print_validation(console, report, pick, args.wide)
     _write(cal.profile, args.out, console)
     if not args.quiet:
-        print_moved(console, cal, platform)
+        print_moved(console, cal, platform, args.wide)
+    _warn(cal.profile)
     if args.json:
         from clustersim.report.output import write_json
 
@@ -326,6 +328,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               f"benchmarks again: {validate_command(args)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _warn(profile: Any) -> None:
+    """The profile's warnings on stderr, also with -q, after everything else: the verdict
+    on a poor fit closes the output, where it cannot scroll away above the tables."""
+    for warning in profile.warnings:
+        print(f"warning: {warning} (kept in the profile's warnings:)", file=sys.stderr)
 
 
 def _write(profile: Any, path: str, console: Any) -> None:

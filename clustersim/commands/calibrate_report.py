@@ -8,17 +8,22 @@ when something is printed.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 __all__ = ["console_for", "say", "status", "fmt", "print_fit", "print_validation", "print_moved"]
 
 
-def console_for(quiet: bool) -> Any:
+def console_for(quiet: bool, wide: bool = False) -> Any:
+    """The console of the rest of the tool (``clustersim.cli._console``): the terminal's
+    width (COLUMNS, else the tty's, else 80 when piped), which the tables below fit;
+    ``wide``: never wrap.  Why not a fixed 160 when piped: a file or a pager read at 80
+    columns got 143-column tables (QA)."""
     from rich.console import Console
 
     return Console(quiet=quiet, highlight=False, soft_wrap=False,
-                   width=None if sys.stdout.isatty() else 160)
+                   width=100_000 if wide else None)
 
 
 def say(console: Any, text: str) -> None:
@@ -53,21 +58,30 @@ def fmt(value: float, unit: str) -> str:
     return format_unit(value, unit)
 
 
-def print_fit(console: Any, cal: Any) -> None:
-    from rich.table import Table
+def print_fit(console: Any, cal: Any, wide: bool = False) -> None:
+    """The fitted parameters, the notes, what the fit left undetermined, and the
+    collectives' measured vs model; every cell by :mod:`.calibrate_fittable`'s rules (no
+    ``nan``/``inf`` text, lower ends clipped at 0 and said)."""
+    from clustersim.commands.calibrate_fittable import (
+        CLIPPED_NOTE,
+        cell,
+        interval,
+        percent,
+        print_fit_table,
+    )
+    from clustersim.report.layout import Col, print_table
 
-    t = Table(title="fitted parameters (95% confidence intervals from the Jacobian)",
-              title_justify="left")
-    for col, just in (("parameter", "left"), ("value", "right"), ("95% interval", "right"),
-                      ("points", "right"), ("rms rel. resid.", "right"), ("from", "left")):
-        t.add_column(col, justify=just)
+    rows, clipped = [], False
     for ln in cal.lines:
-        t.add_row(ln.parameter, fmt(ln.value, ln.unit),
-                  f"{fmt(ln.low, ln.unit)} .. {fmt(ln.high, ln.unit)}", str(ln.points),
-                  f"{ln.rms_rel:.1%}", ln.bench)
-    console.print(t)
+        span, cut = interval(ln.low, ln.high, ln.unit)
+        clipped |= cut
+        rows.append((ln.parameter, cell(ln.value, ln.unit), span, str(ln.points),
+                     percent(ln.rms_rel), ln.bench))
+    print_fit_table(console, "fitted parameters (95% confidence intervals from the Jacobian)",
+                    ("parameter", "value", "95% interval", "points", "rms rel. resid.",
+                     "from"), rows, wide=wide)
     for note in cal.notes:
-        console.print(f"  note: {note}")
+        console.print(f"  note: {note}", markup=False)
     from clustersim.calibration.fitlines import undetermined
 
     loose = undetermined(cal.lines)
@@ -78,63 +92,82 @@ def print_fit(console: Any, cal: Any) -> None:
                      "profile, not in its covariance:"):
             console.print(text, markup=False)
         for ln in loose:
-            console.print(f"    {ln.parameter} = {fmt(ln.value, ln.unit)} "
-                          f"[{fmt(ln.low, ln.unit)} .. {fmt(ln.high, ln.unit)}]", markup=False)
+            span, cut = interval(ln.low, ln.high, ln.unit)
+            clipped |= cut
+            console.print(f"    {ln.parameter} = {cell(ln.value, ln.unit)} [{span}]",
+                          markup=False)
+    if clipped:
+        console.print(f"  {CLIPPED_NOTE}", markup=False)
     if cal.collective is not None and cal.collective.table:
-        c = Table(title="collectives: measured vs model (fitted overheads)",
-                  title_justify="left")
-        for col in ("op", "algorithm", "ranks", "size", "measured", "model", "error"):
-            c.add_column(col, justify="right")
-        for op, alg, p, size, meas, pred in cal.collective.table:
-            c.add_row(op, alg, str(p), fmt(size, "B"), fmt(meas, "s"), fmt(pred, "s"),
-                      f"{pred / meas - 1:+.1%}")
-        console.print(c)
+        cols = [Col("op", priority=0), Col("algorithm"), Col("ranks"), Col("size", priority=0),
+                Col("measured"), Col("model"), Col("error")]
+        crow = [(op, alg, str(p), cell(size, "B"), cell(meas, "s"), cell(pred, "s"),
+                 percent(pred / meas - 1 if meas else math.nan, signed=True))
+                for op, alg, p, size, meas, pred in cal.collective.table]
+        print_table(console, "collectives: measured vs model (fitted overheads)", cols, crow,
+                    wide=wide)
 
 
-def print_validation(console: Any, report: Any, pick: str = "median") -> None:
-    from rich.table import Table
+def print_validation(console: Any, report: Any, pick: str = "median",
+                     wide: bool = False) -> None:
+    """The end-to-end validation and the per-operation comparison, fitted to the console
+    (:func:`clustersim.report.layout.print_table`: details left out first, and said)."""
+    from clustersim.commands.calibrate_fittable import UNDEFINED, percent
+    from clustersim.report.layout import Col, print_table
 
-    t = Table(title="validation: end-to-end runs NOT in the fit (predicted with the profile)",
-              title_justify="left")
-    for col in ("scenario", "algorithm", "workers", "iter predicted", "iter measured",
-                "error", "measured range", "comm share pred.", "comm share meas.",
-                "load avg"):
-        t.add_column(col, justify="right" if col != "scenario" else "left")
+    def ms(x: float | None, digits: int = 2) -> str:
+        return f"{x * 1e3:.{digits}f} ms" if x is not None and math.isfinite(x) else UNDEFINED
+
+    cols = [Col("scenario", "left", 0), Col("algorithm", priority=0), Col("workers"),
+            Col("iter predicted"), Col("iter measured"), Col("error"),
+            Col("measured range", priority=2), Col("comm share pred.", priority=3),
+            Col("comm share meas.", priority=3), Col("load avg", priority=3)]
+    rows = []
     for c in report.cases:
         p, m = c.predicted, c.measured
         rng = (f"{min(c.repeats) * 1e3:.2f}-{max(c.repeats) * 1e3:.2f} ms"
-               if len(c.repeats) > 1 else "-")
-        t.add_row(c.scenario, c.algorithm, str(c.workers), f"{p.iteration_time * 1e3:.2f} ms",
-                  f"{c.measured_time * 1e3:.2f} ms", f"{c.error:+.1%}", rng,
-                  f"{p.comm_share:.1%}", f"{m.comm_share:.1%}",
-                  ", ".join(f"{x:.1f}" if x == x else "-" for x in c.loads))  # NaN: unknown
-    t.caption = (f"MAPE of iteration time over {len(report.cases)} case(s): {report.mape:.1%} "
-                 f"(measured: the {'fastest' if pick == 'min' else 'median'} of the repeats)")
-    console.print(t)
-    ops = Table(title="per operation: median time of one operation, predicted vs measured "
-                      "(warm-up left out)", title_justify="left")
-    for col in ("scenario", "role", "operation", "predicted", "measured", "error"):
-        ops.add_column(col, justify="left" if col in ("scenario", "role", "operation")
-                       else "right")
+               if len(c.repeats) > 1 else UNDEFINED)
+        rows.append((c.scenario, c.algorithm, str(c.workers), ms(p.iteration_time),
+                     ms(c.measured_time), percent(c.error, signed=True), rng,
+                     percent(p.comm_share), percent(m.comm_share),
+                     ", ".join(f"{x:.1f}" if math.isfinite(x) else UNDEFINED
+                               for x in c.loads)))  # NaN: unknown
+    print_table(console, "validation: end-to-end runs NOT in the fit (predicted with the "
+                         "profile)", cols, rows, wide=wide)
+    console.print(f"MAPE of iteration time over {len(report.cases)} case(s): "
+                  f"{percent(report.mape)} (measured: the "
+                  f"{'fastest' if pick == 'min' else 'median'} of the repeats)", markup=False)
+    ocols = [Col("scenario", "left", 0), Col("role", "left", 2), Col("operation", "left", 0),
+             Col("predicted"), Col("measured"), Col("error")]
+    orows = []
     for c in report.cases:
         for row in c.ops:
             p, m, e = row["predicted"], row["measured"], row["error"]
-            ops.add_row(c.scenario, row["role"], f"{row['kind']}: {row['label']}",
-                        f"{p * 1e3:.3f} ms" if p is not None else "-",
-                        f"{m * 1e3:.3f} ms" if m is not None else "-",
-                        f"{e:+.1%}" if e is not None else "-")
-    if ops.row_count:
-        console.print(ops)
+            orows.append((c.scenario, row["role"], f"{row['kind']}: {row['label']}",
+                          ms(p, 3), ms(m, 3), percent(e, signed=True)))
+    if orows:
+        print_table(console, "per operation: median time of one operation, predicted vs "
+                             "measured (warm-up left out)", ocols, orows, wide=wide)
 
 
-def print_moved(console: Any, cal: Any, platform: Any) -> None:
-    from clustersim.calibration.applyprofile import apply_profile_data, format_changes
+def print_moved(console: Any, cal: Any, platform: Any, wide: bool = False) -> None:
+    """How far the profile moves the platform's figures, as a table fitted to the console
+    (the names wrap at their dots) with the notes of applying it under it."""
+    from clustersim.calibration.applyprofile import apply_profile_data, change_rows
     from clustersim.catalog import builtin_catalog
+    from clustersim.commands.calibrate_fittable import print_fit_table
     from clustersim.network.params import NetworkParams
     from clustersim.scenario.schema import RunSpec, Scenario
 
     base = Scenario(name=platform.name, about="", file=None, catalog=builtin_catalog(),
                     platform=platform, platform_raw={}, network=NetworkParams(), run=RunSpec())
     _, changes, notes = apply_profile_data(base, cal.profile)
-    console.print(format_changes(changes, notes,
-                                 title=f"on platform {platform.name}, the profile"))
+    n = len(changes)
+    title = f"on platform {platform.name}, the profile: {n} parameter{'s' * (n != 1)} moved"
+    if changes:
+        print_fit_table(console, title, ("parameter", "before", "after", "change"),
+                        change_rows(changes), wide=wide, droppable=("change",))
+    else:
+        console.print(title, markup=False)
+    for note in notes:
+        console.print(f"  note: {note}", markup=False)
