@@ -184,3 +184,13 @@ def test_sobol_band_is_taken_from_the_independent_a_and_b_rows():
     assert res["metrics"]["y"]["band"] == {"median": b.median, "p05": b.low, "p95": b.high}
     # every Morris row is a draw at the grid's quantiles: all of them count
     assert band_rows(prob, "morris", 12) == list(range(12))
+
+
+def test_morris_drivers_are_said_in_the_metrics_own_units():
+    """mu* is in SI units: a time to target's 1.7e+03 read as noise (QA 18b L9)."""
+    from clustersim.report.uncertainty import _effect
+
+    assert _effect("time_to_target", 1700.0) == "28.3 min"
+    assert _effect("iteration_time", 0.0346) == "34.6 ms"
+    assert _effect("throughput", 1234.4) == "1,234 samples/s"
+    assert _effect("efficiency", 0.042) == "4.2 points"
