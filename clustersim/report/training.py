@@ -166,6 +166,13 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         console.print(f"[dim]{escape(title)} ran {warm} warm-up + {measured} measured steps "
                       f"(run: says {scn.run.warmup} + {scn.run.iterations - scn.run.warmup}): "
                       f"whole exchange periods of {n} steps[/dim]")
+    above = [p for pts in result.points.values() for p in pts
+             if (p.statistical_efficiency or 0.0) > 1.0]
+    if above:  # read as a bug otherwise (QA 18b L8)
+        top = _pct(max(p.statistical_efficiency for p in above))
+        console.print(f"[dim]stat. eff. above 100% (up to {top}): an effective batch below "
+                      "the profile's reference batch needs fewer samples to the target than "
+                      "the reference did (docs/convergence.md)[/dim]")
     if len(result.points) > 1:
         _print_comparison(console, result, wide, omitted)
     if getattr(result, "emulation", None):
