@@ -10,7 +10,7 @@ Accepted forms (case of the prefix matters: ``m`` is milli, ``M`` is mega):
   Decimal prefixes (k, M, G, T) are powers of 1000, binary ones (Ki, Mi, Gi, Ti) of 1024.
   A lower-case ``b`` means bits: ``8 kb`` is 1000 bytes.
 * times:      ``1 us`` (also ``µs``), ``2.5 ms``, ``3 ns``, ``1 s``, ``1 min``, or seconds.
-* bandwidths: ``100 Gb/s`` (bits), ``12.5 GB/s`` (bytes), ``10 Gbps``, ``1 GiB/s``,
+* bandwidths: ``100 Gb/s`` or ``100 Gbit/s`` (bits), ``12.5 GB/s`` (bytes), ``10 Gbps``, ``1 GiB/s``,
   or a plain number of bytes per second.
 * rates:      ``6.1 TFLOP/s``, ``2.8 TFLOPS``, ``450 GFLOPs``, or FLOP per second.
 
@@ -152,13 +152,14 @@ def parse_bandwidth(value: object, *, allow_zero: bool = False) -> float:
     num, unit = _split(text, "bandwidth")
     if unit == "":
         return _check(num, text, "bandwidth", allow_zero)
-    m = re.fullmatch(r"([kKMGTP]i?)?(B|b)(?:/s|ps)", unit)
+    # "Gbit/s" (iperf, datasheets) and "GByte/s" spell the b and the B out (QA 18b)
+    m = re.fullmatch(r"([kKMGTP]i?)?(B|b|bits?|[Bb]ytes?)(?:/s|ps)", unit)
     if not m:
         raise UnitError(
             f"cannot read {text!r} as a bandwidth (examples: '100 Gb/s', '12.5 GB/s', '10 Gbps')"
         )
     scale = _prefix(m.group(1) or "", text, "bandwidth")
-    if m.group(2) == "b":
+    if m.group(2) == "b" or m.group(2).startswith("bit"):
         scale /= 8.0
     return _check(num * scale, text, "bandwidth", allow_zero)
 

@@ -90,3 +90,12 @@ def test_a_statistical_efficiency_above_100_percent_is_explained(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "stat. eff. above 100% (up to 10" in out
     assert "below the profile's reference batch" in out
+
+
+@pytest.mark.parametrize("text,bps", [("10 Gbit/s", 1.25e9), ("100 Mbits/s", 1.25e7),
+                                      ("12.5 GByte/s", 12.5e9), ("2 GiB/s", 2 * 2**30)])
+def test_bits_and_bytes_spelled_out_are_read(text, bps):
+    """iperf and datasheets write Gbit/s: refused before, with an example list (QA 18b L1)."""
+    from clustersim.units import parse_bandwidth
+
+    assert parse_bandwidth(text) == pytest.approx(bps, rel=1e-15)
