@@ -99,3 +99,18 @@ def test_bits_and_bytes_spelled_out_are_read(text, bps):
     from clustersim.units import parse_bandwidth
 
     assert parse_bandwidth(text) == pytest.approx(bps, rel=1e-15)
+
+
+def test_servers_sharing_workers_devices_are_said(capsys, tmp_path):
+    """16 workers and 2 shards on a 16-device platform: the shards take workers' GPUs,
+    time-sliced - documented, and now said under the table (QA 18b L4); not at 8 workers."""
+    scn = tmp_path / "ps.yaml"
+    scn.write_text("name: ps\nplatform: {topology: fat_tree, k: 4, device: v100, "
+                   "link: {bandwidth: 25 Gb/s, latency: 1 us}}\n"
+                   "workload: {model: resnet50, batch_per_worker: 64}\n"
+                   "algorithm: {name: async_sgd, shards: 2}\n"
+                   "sweep: {workers: [8, 15, 16]}\nrun: {iterations: 4, warmup: 1}\n")
+    assert main(["predict", str(scn), "--no-band", "-j", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("at 15, 16 workers the platform's 16 devices cannot give each of its servers a "
+            "device of its own") in out

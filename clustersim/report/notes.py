@@ -127,6 +127,35 @@ def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
             "flow gives one model throughout")
 
 
+def shared_server_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
+    """The points where the platform's devices all hold workers, so that the algorithm's
+    servers take the first workers' devices (``sim.sweep.place_actors``) and share them,
+    time-sliced (:mod:`clustersim.sim.sharing`); None where every server has a device of
+    its own (or sits beside its group, as a hybrid's leaders do).
+
+    Why: docs/algorithms.md said so, the output did not - 16 workers and 2 shards on a
+    16-device platform validated and ran with the shards on workers' GPUs unseen (QA 18b)."""
+    from clustersim.algorithms.base import get_algorithm
+    from clustersim.sim.sweep import place_actors
+
+    defn = get_algorithm(alg.name)
+    servers = defn.servers(alg.params)
+    placement = getattr(scn, "placement", None)
+    if not servers or defn.family == "hybrid" or getattr(placement, "server", "") == "machine":
+        return None
+    n = scn.platform.num_devices
+    shared = [p.workers for p in pts if any(d < p.workers for d in
+                                            place_actors(p.workers, servers, n)[p.workers:])]
+    if not shared:
+        return None
+    at = ", ".join(f"{w:,}" for w in shared[:4]) + (" ..." if len(shared) > 4 else "")
+    each = "each of its servers a device" if servers > 1 else "its server a device"
+    return (f"at {at} workers the platform's {n:,} devices cannot give {each} of its own: "
+            f"a server without one shares one of the first workers' devices, time-sliced "
+            f"with it (docs/algorithms.md; placement.server: machine gives servers machines "
+            f"of their own)")
+
+
 def target_line(scn: Any) -> str | None:
     """What the time to target is *to*, and what it hangs on: the target, the reference the
     steps are scaled from, the noise scale (said to be assumed where the profile says so)

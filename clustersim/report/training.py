@@ -116,6 +116,7 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     from clustersim.report.notes import (
         extrapolation_note,
         mean_note,
+        shared_server_note,
         split_note,
         switch_note,
         target_line,
@@ -155,7 +156,8 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
             uneven = True
             mean += "; the same holds in every table below whose workers run at different paces"
         for line in (saturation_line(pts), mean, extrapolation_note(case_scn, pts),
-                     None if spec is None else switch_note(case_scn, spec, pts)):
+                     None if spec is None else switch_note(case_scn, spec, pts),
+                     None if spec is None else shared_server_note(case_scn, spec, pts)):
             if line:
                 console.print(f"[dim]{escape(line)}[/dim]")
     if runs:  # say what the [..] are (they had no legend without --uncertainty)
