@@ -314,7 +314,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a scenario field, as in predict (repeatable)")
     va.set_defaults(func=_validate)
 
-    li = sub.add_parser("list", help="list catalog entries, components and shipped scenarios")
+    li = sub.add_parser(
+        "list", help="list catalog entries, components and shipped scenarios",
+        description="List what a scenario can name: catalog devices, link classes and "
+                    "transports, platform topologies and routing policies, collective "
+                    "algorithms (with the library selectors), training algorithms (with "
+                    "their parameters), models, and the shipped scenarios.",
+        epilog="Examples:\n  clustersim list scenarios\n  clustersim list algorithms "
+               "async_easgd\n  clustersim list devices",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     li.add_argument("what", choices=LIST_KINDS, help="'scenarios': the shipped scenarios that "
                     "predict, validate, sensitivity and routes take by bare name")
     li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "calibrate", help="fit the model to microbenchmarks (--real, or TRACES) and write a "
                           "calibration profile",
-        description="Fit piecewise alpha-beta per link class (eager/rendezvous breakpoints), "
-                    "per-message and per-step overheads, compute efficiency per kernel class, "
-                    "memory and reduction throughput - robust least squares with 95% "
-                    "confidence intervals - and write a profile for `predict --calibration`.  "
-                    "With --real the profile is then validated on end-to-end runs that were "
-                    "not in the fit.",
+        description=textwrap.fill(  # wrapped here: the raw formatter keeps the epilog's lines
+            "Fit piecewise alpha-beta per link class (eager/rendezvous breakpoints), "
+            "per-message and per-step overheads, compute efficiency per kernel class, "
+            "memory and reduction throughput - robust least squares with 95% "
+            "confidence intervals - and write a profile for `predict --calibration`.  "
+            "With --real the profile is then validated on end-to-end runs that were "
+            "not in the fit.", 79),
         epilog="Examples:\n  clustersim calibrate --real --out profile.yaml\n"
                "  clustersim calibrate --real --quick --no-validate\n"
                "  clustersim calibrate cluster-run/ --platform topologies/dgx1_edr8.yaml "

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import math
 import sys
+import textwrap
 from typing import Any
 
 from clustersim.errors import InputError
@@ -31,9 +32,11 @@ DEFAULT_OUT = "out/realrun"  # under out/ (git-ignored): a run leaves nothing in
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "run", help="run a scenario for real on MPI ranks (--real) and measure it",
-        description="Run one point of a training scenario on real MPI processes (one rank "
-                    "per worker and server, the pip MPICH's mpiexec unless --mpiexec), "
-                    "trace every operation and print measured vs predicted metrics.",
+        # wrapped here: the raw formatter (kept for the epilog's example lines) does not
+        description=textwrap.fill(
+            "Run one point of a training scenario on real MPI processes (one rank per worker "
+            "and server, the pip MPICH's mpiexec unless --mpiexec), trace every operation and "
+            "print measured vs predicted metrics.", 79),
         epilog="Example:\n  clustersim run --real scenarios/real_bsp_mlp.yaml --out out/runs/bsp",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="training scenario YAML (see scenarios/real_*.yaml), or "
