@@ -114,3 +114,23 @@ def test_servers_sharing_workers_devices_are_said(capsys, tmp_path):
     out = " ".join(capsys.readouterr().out.split())
     assert ("at 15, 16 workers the platform's 16 devices cannot give each of its servers a "
             "device of its own") in out
+
+
+def test_the_emulation_table_says_never_where_the_analytic_model_does(tmp_path, capsys):
+    """GoSGD at p 0.2 on emulate_digits: the analytic model predicts no arrival; the table
+    printed "—", which reads as "not computed" (QA 16b LOW-4).  JSON keeps null for the
+    time and says which null it is."""
+    import json
+
+    out = tmp_path / "e.json"
+    assert main(["predict", "emulate_digits", "--no-band", "-j", "1", "--json", str(out),
+                 "--set", "sweep.workers=[4]"]) == 0
+    text = capsys.readouterr().out
+    table = text[text.index("convergence emulation"):]
+    row = next(line for line in table.splitlines() if line.startswith("GoSGD"))
+    assert row.rstrip().endswith("never")
+    rows = json.loads(out.read_text())["emulation"]
+    gosgd = rows["GoSGD (p 0.2)"][0]
+    assert gosgd["analytic_time_to_target"] is None and gosgd["analytic_never"] is True
+    bsp = rows["BSP"][0]
+    assert bsp["analytic_time_to_target"] > 0 and bsp["analytic_never"] is False

@@ -50,7 +50,7 @@ def print_emulation(console: Console, result: Any, wide: bool = False,
                          _count(r.updates_to_target), _count(r.steps_to_target),
                          _count(r.samples_to_target),
                          f"{r.metric[-1]:.3f}" if r.metric else "—", r.stopped,
-                         "—" if a is None else format_duration(a)])
+                         "—" if a is None else format_duration(a)])  # inf: "never"
     title = (f"convergence emulation: task {first.task}, target {first.metric_name} "
              f">= {first.target:g} (real math in simulated time)")
     hidden = print_table(console, title, list(EMULATION_COLUMNS), rows, wide=wide,
@@ -77,6 +77,7 @@ def emulation_json(result: Any) -> dict[str, Any]:
             d = r.to_dict()
             a = analytic[k] if k < len(analytic) else None
             d["analytic_time_to_target"] = a if a is not None and math.isfinite(a) else None
+            d["analytic_never"] = a is not None and not math.isfinite(a)
             rows.append(d)
         out[title] = rows
     return out
@@ -132,7 +133,8 @@ def plot_html(scn: Any, result: Any) -> str:
     emulated = getattr(result, "emulation", {}) or {}
     analytic = getattr(result, "emulation_analytic", {}) or {}
     # the analytic model's prediction for each emulated run, drawn beside it
-    model_tta = {t: [(r.workers, a) for r, a in zip(runs, analytic.get(t, []))]
+    model_tta = {t: [(r.workers, a if a is not None and math.isfinite(a) else None)
+                     for r, a in zip(runs, analytic.get(t, []))]
                  for t, runs in emulated.items()} or None
     figs = convergence_figures(scn.name, curves, tta, model_tta=model_tta)
     config = {"displaylogo": False, "responsive": True}

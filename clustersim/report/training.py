@@ -271,7 +271,8 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
                 for key in ("time", "steps", "samples", "updates"):
                     v = getattr(em, f"{key}_to_target")
                     d[f"emulated_{key}_to_target"] = v if math.isfinite(v) else None
-                d["analytic_time_to_target"] = ans[i] if i < len(ans) else None
+                a = ans[i] if i < len(ans) else None  # inf (never): empty, as emulated
+                d["analytic_time_to_target"] = a if a is not None and math.isfinite(a) else None
             rows.append(d)
     return rows
 

@@ -231,7 +231,8 @@ def _with_emulation(point: dict[str, Any], res: Any, title: str, i: int) -> dict
     twins = (getattr(res, "emulation_analytic", None) or {}).get(title) or []
     point["emulation"] = {
         "time_to_target": r.time_to_target if math.isfinite(r.time_to_target) else None,
-        "analytic_time_to_target": twins[i] if i < len(twins) else None,
+        "analytic_time_to_target": (twins[i] if i < len(twins) and twins[i] is not None
+                                    and math.isfinite(twins[i]) else None),
         "metric_name": r.metric_name, "target": r.target,
         "time": list(r.time), "metric": list(r.metric)}
     return point

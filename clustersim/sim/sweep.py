@@ -9,7 +9,6 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 from __future__ import annotations
 
 import gc
-import math
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -50,7 +49,7 @@ class SweepResult:
     #: :class:`~clustersim.sim.emulate.EmulationResult` per sweep point, in the same order
     emulation: dict[str, list[EmulationResult]] = field(default_factory=dict)
     #: beside each emulated point: the analytic model's time to the same target for the same
-    #: run (None where it predicts none), so a user sees where the two agree
+    #: run (inf where it says never; None where it predicts none: no twin for the run), so a user sees where the two agree
     emulation_analytic: dict[str, list[float | None]] = field(default_factory=dict)
 
     def trace_events(self) -> list[TraceEvent]:
@@ -378,6 +377,6 @@ def _emulate_case(s: Scenario, alg: AlgorithmSpec, title: str
         stale = [float(v) for v in run.records("staleness")]
         pred = analytic_for_emulation(s, alg, w, res, staleness=stale)
         results.append(res)
-        analytic.append(None if pred is None or not math.isfinite(pred.time_to_target)
-                        else float(pred.time_to_target))
+        # inf: the analytic model says never (its table prints "never"); None: no twin
+        analytic.append(None if pred is None else float(pred.time_to_target))
     return results, analytic
