@@ -16,14 +16,13 @@ __all__ = ["console_for", "say", "status", "fmt", "print_fit", "print_validation
 
 
 def console_for(quiet: bool, wide: bool = False) -> Any:
-    """The console of the rest of the tool (``clustersim.cli._console``): the terminal's
-    width (COLUMNS, else the tty's, else 80 when piped), which the tables below fit;
-    ``wide``: never wrap.  Why not a fixed 160 when piped: a file or a pager read at 80
-    columns got 143-column tables (QA)."""
-    from rich.console import Console
+    """The console of the rest of the tool (``clustersim.cli._console``: the terminal's
+    width, which the tables below fit, and a closed pipe a quiet exit); ``wide``: never
+    wrap.  Why not a fixed 160 when piped: a file or a pager read at 80 columns got
+    143-column tables (QA)."""
+    from clustersim.cli import _console
 
-    return Console(quiet=quiet, highlight=False, soft_wrap=False,
-                   width=100_000 if wide else None)
+    return _console(quiet, wide)
 
 
 def say(console: Any, text: str) -> None:

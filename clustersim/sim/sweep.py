@@ -49,7 +49,8 @@ class SweepResult:
     #: :class:`~clustersim.sim.emulate.EmulationResult` per sweep point, in the same order
     emulation: dict[str, list[EmulationResult]] = field(default_factory=dict)
     #: beside each emulated point: the analytic model's time to the same target for the same
-    #: run (inf where it says never; None where it predicts none: no twin for the run), so a user sees where the two agree
+    #: run (inf where it says never; None where it predicts none: no twin for the run), so
+    #: a user sees where the two agree
     emulation_analytic: dict[str, list[float | None]] = field(default_factory=dict)
 
     def trace_events(self) -> list[TraceEvent]:
