@@ -110,7 +110,7 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             # worker processes log nothing below CRITICAL: stopped by a signal, a worker
             # whose heartbeat met the closed scheduler printed an ERROR with a traceback
             # under the command's one line (a task's own error reaches the client anyway)
-            with _sigint_ignored():
+            with _sigint_ignored(), _children_stopped_on_failure():
                 cluster = LocalCluster(n_workers=max(1, jobs), **LOCAL_CLUSTER)
             client = Client(cluster)
         else:
@@ -147,8 +147,11 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
         else:
             # after a failure or a signal, Dask stays quiet below CRITICAL: the command is
             # ending, and a half-started cluster's exit hooks logged "reaping stray process"
-            # and "Worker process ... was killed" under its one line
+            # and "Worker process ... was killed" under its one line; and asyncio's "Task
+            # exception was never retrieved" for a nanny whose worker was killed while it
+            # started (_children_stopped_on_failure)
             logging.getLogger("distributed").setLevel(logging.CRITICAL)
+            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 #: how ``--dask local`` starts its LocalCluster (besides the worker count; see run_dask)
@@ -179,6 +182,33 @@ def _quiet_close_at_exit() -> None:
     atexit.unregister(close)
     atexit.register(quietly)
     spec.close_clusters = quietly
+
+
+@contextlib.contextmanager
+def _children_stopped_on_failure() -> Iterator[None]:
+    """Any worker process the LocalCluster had spawned is killed at once when its start
+    fails or is signalled, before this process starts to exit.
+
+    Why: a worker spawned just before a SIGTERM was still unpickling its start-up data,
+    which names the parent's semaphores; the exiting parent removed them, and the child
+    printed a ``FileNotFoundError`` traceback under the command's one ``terminated by
+    SIGTERM`` line.  Killed now (SIGKILL: the child runs no handler and prints nothing),
+    no child outlives the semaphores it reads.  Only the cluster's own start is covered:
+    once it has started, its nannies stop their workers on close as usual."""
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    try:
+        yield
+    except BaseException:
+        started = [c for c in multiprocessing.active_children() if c not in before]
+        for child in started:
+            with contextlib.suppress(Exception):
+                child.kill()
+        for child in started:
+            with contextlib.suppress(Exception):
+                child.join(5)
+        raise
 
 
 @contextlib.contextmanager
