@@ -181,6 +181,8 @@ def test_master_saturation_point(tmp_path: Path, capsys) -> None:
     w_star = step / s
     assert float(one["saturation_workers"]) == pytest.approx(w_star, rel=1e-12)
     assert f"master saturates at ~{w_star:,.0f} workers" in text
+    # the knee and the column are two definitions: the output says which is which (QA 18b L5)
+    assert "the table's saturation_workers is each point's step as measured" in text
     batch = 64
     for w, r in rows.items():
         assert float(r["throughput"]) <= batch / (grad / 1.25e9) * (1 + 1e-9), w

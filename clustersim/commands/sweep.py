@@ -288,6 +288,10 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     if len(saturation) > MAX_SATURATION_LINES:
         print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups: "
               f"saturation_workers in the table")
+    if saturation:  # two figures, two definitions (docs/exploration.md): say which is which
+        print("  (the knee above is from the smallest point's step without queueing; the "
+              "table's saturation_workers is each point's step as measured, queueing "
+              "included, over the same service time)")
     if rows:
         best = max(rows, key=lambda r: r["throughput"] or 0.0)
         where = ", ".join(f"{k}={best[k]}" for k in inputs if best.get(k) not in ("", None))
