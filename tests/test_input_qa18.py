@@ -158,3 +158,21 @@ def test_overlap_fixed_by_set(tmp_path, capsys):
     assert main(["validate", str(path), "--set", "workload.bucket=25 MiB"]) == 0
     assert main(["validate", str(path), "--set", "algorithm.overlap=false"]) == 0
     capsys.readouterr()
+
+
+def test_overlap_with_whole_fusion_is_refused(tmp_path, capsys):
+    """``fusion: whole`` is one all-reduce after the backward pass, as no bucket is: overlap
+    there was run as ``overlap: false`` without a word."""
+    err = _refused(tmp_path, HEAD + "workload: {model: resnet50, batch_per_worker: 64, "
+                   "fusion: whole}\n" + OVERLAP + SWEEP, capsys)
+    assert "s.yaml:4, algorithm.overlap:" in err and "workload.fusion is whole" in err
+
+
+def test_overlap_with_weights_exchange_is_refused(tmp_path, capsys):
+    """``exchange: weights`` averages the weights after the update: nothing overlaps the
+    backward pass, buckets or not (bsp.py never reads ``overlap`` on that path)."""
+    err = _refused(tmp_path, HEAD + "workload: {model: resnet50, batch_per_worker: 64, "
+                   "bucket: 25 MiB}\nalgorithm: {name: bsp, exchange: weights, every: 4, "
+                   "overlap: true}\n" + SWEEP, capsys)
+    assert "s.yaml:4, algorithm.overlap:" in err and "exchange: weights" in err
+    assert "overlap: false" in err

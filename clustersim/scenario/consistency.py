@@ -14,8 +14,9 @@ refused only by ``predict`` without a line:
 * two algorithms (``algorithm`` and ``compare``) reported under one label;
 * a worker count past the replicas ``placement.devices_per_worker`` leaves, which the message
   had blamed on the platform's device count;
-* ``algorithm.overlap: true`` with no ``workload.bucket`` or ``workload.fusion`` (QA 18): the
-  gradient is then one exchange, which cannot start before the backward pass ends, and the
+* ``algorithm.overlap: true`` with no ``workload.bucket`` or bucketing ``workload.fusion``
+  (QA 18), or with ``exchange: weights``: the gradient is then one exchange, which cannot
+  start before the backward pass ends (or no gradient is exchanged at all), and the
   simulator ran it as ``overlap: false`` without a word.
 """
 
@@ -142,20 +143,32 @@ def check_counts(algorithms: Sequence[AlgorithmSpec], workers: Sequence[int]) ->
 def check_overlap(workload: WorkloadSpec | None, algorithm: AlgorithmSpec | None,
                   compare: Sequence[AlgorithmSpec]) -> None:
     """Overlap with the backward pass needs the gradient cut into buckets: with neither
-    ``workload.bucket`` nor ``workload.fusion`` it is one all-reduce after the backward pass
-    (bsp.py turns overlap off for a single bucket), so ``overlap: true`` there is refused
+    ``workload.bucket`` nor a bucketing ``workload.fusion`` (``whole`` is one bucket) it is
+    one all-reduce after the backward pass (bsp.py turns overlap off for a single bucket),
+    and with ``exchange: weights`` nothing is all-reduced during the backward pass at all
+    (the weights are averaged after the update), so ``overlap: true`` there is refused
     rather than run as ``false`` unseen.  Only a scenario as written is checked: a sweep
     point or variant that sets ``bucket: none`` asks for that comparison and runs without
     overlap (docs/algorithms.md)."""
     if workload is None or algorithm is None:
         return
-    if workload.bucket_bytes is not None or workload.fusion is not None:
-        return
+    fusion = workload.fusion
+    one_bucket = workload.bucket_bytes is None and (fusion is None or fusion.mode == "whole")
     for i, alg in enumerate((algorithm, *compare)):
-        if alg.params.get("overlap") is True:
-            where = ("algorithm",) if i == 0 else ("compare", i - 1)
+        if alg.params.get("overlap") is not True:
+            continue
+        where = ("algorithm",) if i == 0 else ("compare", i - 1)
+        if alg.params.get("exchange") == "weights":
+            raise InputError("overlap with the backward pass applies to the gradient "
+                             "all-reduce (exchange: gradients); with exchange: weights the "
+                             "weights are averaged after the update, every 'every' steps, "
+                             "so nothing overlaps the backward pass: set overlap: false, or "
+                             "exchange: gradients", path=(*where, "overlap"))
+        if one_bucket:
+            what = ("workload.fusion is whole" if fusion is not None else
+                    "workload.bucket is not set (or none)")
             raise InputError("overlap with the backward pass needs the gradient in buckets, "
-                             "but workload.bucket is not set (or none), so the gradient is one "
-                             "all-reduce after the whole backward pass: set workload.bucket "
-                             "(e.g. 25 MiB, or 0 for one per layer) or workload.fusion, or "
-                             "overlap: false", path=(*where, "overlap"))
+                             f"but {what}, so the gradient is one all-reduce after the whole "
+                             "backward pass: set workload.bucket (e.g. 25 MiB, or 0 for one "
+                             "per layer) or a bucketing workload.fusion (per_tensor, horovod, "
+                             "ddp), or overlap: false", path=(*where, "overlap"))
