@@ -176,3 +176,24 @@ def test_overlap_with_weights_exchange_is_refused(tmp_path, capsys):
                    "overlap: true}\n" + SWEEP, capsys)
     assert "s.yaml:4, algorithm.overlap:" in err and "exchange: weights" in err
     assert "overlap: false" in err
+
+
+def test_a_typo_of_a_field_of_another_section_names_its_home(tmp_path, capsys):
+    """'overhed' under workload: the near-exact match is network.overhead, not the loose
+    'convergence' a same-section "did you mean" had offered."""
+    err = _refused(tmp_path, HEAD + "workload: {model: resnet50, batch_per_worker: 64, "
+                   "overhed: 5 us}\nalgorithm: bsp\n" + SWEEP, capsys)
+    assert "s.yaml:3, workload.overhed:" in err
+    assert "did you mean 'overhead'? It is a field of network: (network.overhead)" in err
+    assert "'convergence'?" not in err
+
+
+def test_a_typo_at_home_keeps_its_own_suggestion(tmp_path, capsys):
+    """A misspelling closest to a field of its own section stays a plain "did you mean"."""
+    err = _refused(tmp_path, HEAD + "workload: {model: resnet50, batch_per_worker: 64, "
+                   "jiter: 0.1}\nalgorithm: bsp\n" + SWEEP, capsys)
+    assert "did you mean 'jitter'? (allowed:" in err and "It is" not in err
+    err = _refused(tmp_path, HEAD + WORKLOAD + "algorithm: bsp\nsweep: {workers: [1, 2], "
+                   "iteratons: 3}\n", capsys)
+    assert "sweep.iteratons:" in err and "did you mean 'iterations'? It is a field of run:" \
+        in err

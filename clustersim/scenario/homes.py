@@ -145,8 +145,31 @@ def rehome(exc: InputError) -> InputError:
     kind, name, allowed = exc.unknown
     if not any(w in kind for w in ("field", "parameter", "section")):
         return exc  # an unknown *value* (a model, a topology): no section holds it
-    home = home_text(name)
+    home = home_text(name) or _near_home(name, allowed)
     if not home:
         return exc
     return unknown_name(kind, name, allowed, home=home, file=exc.file, path=exc.path,
                         line=exc.line, origin=exc.origin)
+
+
+def _near_home(name: str, allowed: tuple[str, ...]) -> str:
+    """`` — did you mean 'overhead'?  It is a field of network: (network.overhead)`` for a
+    misspelled field whose near-exact match lives in another section, when nothing in its
+    own section is as close; else ``""``.
+
+    Why: a typo in the wrong section (``workload: {overhed: 5 us}``) matched nothing at
+    home but a loose likeness ("did you mean 'convergence'?"), and the exact-name index
+    above finds only names spelled right."""
+    import difflib
+
+    from clustersim.errors import CLOSE_BESIDE_HOME
+
+    def alike(other: str) -> float:
+        return difflib.SequenceMatcher(None, name.lower(), other.lower()).ratio()
+
+    own = max((alike(a) for a in allowed), default=0.0)
+    best = max((n for n in field_homes() if n not in allowed), key=alike, default=None)
+    if best is None or alike(best) < CLOSE_BESIDE_HOME or alike(best) <= own:
+        return ""
+    where = home_text(best).split(" is ", 1)[1]
+    return f" — did you mean {best!r}? It is {where}"
