@@ -17,7 +17,7 @@ from clustersim.calibration.pipeline import calibrate_rows, make_target
 from clustersim.calibration.ppcheck import RMS_POOR, fit_verdict, readable_sizes, size_note
 from clustersim.calibration.profile import dump_profile, parse_profile
 from clustersim.cli import main
-from clustersim.commands.calibrate_fittable import interval, percent, wrap_name
+from clustersim.commands.calibrate_fittable import cell, interval, percent, wrap_name
 from clustersim.commands.calibrate_report import print_fit
 from clustersim.platform.describe import load_platform
 
@@ -104,6 +104,15 @@ def test_interval_clips_a_negative_lower_end_and_says_so():
     assert interval(-1.7e-6, 4.3e-6, "s") == ("0 (clipped) .. 4.3 us", True)
     assert interval(2.81e12, math.inf, "B/s") == ("2.81 TB/s .. unbounded", False)
     assert interval(0.5, 1.5, "1") == ("0.5 .. 1.5", False)
+
+
+def test_large_plain_numbers_print_without_an_exponent():
+    """A loose collective efficiency's upper end printed as ``9.974e+05``; it is a number
+    with thousands separators now (4 significant digits, as before); tiny ones keep theirs."""
+    assert interval(-3.1, 997_412.0, "1") == ("0 (clipped) .. 997,400", True)
+    assert cell(12_345.678e9, "FLOP/s") == "12,350 GFLOP/s"
+    assert cell(2.5e-5, "s/B") == "25,000 ns/B"
+    assert cell(1.5e-5, "1") == "1.5e-05" and cell(0.4019, "1") == "0.4019"
 
 
 def test_vm_table_clips_alpha_while_the_profile_keeps_the_raw_interval(vm_cal, capsys):

@@ -153,7 +153,7 @@ def format_unit(value: float | None, unit: str) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     if unit == "s/B":
-        return f"{value * 1e9:.4g} ns/B"
+        return f"{_number(value * 1e9)} ns/B"
     if unit == "s":
         # a fitted time below a femtosecond is a fit at its bound of 0 (it printed as
         # "8.29e-17 ns"); no clock or model resolves it
@@ -163,9 +163,18 @@ def format_unit(value: float | None, unit: str) -> str:
     if unit == "B":
         return format_size(value)
     if unit == "FLOP/s":
-        return f"{value / 1e9:.4g} GFLOP/s"
+        return f"{_number(value / 1e9)} GFLOP/s"
     if unit == "bool":
         return "true" if value else "false"
+    return _number(value)
+
+
+def _number(value: float) -> str:
+    """4 significant digits without an exponent up to 1e15: ``997,400``, not ``9.974e+05``
+    (an interval's end of a loose fit, a rate in GFLOP/s).  Below 1e-4 the exponent stays
+    (``1.5e-05``, as ``.4g`` writes it): shorter and clearer than its zeros."""
+    if 1e4 <= abs(value) < 1e15:
+        return f"{float(f'{value:.4g}'):,.0f}"
     return f"{value:.4g}"
 
 
