@@ -65,6 +65,20 @@ def handled() -> None:
     _RAISED.clear()
 
 
+def _hold_before_fork() -> None:
+    """SIGTERM/SIGHUP blocked in the forking thread while it forks (see
+    :func:`_default_in_child`); the child inherits the mask, the parent undoes it at once."""
+    if any(signal.getsignal(sig) is _raise for sig in CATCH):
+        _HELD.mask = signal.pthread_sigmask(signal.SIG_BLOCK, CATCH)
+
+
+def _restore_mask() -> None:
+    mask = getattr(_HELD, "mask", None)
+    if mask is not None:
+        _HELD.mask = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def _default_in_child() -> None:
     """A forked child (a process-pool worker) gets the default SIGTERM/SIGHUP back at once.
 
@@ -73,14 +87,29 @@ def _default_in_child() -> None:
     its task queue) is recorded and never acted on, so ``Pool.terminate()`` waited forever for
     that worker (seen here: 2 in 12 runs of ``predict --uncertainty 16 -j 2``).  The default
     disposition is acted on by the kernel, with no such window (and a worker dies of the
-    signal quietly, as it would by default, rather than with a traceback)."""
+    signal quietly, as it would by default, rather than with a traceback).
+
+    The fork itself was a window too: a SIGTERM that reached a worker between ``fork()`` and
+    this reset was either dropped by the interpreter (it clears the signals it had recorded
+    when a child starts) or run by the inherited handler inside the at-fork hooks, where its
+    exception is only printed - either way the worker lived on, idle, and ``Pool.terminate()``
+    waited for it (1 in 6 runs of a 40-pool loop, tests/test_processes_hardening.py).  So the
+    forking thread blocks both signals across the fork (:func:`_hold_before_fork`): one sent
+    to the child meanwhile stays pending in the kernel and kills it the moment this function
+    unblocks them, with the default action in place."""
     for sig in CATCH:
         if signal.getsignal(sig) is _raise:
             signal.signal(sig, signal.SIG_DFL)
+    _restore_mask()
 
+
+#: per thread: its signal mask before :func:`_hold_before_fork` blocked SIGTERM/SIGHUP
+#: (a pool forks from its maintenance thread too)
+_HELD = threading.local()
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_default_in_child)
+    os.register_at_fork(before=_hold_before_fork, after_in_parent=_restore_mask,
+                        after_in_child=_default_in_child)
 
 
 def _main_thread() -> bool:
