@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from clustersim import __version__
+from clustersim._jobs import parse_jobs as _jobs
 from clustersim.commands.listing import KINDS as LIST_KINDS
 from clustersim.errors import InputError, RunFailed
 
@@ -238,16 +239,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     from clustersim.commands.listing import list_entries
 
     return list_entries(_console(), args.what, args.name)
-
-
-def _jobs(text: str) -> int:
-    """``-j N``: a whole number >= 1 (0 or a negative count used to mean 1, silently)."""
-    n = int(text) if text.lstrip("-").isdigit() else 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be a whole number >= 1 (1 = this process; the pool never uses more "
-            f"processes than there are points), not {text!r}")
-    return n
 
 
 # --------------------------------------------------------------------------------------------

@@ -280,3 +280,23 @@ def test_a_killed_pool_worker_fails_cleanly_not_hangs(tmp_path):
     assert proc.returncode == 1, err
     assert "simulation process died" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_job_count_past_eight_per_core_is_refused_before_any_process_starts(
+        tmp_path, capsys, monkeypatch):
+    """``-j 16384`` forked 16,384 workers and filled the machine's memory; it is refused,
+    as CLUSTERSIM_JOBS is, naming the bound (8 per core); --chunk has no such bound."""
+    from clustersim import _jobs
+
+    cap = _jobs.PER_CORE * (os.cpu_count() or 1)
+    out = tmp_path / "o"
+    for cmd in (["predict"], ["sweep", "--out", str(out)]):
+        assert main([*cmd, "fabrics_resnet50", "-j", str(cap + 1)]) == 2
+        err = capsys.readouterr().err
+        assert f"at most {cap:,} on this machine (8 per core" in err and "Traceback" not in err
+    assert not out.exists()
+    monkeypatch.setenv("CLUSTERSIM_JOBS", str(cap + 1))
+    assert main(["predict", "fabrics_resnet50"]) == 2
+    assert "CLUSTERSIM_JOBS: at most" in capsys.readouterr().err
+    monkeypatch.delenv("CLUSTERSIM_JOBS")
+    assert _jobs.parse_jobs(str(cap)) == cap  # the bound itself is allowed

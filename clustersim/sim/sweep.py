@@ -210,12 +210,18 @@ def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMet
 
 def default_jobs() -> int:
     """Worker processes for sweeps: ``CLUSTERSIM_JOBS`` or the machine's cores."""
+    from clustersim._jobs import check_jobs
+
     env = os.environ.get("CLUSTERSIM_JOBS")
     if env:
         try:
-            return max(1, int(env))
+            n = max(1, int(env))
         except ValueError:
             raise InputError(f"CLUSTERSIM_JOBS must be a whole number, not {env!r}") from None
+        why = check_jobs(n)
+        if why is not None:
+            raise InputError(f"CLUSTERSIM_JOBS: {why}")
+        return n
     return os.cpu_count() or 1
 
 

@@ -1,0 +1,45 @@
+"""How many worker processes a command may start: ``-j N`` and ``CLUSTERSIM_JOBS``.
+
+Why a bound: each pool worker (or ``--dask local`` worker) is a whole Python process with
+the simulator imported, ~100 MB.  ``-j 16384`` on a 16,384-point sweep forked that many and
+filled the machine's memory before a point had run.  More processes than cores only share
+the cores, so the bound is the one ``--oversubscribe`` puts on MPI ranks: 8 per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+__all__ = ["PER_CORE", "max_jobs", "parse_jobs", "check_jobs"]
+
+#: worker processes allowed per core (as realrun.launch.OVERSUBSCRIBE_LIMIT for MPI ranks)
+PER_CORE = 8
+
+
+def max_jobs() -> int:
+    """The most worker processes on this machine: :data:`PER_CORE` x its cores."""
+    return PER_CORE * (os.cpu_count() or 1)
+
+
+def check_jobs(n: int) -> str | None:
+    """Why ``n`` processes are refused, or None when they are allowed."""
+    if n < 1:
+        return (f"must be a whole number >= 1 (1 = this process; the pool never uses more "
+                f"processes than there are points), not {n}")
+    if n > max_jobs():
+        return (f"at most {max_jobs():,} on this machine ({PER_CORE} per core, "
+                f"{os.cpu_count() or 1} cores): each is a whole Python process, and more "
+                f"than there are cores only share them; not {n:,}")
+    return None
+
+
+def parse_jobs(text: str) -> int:
+    """``-j N`` (an argparse ``type``): a whole number from 1 to :func:`max_jobs`."""
+    n = int(text) if text.strip().lstrip("-").isdigit() else 0
+    why = check_jobs(n)
+    if why is not None:
+        if n == 0 or text.strip().startswith("-"):
+            why = why.replace(f"not {n}", f"not {text!r}")
+        raise argparse.ArgumentTypeError(why)
+    return n
