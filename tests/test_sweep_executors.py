@@ -239,3 +239,27 @@ def test_workers_running_other_code_are_refused(tmp_path: Path, capsys, schedule
     assert err.startswith(f"failed: --dask: worker(s) {worker} run different clustersim code")
     assert "Traceback" not in err and _cached_rows(out / "points.sqlite") == 0
     assert not (out / "sweep.csv").exists()
+
+
+def test_no_more_pool_processes_than_tasks(tmp_path: Path, monkeypatch) -> None:
+    """A fork pool starts all its processes up front: a 2-point sweep at -j 16 forked 16
+    (and at -j 2,048 took 33 s).  The pool and the LocalCluster get no more than the tasks,
+    and the table is the same bytes."""
+    import concurrent.futures
+
+    sizes: list[int] = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def recording(n, *a, **k):
+        sizes.append(n)
+        return real(n, *a, **k)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", recording)
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    common = ["sweep", str(path), "--set", "sweep.axes=null", "--set", "sweep.workers=[1, 2]",
+              "--no-cache", "-q"]
+    assert main([*common, "-j", "16", "--out", str(tmp_path / "a")]) == 0
+    assert sizes == [2]
+    assert main([*common, "-j", "1", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "a/sweep.csv").read_bytes() == (tmp_path / "b/sweep.csv").read_bytes()

@@ -110,8 +110,10 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             # worker processes log nothing below CRITICAL: stopped by a signal, a worker
             # whose heartbeat met the closed scheduler printed an ERROR with a traceback
             # under the command's one line (a task's own error reaches the client anyway)
+            # no more worker processes than tasks (each is a process started up front)
+            tasks = len(chunks(points, max(1, jobs), chunk))
             with _sigint_ignored(), _children_stopped_on_failure():
-                cluster = LocalCluster(n_workers=max(1, jobs), **LOCAL_CLUSTER)
+                cluster = LocalCluster(n_workers=max(1, min(jobs, tasks)), **LOCAL_CLUSTER)
             client = Client(cluster)
         else:
             client = _connect(Client, address)

@@ -111,10 +111,14 @@ def _local(study: Study, points: Sequence[Point], jobs: int, chunk: int | None
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    ex = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_pool_init, initargs=(study,))
+    parts = chunks(points, jobs, chunk)
+    # never more processes than tasks: a fork pool starts all of them up front (a 2-point
+    # sweep at -j 16 forked 16 processes for 2 tasks)
+    ex = ProcessPoolExecutor(max(1, min(jobs, len(parts))), mp_context=ctx,
+                             initializer=_pool_init, initargs=(study,))
     done = False
     try:
-        yield from _futures(ex, chunks(points, jobs, chunk))
+        yield from _futures(ex, parts)
         done = True
     except BrokenProcessPool:
         raise RunFailed("a sweep process died before its chunk was done (killed from "
