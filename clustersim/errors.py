@@ -23,11 +23,18 @@ MAX_MESSAGE = 1000
 #: C0 and C1 control characters (tab and newline kept): an escape sequence echoed from a
 #: value (``name: "\\e[2J"``, a ``--set`` item) must not clear or recolour the terminal
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: an undecodable byte of argv (os.fsdecode's surrogateescape: 0xe9 -> U+DCE9)
+_SURROGATE = re.compile("[\udc80-\udcff]")
+_SURROGATE_REPR = re.compile(r"\\udc([89a-f][0-9a-f])")
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with control characters written as ``\\x1b`` escapes, as repr() does."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with control characters written as ``\\x1b`` escapes, as repr() does, and
+    the bytes of a command line that were not UTF-8 (Python keeps them as lone surrogates,
+    ``\\udce9``) as the byte they were: ``\\xe9``."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+    return _SURROGATE_REPR.sub(r"\\x\1", text)  # the same, as repr() wrote it
 
 
 def yaml_text(value: object, limit: int = 80) -> str:

@@ -197,3 +197,39 @@ def test_a_typo_at_home_keeps_its_own_suggestion(tmp_path, capsys):
                    "iteratons: 3}\n", capsys)
     assert "sweep.iteratons:" in err and "did you mean 'iterations'? It is a field of run:" \
         in err
+
+
+# ---- QA 19: bytes that are not UTF-8 on the command line ------------------------------------
+
+def _argv(text: bytes) -> str:
+    """A command-line argument as Python receives it (undecodable bytes as surrogates)."""
+    import os
+
+    return os.fsdecode(text)
+
+
+@pytest.mark.parametrize("item, shown", [(b"name=caf\xe9", "--set name=caf\\xe9"),
+                                         (b"run.se\xffed=1", "--set run.se\\xffed=1")])
+def test_a_set_item_that_is_not_utf8_is_one_line(tmp_path, capsys, item, shown):
+    """A latin-1 byte in a --set value was a UnicodeEncodeError traceback (exit 1) from the
+    YAML parser; in a key it was echoed as '\\udcff'.  Both: exit 2, the byte as \\xNN."""
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + WORKLOAD + "algorithm: bsp\n" + SWEEP)
+    assert main(["validate", str(path), "--set", _argv(item)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert f"({shown}): not UTF-8 text (byte 0x" in err and "udc" not in err
+
+
+def test_argparse_echoes_an_undecodable_byte_as_the_byte(capsys):
+    assert main(["predict", "theano_mpi_alexnet", "--seed", _argv(b"\xe9")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid int value: '\\xe9'" in err and "udc" not in err
+
+
+def test_a_set_item_with_newlines_is_echoed_on_one_line(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + WORKLOAD + "algorithm: bsp\n" + SWEEP)
+    assert main(["validate", str(path), "--set", "run.seed=1\n---\n2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "(--set run.seed=1\\n---\\n2)" in err, err

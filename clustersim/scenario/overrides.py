@@ -97,6 +97,12 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
     raw = copy.deepcopy(raw)
     for item in sets:
         origin = _origin(item)
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a byte of argv that was not UTF-8
+            bad = ord(item[exc.start]) - 0xDC00
+            raise InputError(f"not UTF-8 text (byte 0x{bad:02x} at position {exc.start + 1}):"
+                             " write the item in UTF-8", origin=origin) from None
         if "=" not in item:
             raise InputError(f"--set needs KEY=VALUE, got {item[:120]!r}")
         key, text = item.split("=", 1)
@@ -161,8 +167,9 @@ def named_at_set(exc: InputError, sets: Sequence[str]) -> InputError:
 def _origin(item: str) -> str:
     """Where a ``--set`` item's value came from, for a message: the option that wrote it
     (``--seed -1``: the user typed no ``--set``), else the item, cut and said so."""
+    shown = item.replace("\n", "\\n").replace("\r", "\\r")  # one line (QA 19 L4)
     return getattr(item, "origin", None) or \
-        f"--set {item if len(item) <= 120 else item[:119] + '…'}"
+        f"--set {shown if len(shown) <= 120 else shown[:119] + '…'}"
 
 
 def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
