@@ -108,6 +108,9 @@ def test_ctrl_c_stops_a_pool_sweep_and_keeps_the_finished_rows(tmp_path: Path) -
     assert _alive_in_group(proc.pid) == []
     kept = _cached_rows(out / "points.sqlite")
     assert kept > 0
+    # the output says what a rerun finds (QA 19 M5: it said only "interrupted")
+    assert (f"{kept:,} of 1,536 points are kept in the point cache {out / 'points.sqlite'}: "
+            "the same command resumes from them") in err, err[-2000:]
     again = subprocess.run(_sweep_cmd(out, "-j", "2"), cwd=ROOT, capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]

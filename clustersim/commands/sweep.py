@@ -11,6 +11,7 @@ docs/exploration.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -193,10 +194,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     jobs = args.jobs or default_jobs()
     cache = None if args.no_cache else open_cache(db)
     t0 = time.perf_counter()
+    done = [0]
     try:
         with _progress(len(points), not args.quiet) as advance:
+            def counted(n: int = 1) -> None:
+                done[0] += n
+                advance(n)
+
             res = run_study(study, points, executor=executor, jobs=jobs, address=args.dask,
-                            cache=cache, advance=advance, chunk=args.chunk)
+                            cache=cache, advance=counted, chunk=args.chunk)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: say what a rerun finds (QA 19 M5)
+        if cache is not None and cache.path is not None and done[0]:
+            with contextlib.suppress(OSError):
+                print(f"{done[0]:,} of {len(points):,} points are kept in the point cache "
+                      f"{db}: the same command resumes from them", file=sys.stderr)
+        raise
     finally:
         # (a cache that failed on the way closed itself and dropped its path)
         used = cache is not None and cache.path is not None
