@@ -223,11 +223,22 @@ def missing_unit(value: object, kind: str) -> str | None:
 
 
 def _fmt(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
-    for scale, name in units:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {name}"
+    """``value`` in the largest unit it reaches, to ``digits`` significant figures.
+
+    The unit is picked from the value *rounded* to those figures (0.9996 s is "1 s", not
+    "1e+03 ms" - QA 19 L1, seen in a saturation line), and a figure of ``10**digits`` or more
+    in the largest unit is written whole with grouped thousands ("1,500 s", not
+    "1.5e+03 s"): neither ever prints an exponent."""
+    rounded = float(f"{value:.{digits}g}")
     scale, name = units[-1]
-    return f"{value / scale:.{digits}g} {name}"
+    for s, n in units:
+        if abs(value) >= s or abs(rounded) >= s:
+            scale, name = s, n
+            break
+    x = value / scale
+    if abs(float(f"{x:.{digits}g}")) >= 10**digits:
+        return f"{x:,.0f} {name}"
+    return f"{x:.{digits}g} {name}"
 
 
 def format_size(nbytes: float) -> str:

@@ -93,3 +93,15 @@ def test_format_duration_reads_at_a_glance_and_bands_share_the_median_unit() -> 
     # no mixed units in one band (was "1.02 h" beside "58.2 min")
     assert format_duration(1.02 * 3600, like=58.2 * 60) == "61.2 min"
     assert format_duration(float("nan"), like=60.0) == "never"
+
+
+def test_formatted_times_and_sizes_never_print_an_exponent():
+    """0.9996 s printed as '1e+03 ms' in a saturation line (QA 19 L1): the unit is picked
+    from the rounded figure; a figure of 1,000 or more in the largest unit is grouped."""
+    from clustersim.units import format_size, format_time
+
+    assert format_time(0.9996) == "1 s" and format_time(0.0009996) == "1 ms"
+    assert format_time(9.9996e-7) == "1 us" and format_time(0.0123) == "12.3 ms"
+    assert format_time(1500.0) == "1,500 s" and format_time(999.6) == "1,000 s"
+    assert format_size(1024) == "1 KiB" and format_size(1023) == "1,023 B"
+    assert format_size(2**50) == "1,024 TiB" and format_size(26.7 * 2**20) == "26.7 MiB"
