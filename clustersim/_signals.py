@@ -67,15 +67,29 @@ def handled() -> None:
 
 def _hold_before_fork() -> None:
     """SIGTERM/SIGHUP blocked in the forking thread while it forks (see
-    :func:`_default_in_child`); the child inherits the mask, the parent undoes it at once."""
-    if any(signal.getsignal(sig) is _raise for sig in CATCH):
-        _HELD.mask = signal.pthread_sigmask(signal.SIG_BLOCK, CATCH)
+    :func:`_default_in_child`); the child inherits the mask, the parent undoes it at once.
+
+    The mask is recorded *before* the block: CPython runs pending handlers inside
+    ``pthread_sigmask`` after applying it, and a ``Terminated`` raised there (it is only
+    printed, inside an at-fork hook) had left both processes blocked for good - a child
+    that ``Pool.terminate()`` cannot stop, a parent ``kill`` cannot reach (review 19).  A
+    signal caught here stays in :data:`_RAISED`; :func:`check` raises it in the loop."""
+    if not any(signal.getsignal(sig) is _raise for sig in CATCH):
+        return
+    with contextlib.suppress(Terminated):
+        _HELD.mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        signal.pthread_sigmask(signal.SIG_BLOCK, CATCH)
 
 
 def _restore_mask() -> None:
+    """The forking thread's mask back (the parent's side of a fork).  A signal that
+    arrived during the fork is handled here, inside the hook, where an exception would
+    only be printed: it is kept in :data:`_RAISED` for :func:`check` instead."""
     mask = getattr(_HELD, "mask", None)
-    if mask is not None:
-        _HELD.mask = None
+    if mask is None:
+        return
+    _HELD.mask = None
+    with contextlib.suppress(Terminated):
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
@@ -96,11 +110,22 @@ def _default_in_child() -> None:
     waited for it (1 in 6 runs of a 40-pool loop, tests/test_processes_hardening.py).  So the
     forking thread blocks both signals across the fork (:func:`_hold_before_fork`): one sent
     to the child meanwhile stays pending in the kernel and kills it the moment this function
-    unblocks them, with the default action in place."""
+    unblocks them, with the default action in place; one the inherited handler still caught
+    here (``signal.signal`` runs pending handlers first) is sent again once it is default."""
+    caught: list[int] = []
     for sig in CATCH:
-        if signal.getsignal(sig) is _raise:
-            signal.signal(sig, signal.SIG_DFL)
-    _restore_mask()
+        while signal.getsignal(sig) is _raise:
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except Terminated as exc:  # the handler ran first: not yet reset, try again
+                caught.append(exc.signum)
+    _RAISED.clear()  # the parent's, not this process's
+    mask = getattr(_HELD, "mask", None)
+    _HELD.mask = None
+    if mask is not None:  # no Python handler left to raise: a pending signal kills now
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    for signum in caught:
+        os.kill(os.getpid(), signum)
 
 
 #: per thread: its signal mask before :func:`_hold_before_fork` blocked SIGTERM/SIGHUP

@@ -294,3 +294,49 @@ def test_traces_of_a_killed_rank_are_clean(tmp_path):
         assert b"\0" not in raw and raw.endswith(b"\n")
         assert "header" in _strict_lines(tmp_path / f"trace.rank{r}.jsonl")[0]
     no_strays(tmp_path / "logs")
+
+
+def test_a_signal_inside_the_fork_hooks_leaves_no_mask_and_is_not_lost():
+    """CPython runs pending handlers inside ``pthread_sigmask`` after applying the block; a
+    SIGTERM handled there (a Terminated inside an at-fork hook, which Python only prints)
+    had left SIGTERM blocked for good in the forking thread and in the child (review 19).
+    Stand-in: a ``pthread_sigmask`` that raises the handler's Terminated after blocking.
+    Neither process may stay blocked, and the signal is kept for ``_signals.check()``."""
+    code = (
+        "import os, signal, types\n"
+        "from clustersim import _signals\n"
+        "real = signal.pthread_sigmask\n"
+        "def sigmask(how, mask):\n"
+        "    old = real(how, mask)\n"
+        "    if how == signal.SIG_BLOCK and mask:\n"
+        "        _signals._raise(signal.SIGTERM, None)\n"
+        "    return old\n"
+        "ns = {k: getattr(signal, k) for k in dir(signal) if not k.startswith('__')}\n"
+        "_signals.signal = types.SimpleNamespace(**ns)\n"
+        "_signals.signal.pthread_sigmask = sigmask\n"
+        "BIT = 1 << (signal.SIGTERM - 1)\n"
+        "def blocked(path):\n"
+        "    line = next(x for x in open(path) if x.startswith('SigBlk'))\n"
+        "    return bool(int(line.split()[1], 16) & BIT)\n"
+        "with _signals.as_interrupt():\n"
+        "    r, w = os.pipe()\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.write(w, b'1' if blocked('/proc/self/status') else b'0')\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "    child = os.read(r, 1) == b'1'\n"
+        "    parent = blocked(f'/proc/self/task/{os.getpid()}/status')\n"
+        "    try:\n"
+        "        _signals.check()\n"
+        "        kept = False\n"
+        "    except _signals.Terminated:\n"
+        "        kept = True\n"
+        "print(child, parent, kept)\n")
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to read signal masks")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, timeout=60,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "False", "True"], out.stdout + out.stderr[-2000:]
+    assert "Exception ignored" not in out.stderr, out.stderr[-2000:]

@@ -162,7 +162,7 @@ def test_sobol_band_is_taken_from_the_independent_a_and_b_rows():
     """QA 17 LOW-4: each AB_j row repeats the A row's values of every input but j, so a
     band over all N (k + 2) rows counted one draw up to k times.  The band is the 5/50/95 %
     of the 2N A and B rows: 2N distinct draws of an input, each once."""
-    from clustersim.uncertainty.propagate import quantiles
+    from clustersim.uncertainty.bands import quantiles
     from clustersim.uncertainty.sensitivity import band_rows, design
 
     five = Inputs(parse_uncertain({f"workload.x{i}": {"uniform": [0, 1]} for i in range(5)}))

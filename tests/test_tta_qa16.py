@@ -122,7 +122,7 @@ def test_the_report_says_what_the_target_is_and_names_every_algorithm_that_never
 
 def test_a_band_says_how_many_samples_never_reach_the_target() -> None:
     from clustersim.report.uncertainty import _cell
-    from clustersim.uncertainty.propagate import quantiles
+    from clustersim.uncertainty.bands import quantiles
 
     b = quantiles([3600.0, 7200.0, None, None])
     assert _cell("time_to_target", b, 4).endswith("(2/4 never)")

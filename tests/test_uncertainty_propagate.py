@@ -11,7 +11,8 @@ import pytest
 
 from clustersim.cli import main
 from clustersim.scenario.schema import load_scenario
-from clustersim.uncertainty.propagate import Inputs, draw, quantiles
+from clustersim.uncertainty.bands import quantiles
+from clustersim.uncertainty.propagate import Inputs, draw
 from clustersim.uncertainty.spec import parse_uncertain
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from clustersim import _signals
 from clustersim._pool import stop_pool
 from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
 from clustersim.errors import InputError, RunFailed
@@ -324,6 +325,7 @@ def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
                                  mp_context=multiprocessing.get_context("fork"))
         try:
             for fut in as_completed([ex.submit(_pool_task, t) for t in todo]):
+                _signals.check()  # a SIGTERM caught inside a fork hook (_signals) stops here
                 ci, w, r, m = fut.result()
                 results[(ci, w, r)] = m
                 if store is not None:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from clustersim.errors import InputError
-from clustersim.uncertainty.propagate import Inputs, Sample, evaluate, quantiles, to_samples
+from clustersim.uncertainty.bands import quantiles
+from clustersim.uncertainty.propagate import Inputs, Sample, evaluate, to_samples
 from clustersim.uncertainty.sobol_check import sample_check
 
 __all__ = ["METHODS", "design", "analyze", "run_sensitivity", "morris_quantiles", "band_rows"]
