@@ -36,10 +36,15 @@ def check_jobs(n: int) -> str | None:
 
 def parse_jobs(text: str) -> int:
     """``-j N`` (an argparse ``type``): a whole number from 1 to :func:`max_jobs`."""
-    n = int(text) if text.strip().lstrip("-").isdigit() else 0
+    try:
+        n = int(text) if text.strip().lstrip("-").isdigit() else 0
+    except ValueError:  # more digits than int() reads (4,300): far past the bound anyway
+        n = max_jobs() + 1
     why = check_jobs(n)
     if why is not None:
         if n == 0 or text.strip().startswith("-"):
             why = why.replace(f"not {n}", f"not {text!r}")
+        elif n > max_jobs() and len(text) > 20:
+            why = why.replace(f"not {n:,}", f"not a number of {len(text.strip()):,} digits")
         raise argparse.ArgumentTypeError(why)
     return n

@@ -113,6 +113,7 @@ def test_large_plain_numbers_print_without_an_exponent():
     assert cell(12_345.678e9, "FLOP/s") == "12,350 GFLOP/s"
     assert cell(2.5e-5, "s/B") == "25,000 ns/B"
     assert cell(1.5e-5, "1") == "1.5e-05" and cell(0.4019, "1") == "0.4019"
+    assert cell(9_999.6, "1") == "10,000"  # rounded before the range is picked (review 19)
 
 
 def test_vm_table_clips_alpha_while_the_profile_keeps_the_raw_interval(vm_cal, capsys):

@@ -173,8 +173,9 @@ def _number(value: float) -> str:
     """4 significant digits without an exponent up to 1e15: ``997,400``, not ``9.974e+05``
     (an interval's end of a loose fit, a rate in GFLOP/s).  Below 1e-4 the exponent stays
     (``1.5e-05``, as ``.4g`` writes it): shorter and clearer than its zeros."""
-    if 1e4 <= abs(value) < 1e15:
-        return f"{float(f'{value:.4g}'):,.0f}"
+    rounded = float(f"{value:.4g}")  # 9,999.6 is 10,000, not 1e+04
+    if 1e4 <= abs(rounded) < 1e15:
+        return f"{rounded:,.0f}"
     return f"{value:.4g}"
 
 

@@ -300,8 +300,8 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     for label, w_star, s, step, w0 in saturation[:MAX_SATURATION_LINES]:
         print(f"  {label}: {saturation_text(w_star, s, step, w0, creeps.get(label))}")
     if len(saturation) > MAX_SATURATION_LINES:
-        print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups: "
-              f"saturation_workers in the table")
+        print(f"  … {len(saturation) - MAX_SATURATION_LINES:,} more master-based groups, "
+              f"their knees not printed")
     if saturation:  # two figures, two definitions (docs/exploration.md): say which is which
         print("  (the knee above is from the smallest point's step without queueing; the "
               "table's saturation_workers is each point's step as measured, queueing "

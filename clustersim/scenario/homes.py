@@ -168,8 +168,12 @@ def _near_home(name: str, allowed: tuple[str, ...]) -> str:
         return difflib.SequenceMatcher(None, name.lower(), other.lower()).ratio()
 
     own = max((alike(a) for a in allowed), default=0.0)
-    best = max((n for n in field_homes() if n not in allowed), key=alike, default=None)
-    if best is None or alike(best) < CLOSE_BESIDE_HOME or alike(best) <= own:
+    if own >= CLOSE_BESIDE_HOME:  # a typo of a field at home: its own "did you mean" says it
+        return ""
+    # ties go to the same letters ('ndoes' -> nodes, not notes), then the shorter name
+    best = max((n for n in field_homes() if n not in allowed),
+               key=lambda n: (alike(n), sorted(n) == sorted(name), -len(n)), default=None)
+    if best is None or alike(best) < CLOSE_BESIDE_HOME:
         return ""
     where = home_text(best).split(" is ", 1)[1]
     return f" — did you mean {best!r}? It is {where}"
