@@ -300,3 +300,14 @@ def test_a_job_count_past_eight_per_core_is_refused_before_any_process_starts(
     assert "CLUSTERSIM_JOBS: at most" in capsys.readouterr().err
     monkeypatch.delenv("CLUSTERSIM_JOBS")
     assert _jobs.parse_jobs(str(cap)) == cap  # the bound itself is allowed
+
+
+def test_run_real_with_a_missing_mpiexec_creates_nothing(tmp_path, capsys):
+    """A bad --mpiexec is bad input, found before --out is made (QA 19 M4: exit 2 and an
+    empty --out folder left behind)."""
+    out = tmp_path / "run"
+    assert main(["run", "--real", "real_bsp_mlp", "--mpiexec", str(tmp_path / "no-mpiexec"),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no-mpiexec' not found or not executable" in err and "Traceback" not in err
+    assert not out.exists()

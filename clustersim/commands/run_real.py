@@ -86,7 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                          f"{args.timeout!r}")
     from clustersim.report.output import check_outputs
     from clustersim.shipped import scenario_path
-    from realrun.launch import RealRunError, check_rank_count
+    from realrun.launch import RealRunError, check_rank_count, find_mpiexec
     from realrun.train import prepare, run_scenario
 
     sets = list(args.set or [])
@@ -96,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup = prepare(args.scenario, algorithm=args.algorithm, workers=args.workers,
                     iterations=args.iterations, sets=sets, np=args.np)
     check_rank_count(setup.np, hostfile=args.hostfile, oversubscribe=args.oversubscribe)
+    find_mpiexec(args.mpiexec)  # before --out exists: a bad one leaves nothing (QA 19 M4)
     if setup.asked is not None and not args.quiet:  # sim/runwindow.py: as predict runs it
         run, asked = setup.scenario.run, setup.asked
         print(f"note: {setup.algorithm.title} runs {run.warmup} warm-up + "
