@@ -118,6 +118,11 @@ def test_apply_profile_prints_what_moved(tmp_path):
     (f"format: {FORMAT}\nnetwork: {{protocols: {{x: [{{start: 1 KiB, overhead: 0 s, "
      f"efficiency: 1}}]}}}}\n", "first segment"),
     (f"format: {FORMAT}\nsurprise: 1\n", "surprise"),
+    # out of order: was sorted silently, which renames the segments' parameters (QA 19 M3)
+    (f"format: {FORMAT}\nnetwork: {{protocols: {{x: [{{start: 0 B, overhead: 0 s, "
+     f"efficiency: 1}}, {{start: 1 MiB, overhead: 0 s, efficiency: 1}}, {{start: 1 KiB, "
+     f"overhead: 0 s, efficiency: 1}}]}}}}\n",
+     "x[2].start: segments must start at increasing sizes: 1 KiB after 1 MiB"),
     (f"format: {FORMAT}\nlinks: {{x: {{duplex: maybe}}}}\n", "true or false"),
 ])
 def test_bad_profiles_name_the_field(tmp_path, text, needle):

@@ -282,7 +282,18 @@ def _parse_segments(raw: Any, path: tuple) -> tuple[Segment, ...]:
         NetworkParams(protocols=(("x", tuple(segs)),))
     except ValueError as exc:
         raise InputError(str(exc), path=path) from None
-    return tuple(sorted(segs, key=lambda s: s.start))
+    for i in range(1, len(segs)):
+        # in order, not sorted here: a segment's index names its parameters (the covariance
+        # block's network.protocol.<link>.<k>.…), so a reordered list would swap them
+        if segs[i].start < segs[i - 1].start:
+            from clustersim.units import format_size
+
+            order = ", ".join(format_size(x.start) for x in segs)
+            raise InputError(f"segments must start at increasing sizes: "
+                             f"{format_size(segs[i].start)} after "
+                             f"{format_size(segs[i - 1].start)} (the list reads {order})",
+                             path=(*path, i, "start"))
+    return tuple(segs)
 
 
 def parse_profile(raw: Any, file: str | None = None) -> Profile:
