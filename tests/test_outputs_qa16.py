@@ -248,3 +248,42 @@ def test_also_sweep_follows_an_output_link_as_predict_does(tmp_path, capsys):
         link.symlink_to(target)
         assert main([cmd, ALEXNET, *SMALL, "-q", *argv]) == 0, capsys.readouterr().err
         assert link.is_symlink() and json.loads(target.read_text()), cmd
+
+
+@pytest.mark.parametrize("fill", [float("nan"), float("inf")])
+def test_a_metric_without_a_finite_value_is_not_offered(tmp_path, capsys, fill):
+    """QA 19 M6: an all-inf metric was charted without a word; it is left out of the
+    metrics with a note.  An empty one (all NaN: a metric the sweep has none of, such as
+    saturation_workers without a master) is left out as before, quietly."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from clustersim.explorer.table import read_table, split_columns
+
+    df = pd.DataFrame({"algorithm": ["a", "b"], "workers": [2, 4],
+                       "throughput": [fill, fill], "iteration_time": [0.1, 0.2]})
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path)
+    table, named = read_table(path)
+    err = capsys.readouterr().err
+    if fill == float("inf"):
+        assert "'throughput' holds no finite value" in err
+        assert len(err.strip().splitlines()) == 1
+    else:
+        assert err == ""
+    ins, mets = split_columns(table, named, "t.parquet")
+    assert mets == ["iteration_time"] and "throughput" not in ins
+
+
+def test_metadata_naming_a_missing_input_is_said(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from clustersim.explorer.table import read_table
+
+    t = pa.table({"workers": [2, 4], "throughput": [1.0, 2.0]})
+    t = t.replace_schema_metadata({b"clustersim.inputs": b"workers,nosuchcol"})
+    path = tmp_path / "m.parquet"
+    pq.write_table(t, path)
+    read_table(path)
+    assert "names 'nosuchcol', which the table does not have" in capsys.readouterr().err

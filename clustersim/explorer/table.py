@@ -152,15 +152,42 @@ def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
     inputs = meta.get(b"clustersim.inputs")
     names = inputs.decode().split(",") if inputs else _sweep_inputs(path, t.column_names)
     df = t.to_pandas()
+    notes = []
     odd = unhashable_columns(df)
     if odd:  # left out by split_columns; said once here, where the file is read
+        notes.append(f"column{'s' if len(odd) > 1 else ''} {', '.join(repr(c) for c in odd)} "
+                     f"hold{'' if len(odd) > 1 else 's'} lists or mappings, not single "
+                     "values: left out of the axes, metrics and fixed controls")
+    # values, none finite (QA 19 M6: an all-inf column was charted without a word); an
+    # empty one is a metric the sweep has none of (saturation_workers without a master)
+    blank = [c for c in df.columns if c not in odd and df[c].dtype.kind == "f"
+             and df[c].notna().any() and not _finite(df[c])]
+    if blank:
+        notes.append(f"column{'s' if len(blank) > 1 else ''} "
+                     f"{', '.join(repr(c) for c in blank[:8])}"
+                     f"{' …' if len(blank) > 8 else ''} hold{'' if len(blank) > 1 else 's'} "
+                     "no finite value (only infinities): not offered as metrics")
+    if names is not None and inputs:
+        missing = [c for c in names if c not in df.columns]
+        if missing:
+            notes.append(f"its metadata clustersim.inputs names "
+                         f"{', '.join(repr(c) for c in missing)}, which the table does not "
+                         "have: ignored")
+    if notes:
         import sys
 
-        print(f"clustersim explore: note: {path}: column{'s' if len(odd) > 1 else ''} "
-              f"{', '.join(repr(c) for c in odd)} hold{'' if len(odd) > 1 else 's'} lists or "
-              "mappings, not single values: left out of the axes, metrics and fixed "
-              "controls", file=sys.stderr, flush=True)
+        for note in notes:
+            print(f"clustersim explore: note: {path}: {note}", file=sys.stderr, flush=True)
     return df, names
+
+
+def _finite(col: Any) -> bool:
+    """Whether a column holds at least one finite number (True for non-numeric ones)."""
+    import numpy as np
+
+    if col.dtype.kind not in "fiu":
+        return True
+    return bool(np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)).any())
 
 
 def unhashable_columns(df: Any) -> list[str]:
@@ -226,7 +253,7 @@ def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
 def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | None = None
                   ) -> tuple[list[str], list[str]]:
     """(input columns, metric columns) of a table; interval columns are neither, nor is a
-    metric empty everywhere.  ``source`` names the file in an error."""
+    metric without one finite value (empty, NaN or infinite everywhere).  ``source`` names the file in an error."""
     odd = set(unhashable_columns(df))  # no values to offer: left out (read_table says so)
     cols = [c for c in df.columns if not (c.endswith("_lo") or c.endswith("_hi"))
             and c not in odd]
@@ -235,8 +262,7 @@ def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | No
     else:
         ins = [c for c in cols if c not in METRIC_NAMES and (
             c in INPUTS or c in ("seed", "variant") or "." in c or df[c].dtype.kind != "f")]
-    mets = [c for c in cols if c not in ins and df[c].dtype.kind in "fiu"
-            and df[c].notna().any()]
+    mets = [c for c in cols if c not in ins and df[c].dtype.kind in "fiu" and _finite(df[c])]
     if not ins or not mets:
         raise InputError(f"the table needs input columns (axes such as {', '.join(INPUTS)}) "
                          "and numeric metric columns (such as throughput, efficiency); it has "
