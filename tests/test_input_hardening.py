@@ -100,9 +100,9 @@ def test_binary_file_and_non_utf8(tmp_path, capsys):
 
 @pytest.mark.parametrize("value, words", [
     ("/", ["folder"]),
-    ("/etc/passwd", ["not found"]),
+    ("/etc/passwd", ["no .yaml or .yml name: only YAML files are read"]),  # QA 19 L2
     ("/etc/hostname.txt", ["must be a YAML file"]),
-    ("../../../../../../etc/hosts", ["not found"]),
+    ("../../../../../../etc/hosts", ["only YAML files are read"]),
     ("nope", ["not found", "shipped"]),
     ("../scenarios/knl_4253.yaml", ["platform.topology", "knl_4253.yaml",
                                     "platform file of scenario"]),

@@ -233,3 +233,38 @@ def test_a_set_item_with_newlines_is_echoed_on_one_line(tmp_path, capsys):
     assert main(["validate", str(path), "--set", "run.seed=1\n---\n2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "(--set run.seed=1\\n---\\n2)" in err, err
+
+
+# ---- QA 19 lows: messages that say what to do ------------------------------------------------
+
+def test_a_platform_file_without_a_yaml_name_is_not_called_missing(tmp_path, capsys,
+                                                                    tmp_path_factory):
+    other = tmp_path_factory.mktemp("elsewhere") / "plat"
+    other.write_text("topology: star\n")
+    err = _refused(tmp_path, HEAD.replace("crossbar16", str(other)) + WORKLOAD
+                   + "algorithm: bsp\n" + SWEEP, capsys)
+    assert "has no .yaml or .yml name: only YAML files are read" in err
+    assert "not found" not in err
+
+
+def test_empty_variants_say_how_to_drop_them(tmp_path, capsys):
+    err = _refused(tmp_path, HEAD + WORKLOAD + "algorithm: bsp\n" + SWEEP + "variants: []\n",
+                   capsys)
+    assert "variants: must not be empty: list the variants, or set variants: null" in err
+
+
+def test_calibrate_names_the_shipped_topologies_for_an_unknown_platform(tmp_path, capsys):
+    trace = Path(__file__).parent / "data" / "gpu_h200_pinned" / "bench"
+    assert main(["calibrate", str(trace), "--platform", "nosuch.yaml", "-q",
+                 "--out", str(tmp_path / "p.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "--platform 'nosuch.yaml': no such file" in err and "h200_shared" in err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_run_iterations_zero_names_the_option(tmp_path, capsys):
+    assert main(["run", "--real", "real_bsp_mlp", "--iterations", "0",
+                 "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "argument --iterations: must be a whole number >= 1, not '0'" in err
+    assert not (tmp_path / "r").exists()

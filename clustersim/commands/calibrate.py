@@ -31,7 +31,12 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from clustersim.commands.calibrate_checks import check_link, check_rank_counts, check_work_dir
+from clustersim.commands.calibrate_checks import (
+    check_link,
+    check_rank_counts,
+    check_work_dir,
+    platform_path,
+)
 from clustersim.commands.calibrate_convergence import add_arguments as add_convergence_arguments
 from clustersim.commands.calibrate_emulation import add_arguments as add_emulation_arguments
 from clustersim.commands.calibrate_inputs import load_traces, validation_scenarios
@@ -216,7 +221,6 @@ def _check(args: argparse.Namespace) -> None:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from clustersim.calibration.pipeline import calibrate_rows, make_target
     from clustersim.platform.describe import load_platform
-    from clustersim.shipped import shipped_roots
 
     if args.convergence is not None:  # the gradient noise scale of a training log
         from clustersim.commands.calibrate_convergence import cmd_convergence
@@ -236,11 +240,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         check_pingpong(bench_plan(args.quick, args.plan).pingpong_sizes, breakpoints,
                        measured=f"the {args.plan} plan{' --quick' if args.quick else ''} "
                                 f"measures")
-    plat_path = Path(args.platform)
-    for root in shipped_roots():
-        if not plat_path.is_file() and (root / args.platform).is_file():
-            plat_path = root / args.platform
-    platform = load_platform(plat_path)
+    platform = load_platform(platform_path(args.platform))
     validate = args.validate if args.validate is not None else bool(args.real)
     scenarios = validation_scenarios(args) if validate else []
     console = console_for(args.quiet, args.wide)

@@ -21,7 +21,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["check_link", "check_rank_counts", "check_training_scenario", "check_work_dir",
+__all__ = ["platform_path", "check_link", "check_rank_counts", "check_training_scenario", "check_work_dir",
            "dir_problem"]
 
 
@@ -143,3 +143,27 @@ def check_work_dir(args: argparse.Namespace, scenarios: Sequence[str | Path],
         if why is not None:
             where = "" if d == work else f" (it writes {str(d)!r})"
             raise InputError(f"cannot use --work-dir {str(args.work_dir)!r}{where}: {why}")
+
+
+def platform_path(name: str) -> Path:
+    """``--platform``: a path, a path under the shipped topologies' root
+    (``topologies/dgx1_edr8.yaml``) or a shipped topology's bare name (``dgx1_edr8``).
+    A name that is none of these is refused naming the shipped ones (QA 19 L12: "file not
+    found" alone, where a scenario's ``platform:`` lists them)."""
+    from clustersim.shipped import shipped_names, shipped_roots
+
+    given = Path(name)
+    cands = [given]
+    for root in shipped_roots():
+        cands.append(root / name)
+        if not given.suffix:
+            cands.append(root / "topologies" / f"{name}.yaml")
+    for c in cands:
+        if c.is_file():
+            return c
+    if given.exists():  # a folder or a device: load_platform says what it is
+        return given
+    shipped = shipped_names("topologies")
+    raise InputError(f"--platform {name!r}: no such file, and no shipped topology has that "
+                     f"name (shipped: {', '.join(shipped) or 'none'}; give a path or one of "
+                     "these names)")

@@ -68,10 +68,10 @@ class CellCache:
         self.extra = extra
         self.hits = 0  # points read back so far (for the command's closing message)
         self.db: Any = None
-        self._guard("open", lambda: setattr(self, "db", PointCache(self.path)))
+        self._guard("be opened", lambda: setattr(self, "db", PointCache(self.path)))
 
     def _guard(self, what: str, fn: Callable[[], Any], default: Any = None) -> Any:
-        if what != "open" and self.db is None:
+        if what != "be opened" and self.db is None:
             return default
         try:
             return fn()

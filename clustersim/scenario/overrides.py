@@ -175,6 +175,9 @@ def _origin(item: str) -> str:
 def parse_variants(raw: Mapping[str, Any], file: str | None, parse: Parse
                    ) -> tuple[tuple[str, Any], ...]:
     """The ``variants:`` list: (label, the scenario with that variant's fields set)."""
+    if raw["variants"] == []:  # QA 19 L8: say how to drop them
+        raise InputError("must not be empty: list the variants, or set variants: null to "
+                         "run without any", path=("variants",))
     items = as_list(raw["variants"], ("variants",), lambda v, p: (v, p), allow_scalar=False)
     out = []
     plain = {k: v for k, v in raw.items() if k != "variants"}

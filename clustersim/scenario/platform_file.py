@@ -63,11 +63,22 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
                 return c
         except OSError:  # a name too long for the file system, a permission problem
             continue
-    _not_a_file(cands + ([p] if p.is_absolute() else [r / p for r in roots]), name, path)
+    as_written = [p] if p.is_absolute() else [r / p for r in roots]
+    _not_a_file(cands + as_written, name, path)
+    if not p.suffix and any(_is_file(c) for c in as_written):  # QA 19 L2: not "not found"
+        raise InputError(f"platform file {name!r} has no .yaml or .yml name: only YAML files "
+                         f"are read ({allowed})", path=path)
     hint = did_you_mean(p.stem, shipped)
     where = "next to the scenario, in its parent folder or among the shipped topologies"
     raise InputError(f"platform file {name!r} not found {where}{hint} (shipped: "
                      f"{', '.join(shipped) or 'none'})", path=path)
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:
+        return False
 
 
 def _not_a_file(paths: list[Path], name: str, path: tuple) -> None:
