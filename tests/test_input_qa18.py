@@ -268,3 +268,23 @@ def test_run_iterations_zero_names_the_option(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "argument --iterations: must be a whole number >= 1, not '0'" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_range_with_units_says_ranges_are_si_numbers(tmp_path, capsys):
+    err = _refused(tmp_path, HEAD + WORKLOAD + "algorithm: bsp\nsweep: {workers: [1, 2], "
+                   "axes: {network.overhead: {from: 1 us, to: 20 us}}, "
+                   "sample: {method: sobol, n: 4}}\n", capsys)
+    assert "sweep.axes.network.overhead.from: a range's ends are plain numbers in SI" in err
+
+
+def test_a_damaged_parquet_table_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "t.parquet"
+    bad.write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    pytest.importorskip("pyarrow")
+    from clustersim.errors import InputError
+    from clustersim.explorer.table import read_table
+
+    with pytest.raises(InputError) as exc:  # explore reads the table before it serves
+        read_table(bad)
+    err = str(exc.value)
+    assert "not a readable Parquet table" in err and len(err.splitlines()) == 1, err

@@ -112,6 +112,17 @@ class AxesSpec:
 _RANGE_KEYS = ("from", "to", "log", "integer")
 
 
+def _range_end(value: Any, path: tuple) -> float:
+    """A range's end: a plain number in SI units.  A quantity with its unit (``1 us``) is
+    refused saying so (QA 19 L7: "must be a number" alone): the points are drawn on the
+    numbers, so the unit must be one the field reads, and SI is what every field reads."""
+    if isinstance(value, str) and value.strip()[:1].isdigit():
+        raise InputError(f"a range's ends are plain numbers in SI units (seconds, bytes, "
+                         f"bytes/s: 1e-06 for 1 us, 2.5e10 for 25 GB/s), not {value!r}",
+                         path=path)
+    return as_float(value, path)
+
+
 def _worker(value: Any, path: tuple) -> int:
     """A worker count: a whole number >= 1 (``1e3`` counts, as in sweep.workers)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
@@ -171,8 +182,8 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
                 f"one axis name: write the whole mapping, e.g. --set 'sweep.axes={{{name}."
                 f"{odd[0]}: [32, 64]}}'", path=path)
         s = Section(raw, path, _RANGE_KEYS)
-        lo = s.get("from", as_float)
-        hi = s.get("to", as_float)
+        lo = s.get("from", _range_end)
+        hi = s.get("to", _range_end)
         log = s.get("log", as_bool, False)
         if hi <= lo:
             raise InputError(f"'to' ({hi:g}) must be larger than 'from' ({lo:g})", path=path)

@@ -143,7 +143,8 @@ def read_table(path: str | Path) -> tuple[Any, list[str] | None]:
     try:
         t = pq.read_table(path)
     except (OSError, ValueError) as exc:
-        raise InputError(f"not a readable Parquet table ({exc}); {EXPECTED}",
+        why = " ".join(str(exc).split())  # pyarrow's own newlines: one line (QA 19 L5)
+        raise InputError(f"not a readable Parquet table ({why}); {EXPECTED}",
                          file=str(path)) from None
     if t.num_rows == 0:
         raise InputError("the table has no rows, nothing to explore (a sweep whose points "
