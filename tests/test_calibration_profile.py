@@ -288,3 +288,12 @@ def test_validation_picks_the_median_or_the_fastest_run():
     assert even.measured_time == pytest.approx(2.0 * pred.iteration_time)
     assert even.error == pytest.approx(-0.5)
 
+
+
+def test_a_time_fitted_at_its_bound_of_zero_is_written_as_zero():
+    """QA 19 L10: the profile held ``step_overhead: 1.02004e-18 ns`` (float noise of a fit
+    at its bound) while the table showed 0 ns; it is written as 0 s, as the table reads."""
+    prof = profile()
+    prof.network["step_overhead"] = 1.02004e-27
+    text = dump_profile(prof)
+    assert "step_overhead: 0 s" in text and "e-18" not in text

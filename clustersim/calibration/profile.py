@@ -109,7 +109,7 @@ def _sig(x: float, digits: int = 6) -> str:
 
 
 def _q_time(x: float) -> str:
-    if x == 0:
+    if abs(x) < 1e-15:  # a fit at its bound of 0 (1.02e-18 ns, QA 19 L10), as the table shows
         return "0 s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
         if abs(x) >= scale:
