@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import re
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +26,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as input errors (exit 2, one message)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        m = re.match(r"argument (--[\w-]+)(?:/\S+)?: expected one argument$", message)
+        if m:  # `--bandwidth -1,1`: argparse reads the value as an option (QA 19 L6)
+            message += f" (a value that starts with '-' goes after '=': {m[1]}=-1)"
         raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 

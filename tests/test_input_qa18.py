@@ -288,3 +288,10 @@ def test_a_damaged_parquet_table_is_one_line(tmp_path, capsys):
         read_table(bad)
     err = str(exc.value)
     assert "not a readable Parquet table" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_value_that_starts_with_a_dash_gets_the_equals_hint(capsys):
+    assert main(["whatif", "theano_mpi_alexnet", "--bandwidth", "-1,1"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --bandwidth: expected one argument (a value that starts with '-' goes " \
+           "after '=': --bandwidth=-1)" in err
