@@ -311,3 +311,11 @@ def test_run_real_with_a_missing_mpiexec_creates_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no-mpiexec' not found or not executable" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_clustersim_jobs_of_zero_is_refused_as_minus_j_zero_is(capsys, monkeypatch):
+    """CLUSTERSIM_JOBS=0 (or below) meant one process without a word, where -j 0 is
+    refused (review 19 LOW-5); both are refused now, naming the variable."""
+    monkeypatch.setenv("CLUSTERSIM_JOBS", "0")
+    assert main(["predict", "fabrics_resnet50"]) == 2
+    assert "CLUSTERSIM_JOBS: must be a whole number >= 1" in capsys.readouterr().err

@@ -216,7 +216,7 @@ def default_jobs() -> int:
     env = os.environ.get("CLUSTERSIM_JOBS")
     if env:
         try:
-            n = max(1, int(env))
+            n = int(env)  # 0 or below is refused as -j 0 is (it meant 1, silently)
         except ValueError:
             raise InputError(f"CLUSTERSIM_JOBS must be a whole number, not {env!r}") from None
         why = check_jobs(n)
