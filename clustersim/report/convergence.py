@@ -69,6 +69,8 @@ def print_emulation(console: Console, result: Any, wide: bool = False,
 
 def emulation_json(result: Any) -> dict[str, Any]:
     """The emulated curves and figures per algorithm (``None`` where never reached)."""
+    from clustersim.sim.tta import finite
+
     out: dict[str, Any] = {}
     for title, results in (getattr(result, "emulation", None) or {}).items():
         analytic = getattr(result, "emulation_analytic", {}).get(title, [])
@@ -76,7 +78,7 @@ def emulation_json(result: Any) -> dict[str, Any]:
         for k, r in enumerate(results):
             d = r.to_dict()
             a = analytic[k] if k < len(analytic) else None
-            d["analytic_time_to_target"] = a if a is not None and math.isfinite(a) else None
+            d["analytic_time_to_target"] = finite(a)
             d["analytic_never"] = a is not None and not math.isfinite(a)
             rows.append(d)
         out[title] = rows
@@ -128,12 +130,13 @@ def plot_html(scn: Any, result: Any) -> str:
     hashes, every scenario string escaped: :mod:`clustersim.report.htmlpage`)."""
     from clustersim.report.convergence_chart import convergence_figures
     from clustersim.report.htmlpage import escape_text, figure_script, standalone_page
+    from clustersim.sim.tta import finite
 
     curves, tta = chart_data(scn, result)
     emulated = getattr(result, "emulation", {}) or {}
     analytic = getattr(result, "emulation_analytic", {}) or {}
     # the analytic model's prediction for each emulated run, drawn beside it
-    model_tta = {t: [(r.workers, a if a is not None and math.isfinite(a) else None)
+    model_tta = {t: [(r.workers, finite(a))
                      for r, a in zip(runs, analytic.get(t, []))]
                  for t, runs in emulated.items()} or None
     figs = convergence_figures(scn.name, curves, tta, model_tta=model_tta)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rich.console import Console
@@ -257,6 +256,8 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
     time, steps, samples and updates to the target and the analytic model's time for the
     same run (empty where the target was not reached) - the figures a spreadsheet user came
     for, which were only in the JSON's ``emulation``."""
+    from clustersim.sim.tta import finite
+
     rows = []
     emulated = getattr(result, "emulation", {}) or {}
     analytic = getattr(result, "emulation_analytic", {}) or {}
@@ -270,9 +271,9 @@ def training_rows(scn: Any, result: Any) -> list[dict[str, Any]]:
                 em = ems[i]
                 for key in ("time", "steps", "samples", "updates"):
                     v = getattr(em, f"{key}_to_target")
-                    d[f"emulated_{key}_to_target"] = v if math.isfinite(v) else None
-                a = ans[i] if i < len(ans) else None  # inf (never): empty, as emulated
-                d["analytic_time_to_target"] = a if a is not None and math.isfinite(a) else None
+                    d[f"emulated_{key}_to_target"] = finite(v)
+                # inf (never): empty, as emulated
+                d["analytic_time_to_target"] = finite(ans[i]) if i < len(ans) else None
             rows.append(d)
     return rows
 

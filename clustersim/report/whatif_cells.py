@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import sqlite3
 import sys
@@ -224,15 +223,16 @@ def _with_emulation(point: dict[str, Any], res: Any, title: str, i: int) -> dict
     Why: the sweep emulates every point but keeps the runs beside its points, and the page
     drew only the points, so ``whatif emulate_digits`` had no time to target at all.  A dict
     (explore's table skips dict values); never reached: ``time_to_target`` None, as in JSON."""
+    from clustersim.sim.tta import finite
+
     runs = (getattr(res, "emulation", None) or {}).get(title) or []
     if i >= len(runs):
         return point
     r = runs[i]
     twins = (getattr(res, "emulation_analytic", None) or {}).get(title) or []
     point["emulation"] = {
-        "time_to_target": r.time_to_target if math.isfinite(r.time_to_target) else None,
-        "analytic_time_to_target": (twins[i] if i < len(twins) and twins[i] is not None
-                                    and math.isfinite(twins[i]) else None),
+        "time_to_target": finite(r.time_to_target),
+        "analytic_time_to_target": finite(twins[i]) if i < len(twins) else None,
         "metric_name": r.metric_name, "target": r.target,
         "time": list(r.time), "metric": list(r.metric)}
     return point
