@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
-__all__ = ["PER_CORE", "max_jobs", "parse_jobs", "check_jobs"]
+__all__ = ["PER_CORE", "max_jobs", "parse_count", "parse_jobs", "check_jobs"]
 
 #: worker processes allowed per core (as realrun.launch.OVERSUBSCRIBE_LIMIT for MPI ranks)
 PER_CORE = 8
@@ -34,17 +34,22 @@ def check_jobs(n: int) -> str | None:
     return None
 
 
+def parse_count(text: str, hint: str = "") -> int:
+    """A count on the command line (an argparse ``type``: ``--chunk``, ``--iterations``):
+    a whole number >= 1.  ``hint``: what 1 means, said in the refusal."""
+    t = text.strip()
+    if t.isdigit() and len(t) > 18:  # past any count, and int() stops at 4,300 digits
+        raise argparse.ArgumentTypeError(f"a number of {len(t):,} digits is past any count")
+    if not t.isdigit() or int(t) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1{hint}, not {text!r}")
+    return int(t)
+
+
 def parse_jobs(text: str) -> int:
     """``-j N`` (an argparse ``type``): a whole number from 1 to :func:`max_jobs`."""
-    try:
-        n = int(text) if text.strip().lstrip("-").isdigit() else 0
-    except ValueError:  # more digits than int() reads (4,300): far past the bound anyway
-        n = max_jobs() + 1
+    n = parse_count(text, " (1 = this process; the pool never uses more processes than "
+                          "there are points)")
     why = check_jobs(n)
     if why is not None:
-        if n == 0 or text.strip().startswith("-"):
-            why = why.replace(f"not {n}", f"not {text!r}")
-        elif n > max_jobs() and len(text) > 20:
-            why = why.replace(f"not {n:,}", f"not a number of {len(text.strip()):,} digits")
         raise argparse.ArgumentTypeError(why)
     return n

@@ -21,21 +21,13 @@ import sys
 import textwrap
 from typing import Any
 
+from clustersim._jobs import parse_count
 from clustersim.errors import InputError
 
 __all__ = ["add_parser", "cmd_run"]
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_OUT = "out/realrun"  # under out/ (git-ignored): a run leaves nothing in a work tree
-
-
-def _whole(text: str) -> int:
-    """``--iterations N``: a whole number >= 1, refused as the option (QA 19 L13: the
-    message named neither the option nor the scenario)."""
-    n = int(text) if text.strip().lstrip("-").isdigit() and len(text) < 20 else 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
-    return n
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -58,7 +50,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "largest sweep point, or --np minus the algorithm's servers)")
     p.add_argument("--algorithm", metavar="NAME",
                    help="which of the scenario's algorithms (label or name; default the main)")
-    p.add_argument("--iterations", type=_whole, metavar="N", help="override run.iterations")
+    p.add_argument("--iterations", type=parse_count, metavar="N", help="override run.iterations")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario field (repeatable), as in predict")
     p.add_argument("--collectives", choices=["library", "schedules"], default="library",

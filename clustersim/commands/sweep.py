@@ -18,20 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clustersim._jobs import parse_count
 from clustersim._jobs import parse_jobs as _jobs
 from clustersim.errors import InputError
 
 EXIT_OK = 0
 #: saturation lines printed: one per group, and a 292-value axis made 2,044 of them
 MAX_SATURATION_LINES = 10
-
-
-def _count(text: str) -> int:
-    """``--chunk N``: a whole number >= 1 (points per task; no bound but the sweep's)."""
-    n = int(text) if text.strip().lstrip("-").isdigit() else 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
-    return n
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -68,7 +61,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "before for the same scenario, point and code are read from it, new "
                         "ones added - sweeps with different outputs can share one")
     p.add_argument("--no-cache", action="store_true", help="run every point; store nothing")
-    p.add_argument("--chunk", type=_count, metavar="N",
+    p.add_argument("--chunk", type=parse_count, metavar="N",
                    help="points per task (default: about 4 tasks per worker, at most 64)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     p.set_defaults(func=cmd_sweep)

@@ -58,11 +58,8 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
         roots = ([base, base.parent] if base is not None else []) + shipped_roots()
         cands = [r / n for r in dict.fromkeys(roots) for n in names]
     for c in cands:
-        try:
-            if c.is_file():
-                return c
-        except OSError:  # a name too long for the file system, a permission problem
-            continue
+        if _is_file(c):
+            return c
     as_written = [p] if p.is_absolute() else [r / p for r in roots]
     _not_a_file(cands + as_written, name, path)
     if not p.suffix and any(_is_file(c) for c in as_written):  # QA 19 L2: not "not found"
@@ -75,6 +72,7 @@ def resolve_platform_file(name: str, base: Path | None, path: tuple) -> Path:
 
 
 def _is_file(p: Path) -> bool:
+    """``p.is_file()``, False where the name is too long or not allowed to be looked at."""
     try:
         return p.is_file()
     except OSError:
