@@ -12,8 +12,9 @@ import pytest
 
 from clustersim.cli import main
 from clustersim.scenario.schema import load_scenario
+from clustersim.uncertainty.bands import Band
 from clustersim.uncertainty.nominal import input_position, outside_notes
-from clustersim.uncertainty.propagate import Band, Inputs
+from clustersim.uncertainty.propagate import Inputs
 from clustersim.uncertainty.sensitivity import run_sensitivity
 from clustersim.uncertainty.sobol_check import check_text, sample_check, suggest_n
 from clustersim.uncertainty.spec import parse_uncertain

@@ -21,8 +21,8 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["platform_path", "check_link", "check_rank_counts", "check_training_scenario", "check_work_dir",
-           "dir_problem"]
+__all__ = ["platform_path", "check_link", "check_rank_counts", "check_training_scenario",
+           "check_work_dir", "dir_problem"]
 
 
 def check_link(platform: Any, link: str | None) -> None:

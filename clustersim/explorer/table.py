@@ -254,7 +254,8 @@ def _sweep_inputs(path: Path, columns: Sequence[str]) -> list[str] | None:
 def split_columns(df: Any, inputs: Iterable[str] | None = None, source: str | None = None
                   ) -> tuple[list[str], list[str]]:
     """(input columns, metric columns) of a table; interval columns are neither, nor is a
-    metric without one finite value (empty, NaN or infinite everywhere).  ``source`` names the file in an error."""
+    metric without one finite value (empty, NaN or infinite everywhere).  ``source`` names
+    the file in an error."""
     odd = set(unhashable_columns(df))  # no values to offer: left out (read_table says so)
     cols = [c for c in df.columns if not (c.endswith("_lo") or c.endswith("_hi"))
             and c not in odd]

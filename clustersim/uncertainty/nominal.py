@@ -36,7 +36,7 @@ _TOL = 1e-9
 
 
 class Bands(dict):  # type: ignore[type-arg]
-    """The bands of :func:`clustersim.uncertainty.propagate.band` (title -> rows), with the
+    """The bands of :func:`clustersim.uncertainty.bands.band` (title -> rows), with the
     notes of :func:`outside_notes` beside them (a dict, so that every printer that iterates
     the bands reads it unchanged)."""
 

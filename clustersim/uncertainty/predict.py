@@ -13,10 +13,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.uncertainty.bands import band
 from clustersim.uncertainty.nominal import Bands, outside_notes
 from clustersim.uncertainty.propagate import (
     Inputs,
-    band,
     collect_inputs,
     draw,
     evaluate,

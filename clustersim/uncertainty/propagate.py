@@ -21,11 +21,10 @@ import numpy as np
 
 from clustersim._signals import check
 from clustersim.errors import InputError
-from clustersim.uncertainty.bands import HEADLINE, Band, band
 from clustersim.uncertainty.spec import UncertainInput
 
-__all__ = ["Sample", "Inputs", "collect_inputs", "draw", "sample_scenario", "evaluate",
-           "band", "HEADLINE", "Band"]
+__all__ = ["Sample", "Inputs", "collect_inputs", "draw", "sample_scenario", "evaluate"]
+
 
 @dataclass
 class Inputs:
