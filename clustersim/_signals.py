@@ -120,10 +120,7 @@ def _default_in_child() -> None:
             except Terminated as exc:  # the handler ran first: not yet reset, try again
                 caught.append(exc.signum)
     _RAISED.clear()  # the parent's, not this process's
-    mask = getattr(_HELD, "mask", None)
-    _HELD.mask = None
-    if mask is not None:  # no Python handler left to raise: a pending signal kills now
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    _restore_mask()  # no Python handler left to raise: a pending signal kills now
     for signum in caught:
         os.kill(os.getpid(), signum)
 
