@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -123,8 +123,10 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[TraceEvent]]:
 
 
 #: an event line's fields (TraceEvent's), for the message naming a wrong one
-_EVENT_FIELDS = ("actor", "role", "kind", "start", "end", "label", "nbytes", "iteration",
-                 "peer", "value", "meta")
+_EVENT_FIELDS = tuple(f.name for f in fields(TraceEvent))
+#: those without a default, which every event line must carry
+_REQUIRED = tuple(f.name for f in fields(TraceEvent)
+                  if f.default is MISSING and f.default_factory is MISSING)
 
 
 def _take_line(obj: Any, header: dict[str, Any], events: list[TraceEvent], file: str,
@@ -140,12 +142,12 @@ def _take_line(obj: Any, header: dict[str, Any], events: list[TraceEvent], file:
         header.update(obj["header"])
         return
     unknown = sorted(set(obj) - set(_EVENT_FIELDS))
-    missing = [k for k in _EVENT_FIELDS[:5] if k not in obj]
+    missing = [k for k in _REQUIRED if k not in obj]
     if unknown or missing:
         what = (f"unknown field {unknown[0]!r}" if unknown else
                 f"missing field {missing[0]!r}")
         raise InputError(f"an event line: {what} (an event has {', '.join(_EVENT_FIELDS)}; "
-                         f"the first five are required)", file=file, line=line)
+                         f"{', '.join(_REQUIRED)} required)", file=file, line=line)
     events.append(TraceEvent(**obj))
 
 
