@@ -11,15 +11,28 @@ from __future__ import annotations
 import argparse
 import os
 
-__all__ = ["PER_CORE", "max_jobs", "parse_count", "parse_jobs", "check_jobs"]
+__all__ = ["PER_CORE", "usable_cores", "max_jobs", "parse_count", "parse_jobs", "check_jobs"]
 
 #: worker processes allowed per core (as realrun.launch.OVERSUBSCRIBE_LIMIT for MPI ranks)
 PER_CORE = 8
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity mask where the system has one,
+    else the machine's cores.
+
+    Why not ``os.cpu_count()``: a batch job (Slurm, ``taskset``, a container's cpuset) that
+    is given 2 cores of a 64-core node would otherwise start 64 pool processes on those 2,
+    and the bound on ``-j`` would allow 512 of them."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def max_jobs() -> int:
-    """The most worker processes on this machine: :data:`PER_CORE` x its cores."""
-    return PER_CORE * (os.cpu_count() or 1)
+    """The most worker processes here: :data:`PER_CORE` x the usable cores."""
+    return PER_CORE * usable_cores()
 
 
 def check_jobs(n: int) -> str | None:
@@ -28,8 +41,9 @@ def check_jobs(n: int) -> str | None:
         return (f"must be a whole number >= 1 (1 = this process; the pool never uses more "
                 f"processes than there are points), not {n}")
     if n > max_jobs():
+        cores = usable_cores()
         return (f"at most {max_jobs():,} on this machine ({PER_CORE} per core, "
-                f"{os.cpu_count() or 1} cores): each is a whole Python process, and more "
+                f"{cores} usable core{'' if cores == 1 else 's'}): each is a whole Python process, and more "
                 f"than there are cores only share them; not {n:,}")
     return None
 

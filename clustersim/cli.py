@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
     pr.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                     help="processes for the sweep's points, a whole number >= 1 (default: "
-                         "CLUSTERSIM_JOBS or all cores; 1 = this process); results do not "
+                         "CLUSTERSIM_JOBS or the usable cores; 1 = this process); results do not "
                          "depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     pr.add_argument("--wide", action="store_true",

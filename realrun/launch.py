@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from clustersim import _jobs
 from clustersim._signals import as_interrupt, deferred
 from clustersim.errors import InputError
 from realrun.proctree import MARKER, die_with_parent, find_marked, kill_marked
@@ -121,7 +122,7 @@ def check_rank_count(np: int, *, hostfile: object = None, oversubscribe: bool = 
     """
     if hostfile is not None:
         return
-    cores = cores or os.cpu_count() or 1
+    cores = cores or _jobs.usable_cores()
     if np <= cores:
         return
     limit = OVERSUBSCRIBE_LIMIT * cores
@@ -161,7 +162,7 @@ def _command(target: str, args: Sequence[str], np: int, mpiexec: str, hostfile: 
     if flavor == "openmpi":
         for var in forward:  # Open MPI forwards only what it is told to remote nodes
             cmd += ["-x", var]
-        if hostfile is None and np > (os.cpu_count() or 1):
+        if hostfile is None and np > _jobs.usable_cores():
             cmd.append("--oversubscribe")
     cmd += list(extra)
     is_script = target.endswith(".py") or os.sep in target
@@ -261,7 +262,7 @@ def launch(
     if hf is None and not any(v in full_env for v in THREAD_VARS):
         # one machine: share its cores among the ranks, or every rank's BLAS starts a thread
         # per core and the GEMM figures measure oversubscription
-        per_rank = str(max(1, (os.cpu_count() or 1) // np))
+        per_rank = str(max(1, _jobs.usable_cores() // np))
         full_env.update({v: per_rank for v in THREAD_VARS})
     full_env.update({MARKER: run_id, LOG_DIR_VAR: str(logs), WORLD_VAR: str(np),
                      "PYTHONUNBUFFERED": "1"})

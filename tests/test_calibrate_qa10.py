@@ -7,7 +7,6 @@ call), so a check that comes too late shows up as a launch, not as minutes of me
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ def no_launch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(measure, "run_benchmarks", bench)
     monkeypatch.setattr(train, "run_scenario", run)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr("clustersim._jobs.usable_cores", lambda: 2)  # a 2-core machine
     return calls
 
 

@@ -195,7 +195,6 @@ def test_collective_fit_beyond_100_percent_rms_is_warned(tmp_path, capsys):  # F
 
 def test_breakpoint_beyond_the_plan_refused_before_measuring(tmp_path, capsys, monkeypatch):
     """F8 with --real: the plan's sizes are known, so the refusal comes before any MPI."""
-    import os
 
     import clustersim.calibration.measure as measure
 
@@ -203,7 +202,7 @@ def test_breakpoint_beyond_the_plan_refused_before_measuring(tmp_path, capsys, m
         raise AssertionError("benchmarks started")
 
     monkeypatch.setattr(measure, "run_benchmarks", bench)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr("clustersim._jobs.usable_cores", lambda: 2)  # a 2-core machine
     rc = main(["calibrate", "--real", "--quick", "--plan", "cpu", "--no-validate",
                "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "p.yaml"),
                "--breakpoints", "1GiB"])

@@ -288,7 +288,7 @@ def test_a_job_count_past_eight_per_core_is_refused_before_any_process_starts(
     as CLUSTERSIM_JOBS is, naming the bound (8 per core); --chunk has no such bound."""
     from clustersim import _jobs
 
-    cap = _jobs.PER_CORE * (os.cpu_count() or 1)
+    cap = _jobs.PER_CORE * _jobs.usable_cores()
     out = tmp_path / "o"
     for cmd in (["predict"], ["sweep", "--out", str(out)]):
         assert main([*cmd, "fabrics_resnet50", "-j", str(cap + 1)]) == 2
@@ -319,3 +319,20 @@ def test_clustersim_jobs_of_zero_is_refused_as_minus_j_zero_is(capsys, monkeypat
     monkeypatch.setenv("CLUSTERSIM_JOBS", "0")
     assert main(["predict", "fabrics_resnet50"]) == 2
     assert "CLUSTERSIM_JOBS: must be a whole number >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_the_process_count_follows_the_cpu_affinity_not_the_machine():
+    """A batch job given one core of a bigger node (``taskset -c 0``, a Slurm or container
+    cpuset) gets one pool process by default and at most 8 with -j, not 8 x the node's cores:
+    the default and the bound are read off the affinity mask."""
+    code = ("from clustersim import _jobs; from clustersim.sim.sweep import "
+            "default_jobs; print(_jobs.usable_cores(), _jobs.max_jobs(), default_jobs(), "
+            "_jobs.check_jobs(9))")
+    env = {k: v for k, v in os.environ.items() if k != "CLUSTERSIM_JOBS"}
+    one = min(os.sched_getaffinity(0))
+    pre = f"import os; os.sched_setaffinity(0, {{{one}}}); "
+    out = subprocess.run([sys.executable, "-c", pre + code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1 8 1 at most 8 on this machine (8 per core, 1 usable core)")

@@ -315,7 +315,8 @@ def add_parser(sub: Any) -> None:
     ex.add_argument("--port", type=_port, default=8050,
                     help="port, 0 to 65535 (0: any free port; default %(default)s)")
     ex.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                    help="processes for the simulations (default: CLUSTERSIM_JOBS or all cores)")
+                    help="processes for the simulations (default: CLUSTERSIM_JOBS or the usable "
+                         "cores)")
     from clustersim.commands.whatif import add_cache_options
 
     add_cache_options(ex)

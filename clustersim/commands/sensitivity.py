@@ -112,7 +112,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario field, as in predict (repeatable)")
     p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                   help="processes (default: CLUSTERSIM_JOBS or all cores); results do not "
+                   help="processes (default: CLUSTERSIM_JOBS or the usable cores); results do not "
                         "depend on it")
     p.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     p.add_argument("--wide", action="store_true", help="every table column")

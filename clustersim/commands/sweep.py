@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                             "-m mpi4py.futures -m clustersim sweep ...)")
     p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                    help="local processes or LocalCluster workers (default: CLUSTERSIM_JOBS or "
-                        "all cores); results do not depend on it")
+                        "the usable cores); results do not depend on it")
     p.add_argument("--out", metavar="DIR",
                    help="folder for sweep.parquet, sweep.csv, sweep.json and the point cache "
                         "(default: <scenario name>.sweep in the working folder; characters "

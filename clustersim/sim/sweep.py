@@ -210,8 +210,9 @@ def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMet
 
 
 def default_jobs() -> int:
-    """Worker processes for sweeps: ``CLUSTERSIM_JOBS`` or the machine's cores."""
-    from clustersim._jobs import check_jobs
+    """Worker processes for sweeps: ``CLUSTERSIM_JOBS`` or the cores this process may use
+    (:func:`clustersim._jobs.usable_cores`)."""
+    from clustersim._jobs import check_jobs, usable_cores
 
     env = os.environ.get("CLUSTERSIM_JOBS")
     if env:
@@ -223,7 +224,7 @@ def default_jobs() -> int:
         if why is not None:
             raise InputError(f"CLUSTERSIM_JOBS: {why}")
         return n
-    return os.cpu_count() or 1
+    return usable_cores()
 
 
 def run_sweep(scn: Scenario, trace: bool = False,
