@@ -13,7 +13,7 @@ the tables.  Each returns words or None, so that the table code only prints them
   largest gradient noise scale: the time to target extrapolates the large-batch law;
 * :func:`switch_note` - a parameter server's points on both sides of ``fidelity: auto``'s
   switch of point-to-point messages from flows to link queues: two queueing disciplines,
-  which part by up to 45 % on a communication-bound server (docs/fidelity.md);
+  which part by 40 % on a communication-bound server (docs/fidelity.md);
 * :func:`target_line` - what the time to target is to, and the assumptions it hangs on.
 """
 
@@ -122,8 +122,8 @@ def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
         return None
     return (f"up to {max(flows):,} workers its messages ran as flows sharing links max-min, "
             f"from {min(queues):,} on as FIFO link queues (run.fidelity: auto switches above "
-            f"{P2P_FLOW_MAX_ACTORS} actors); on a communication-bound server the two differ "
-            "by up to 45 %, so the curve may jump there (docs/fidelity.md) - run.fidelity: "
+            f"{P2P_FLOW_MAX_ACTORS} actors); on a communication-bound server the two can "
+            "differ by 40 %, so the curve may jump there (docs/fidelity.md) - run.fidelity: "
             "flow gives one model throughout")
 
 
