@@ -267,3 +267,12 @@ def test_a_real_run_writes_the_log_and_calibrate_reads_it(tmp_path: Path, capsys
     assert overall["grad_sq"] > 0 and overall["trace"] > 0
     assert "noise_scale:" in (tmp_path / "gns.yaml").read_text()
     no_strays(out)
+
+
+def test_emulation_beside_a_log_is_refused_not_dropped(tmp_path: Path, capsys) -> None:
+    """``--convergence LOG --emulation`` had fitted the log and dropped --emulation without
+    a word (audit 22); the two fit different things, so the pair is refused."""
+    log_path = tmp_path / "grad_norms.csv"
+    _write_synthetic(log_path)
+    assert main(["calibrate", "--convergence", str(log_path), "--emulation", "-q"]) == 2
+    assert "give it without --real, TRACES or --convergence" in capsys.readouterr().err

@@ -81,7 +81,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--real", action="store_true", help="measure here on real MPI ranks")
     p.add_argument("--out", default=None, metavar="FILE",
                    help=f"profile to write (default {DEFAULT_OUT}; with --convergence: the "
-                        "noise-scale snippet, printed when not given)")
+                        "noise-scale snippet, printed when not given; with --emulation: the "
+                        "constants file, default constants.yaml)")
     p.add_argument("--np", type=int, default=2, metavar="N",
                    help="MPI ranks for the microbenchmarks (default %(default)s)")
     p.add_argument("--mpiexec", metavar="PATH", help="mpiexec to use (a cluster's own MPI)")
@@ -222,14 +223,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from clustersim.calibration.pipeline import calibrate_rows, make_target
     from clustersim.platform.describe import load_platform
 
+    if args.emulation:  # the analytic convergence model's constants, fitted on emulation
+        from clustersim.commands.calibrate_emulation import cmd_emulation
+
+        return cmd_emulation(args)  # (it refuses --real, TRACES and --convergence beside it)
     if args.convergence is not None:  # the gradient noise scale of a training log
         from clustersim.commands.calibrate_convergence import cmd_convergence
 
         return cmd_convergence(args)
-    if args.emulation:  # the analytic convergence model's constants, fitted on emulation
-        from clustersim.commands.calibrate_emulation import cmd_emulation
-
-        return cmd_emulation(args)
     args.out = args.out or DEFAULT_OUT
     _check(args)
     breakpoints = _sizes(args.breakpoints)

@@ -14,11 +14,12 @@ import argparse
 import datetime as dt
 import math
 import os
+import sys
 from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["add_arguments", "cmd_emulation", "write_constants"]
+__all__ = ["add_arguments", "cmd_emulation", "fit_warnings", "write_constants"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,8 +38,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "%(default)s)")
 
 
-def write_constants(cal: Any, path: str, grid: str, seeds: int, tasks: list[str]) -> None:
-    """The constants file: ``constants:`` as ``load_constants`` reads it, with provenance."""
+def fit_warnings(cal: Any) -> list[str]:
+    """What makes the fitted constants unfit for use, in words (empty when nothing does).
+
+    Why: on a task whose runs the analytic model says never reach the target even at the
+    theory values (``--tasks teacher_student`` alone: 6 of 8 runs), the fit has nothing to
+    move - three constants stay at theory, the held-out error is infinite - and the file
+    written would make ``predict`` say "never" for runs that converge in ~50 steps.  It is
+    still written (to look at), with the warning in its header and on stderr."""
+    from clustersim.convergence.fit import analytic_steps
+
+    f = cal.fit
+    never = sum(1 for o in f.observations
+                if math.isfinite(o.steps) and not math.isfinite(analytic_steps(o, f.constants)))
+    out = []
+    if never:
+        out.append(f"the fitted constants predict 'never' for {never} of "
+                   f"{len(f.observations)} fitted runs that reached the target")
+    if not math.isfinite(cal.heldout_median):
+        out.append("the held-out median error is infinite (runs predicted never to reach "
+                   "the target)")
+    if out:
+        out.append("these constants are not fit for use; more tasks move more constants "
+                   "(the default --tasks digits,teacher_student)")
+    return out
+
+
+def write_constants(cal: Any, path: str, grid: str, seeds: int, tasks: list[str],
+                    warnings: list[str] = ()) -> None:
+    """The constants file: ``constants:`` as ``load_constants`` reads it, with provenance
+    (and ``warnings`` as header comments)."""
     import yaml
 
     from clustersim.convergence.fit import constants_document
@@ -51,6 +80,7 @@ def write_constants(cal: Any, path: str, grid: str, seeds: int, tasks: list[str]
         cal.heldout_median, shipped)
     head = (f"# Written by clustersim calibrate --emulation --grid {grid} --seeds {seeds} "
             f"({date}); read by load_constants and workload.convergence.constants.\n")
+    head += "".join(f"# WARNING: {w}\n" for w in warnings)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(head + yaml.safe_dump({"constants": doc}, sort_keys=False, width=100))
 
@@ -86,8 +116,11 @@ def cmd_emulation(args: argparse.Namespace) -> int:
     cal = calibrate(tasks, args.grid, range(seeds), lambda label: say(f"  emulated {label}"))
     if not args.quiet:
         print_fit(cal)
-    write_constants(cal, out, args.grid, seeds, tasks)
+    warnings = fit_warnings(cal)
+    write_constants(cal, out, args.grid, seeds, tasks, warnings)
     say(f"wrote {out}")
+    for w in warnings:  # also with -q, after everything else (as calibrate's profile warnings)
+        print(f"warning: {w}", file=sys.stderr)
     return 0
 
 
