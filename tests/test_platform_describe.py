@@ -224,3 +224,25 @@ def test_load_platform_reports_file_and_line(tmp_path):
     assert e.value.file == str(broken) and e.value.line is not None
     with pytest.raises(InputError, match="cannot read"):
         load_platform(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("topo", sorted(TOPOLOGIES))
+def test_the_listed_fields_are_the_ones_the_reader_takes(topo: str) -> None:
+    """``clustersim list topologies`` shows each topology's fields (audit 22: the docs sent
+    users there, and it showed none).  They are the reader's: an unknown field's refusal
+    allows exactly the listed ones and the common ones, and a file without any field names
+    the listed required ones."""
+    from clustersim.platform.describe import COMMON_FIELDS, topology_fields
+
+    listed = topology_fields(topo)
+    names = {f.split("=")[0] for f in listed}
+    required = [f for f in listed if "=" not in f]
+    with pytest.raises(InputError) as bad:
+        build_platform({"topology": topo, "zzz": 1}, builtin_catalog())
+    allowed = bad.value.message.split("(allowed: ")[1].rstrip(")").split(", ")
+    assert set(allowed) - {"topology"} == names | set(COMMON_FIELDS)
+    with pytest.raises(InputError) as missing:
+        build_platform({"topology": topo}, builtin_catalog())
+    assert f"needs field {required[0]!r}" in missing.value.message
+    if "(required: " in missing.value.message:
+        assert missing.value.message.split("(required: ")[1].rstrip(")").split(", ") == required

@@ -83,12 +83,16 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
             for a in algs:
                 t.add_row(op, a, describe_algorithm(op, a))
     elif what == "topologies":
-        from clustersim.platform.describe import list_topologies
+        from clustersim.platform.describe import COMMON_FIELDS, list_topologies, topology_fields
 
         t.add_column("topology")
+        t.add_column("fields (=default)")
         t.add_column("what it is")
         for name, doc in list_topologies().items():
-            t.add_row(name, doc)
+            t.add_row(name, ", ".join(topology_fields(name)), doc)
+        t.caption = (f"every topology also takes: {', '.join(COMMON_FIELDS)}; a device or "
+                     f"link field names a catalog entry (clustersim list devices, links)")
+        t.caption_justify = "left"
     elif what == "routing":
         from clustersim.platform.policies import POLICIES
 

@@ -45,8 +45,8 @@ from clustersim.platform.model import Platform
 from clustersim.platform.node import DEFAULT_LINKS, LAYOUTS, NodeSpec
 from clustersim.platform.policies import parse_routing
 
-__all__ = ["build_platform", "load_platform", "list_topologies", "parse_node", "parse_device",
-           "parse_link"]
+__all__ = ["build_platform", "load_platform", "list_topologies", "topology_fields",
+           "COMMON_FIELDS", "parse_node", "parse_device", "parse_link"]
 
 _TEXT_FIELDS = ("about", "notes", "sources")
 _LINK_PARAMS = ("link", "host_link", "uplink", "local_link", "global_link")
@@ -104,7 +104,7 @@ def _build_topology(topo: str, raw: dict, catalog: Catalog, path: tuple) -> Plat
             continue
         if key not in params:
             raise unknown_name(f"{topo} field", str(key),
-                               [*params, "routing", "catalog", "library", *_TEXT_FIELDS],
+                               [*params, *COMMON_FIELDS],
                                path=where)
         kwargs[key] = _parse_param(key, value, catalog, where)
         if params[key].annotation in ("str", str) and not isinstance(kwargs[key], str):
@@ -232,10 +232,35 @@ def _whole(value: Any) -> Any:
     return value
 
 
+#: what every platform file takes besides its topology's own fields
+COMMON_FIELDS = ("routing", "catalog", "library", *_TEXT_FIELDS)
+#: the fields of ``topology: explicit`` besides those (:func:`_build_explicit`)
+_EXPLICIT_FIELDS = ("nodes", "links", "device=none", "link=none", "name=explicit")
+
+
+def topology_fields(topo: str) -> list[str]:
+    """The fields a platform file of ``topology: topo`` takes besides
+    :data:`COMMON_FIELDS`: required ones bare, optional ones ``field=default`` - read off the
+    builder's signature, as :func:`_build_topology` reads the file.
+
+    Why from the signature: it is what the reader accepts, so ``clustersim list topologies``
+    cannot drift from it (a hand-written list in the docs had left out eight fields)."""
+    if topo == "explicit":
+        return list(_EXPLICIT_FIELDS)
+    out = []
+    for pname, p in inspect.signature(TOPOLOGIES[topo][0]).parameters.items():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            continue
+        d = p.default
+        if d is inspect.Parameter.empty:
+            out.append(pname)
+        else:
+            out.append(f"{pname}={'none' if d is None else d}")
+    return out
+
+
 def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
-    allowed = ("topology", "name", "nodes", "links", "device", "link", "routing", "catalog",
-               "library",
-               *_TEXT_FIELDS)
+    allowed = ("topology", *(f.split("=")[0] for f in _EXPLICIT_FIELDS), *COMMON_FIELDS)
     for key in raw:
         if key not in allowed:
             raise unknown_name("explicit field", str(key), allowed,
