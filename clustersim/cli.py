@@ -279,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a scenario field, e.g. --set run.iterations=10 (repeatable)")
     pr.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                     help="processes for the sweep's points, a whole number >= 1 (default: "
-                         "CLUSTERSIM_JOBS or the usable cores; 1 = this process); results do not "
+                         "CLUSTERSIM_JOBS or the usable cores; 1 = this process; at most 8 per "
+                         "usable core); results do not "
                          "depend on it")
     pr.add_argument("-q", "--quiet", action="store_true", help="no table, no progress")
     pr.add_argument("--wide", action="store_true",
@@ -287,8 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "tables fit it: less important columns left out, grids stacked)")
     pr.add_argument("--uncertainty", type=int, metavar="N",
                     help="also propagate the scenario's 'uncertain:' inputs (and the "
-                         "calibration profile's covariance): N quasi-Monte-Carlo samples, "
-                         "each a whole sweep; prints median and 90%% interval of every "
+                         "calibration profile's covariance): N quasi-Monte-Carlo samples "
+                         "(2 to 4,096), each a whole sweep; prints median and 90%% interval of every "
                          "headline metric (docs/uncertainty.md)")
     pr.add_argument("--uncertainty-plot", metavar="FILE",
                     help="with --uncertainty: write the bands as an offline HTML chart")
@@ -319,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                "async_easgd\n  clustersim list devices",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     li.add_argument("what", choices=LIST_KINDS, help="'scenarios': the shipped scenarios that "
-                    "predict, validate, sensitivity and routes take by bare name")
+                    "every command taking a scenario takes by bare name")
     li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "
                     "defaults, allowed values and sources; with 'scenarios': the file's path "
                     "and header comment")

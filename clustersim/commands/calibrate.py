@@ -132,7 +132,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-validate", dest="validate", action="store_false",
                    help="skip the end-to-end validation runs")
     p.add_argument("--scenarios", nargs="+", metavar="FILE",
-                   help="validation scenarios (default scenarios/real_*.yaml)")
+                   help="validation scenarios (default: the shipped real_gpu_*.yaml with the gpu "
+                        "plan, the other real_*.yaml with the cpu plan; with --runs DIR "
+                        "only those with runs recorded there)")
     p.add_argument("--runs", metavar="DIR",
                    help="with TRACES: validate on runs recorded earlier under "
                         "DIR/<scenario>/run*/ (as --real's work dir holds them in "

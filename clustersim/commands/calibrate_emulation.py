@@ -34,8 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seeds", type=int, default=None, metavar="N",
                    help="with --emulation: seeds per grid point (default 1 small, 3 full)")
     g.add_argument("--tasks", default="digits,teacher_student", metavar="LIST",
-                   help="with --emulation: emulation tasks, comma-separated (default "
-                        "%(default)s)")
+                   help="with --emulation: emulation tasks, comma-separated, of digits and "
+                        "teacher_student (default %(default)s)")
 
 
 def fit_warnings(cal: Any) -> list[str]:

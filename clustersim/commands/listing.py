@@ -1,6 +1,6 @@
 """``clustersim list``: the catalog's devices, links, topologies, routing policies,
 collectives, algorithms and models, one algorithm's parameters, and the shipped scenarios that
-``predict``/``validate``/``sensitivity``/``routes`` accept by bare name (kept out of cli.py so
+every command that takes a scenario accepts by bare name (kept out of cli.py so
 that it stays small)."""
 
 from __future__ import annotations

@@ -251,9 +251,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--routing", metavar="POLICY",
                    help="routing policy: ecmp, minimal, dmodk, smodk, valiant, ugal "
                         "(default: the platform's)")
-    p.add_argument("--seed", type=int, help="the policy's hash seed (default: the platform's)")
+    p.add_argument("--seed", type=int, help="the policy's hash seed, 0 to 2^32-1 (default: the platform's)")
     p.add_argument("--seeds", type=int, metavar="N",
-                   help="also route with seeds 0..N-1 and show the spread of the step time")
+                   help=f"also route with seeds 0..N-1 (N from 1 to {MAX_SEEDS}) and show the spread "
+                        "of the step time")
     p.add_argument("--rows", type=int, default=20,
                    help="rows per table, busiest links first (0: all; default %(default)s)")
     p.add_argument("--json", metavar="FILE", help="write routes and link loads as JSON")

@@ -99,8 +99,8 @@ def add_parser(sub: Any) -> None:
                    help="sobol: N (k + 2) simulations for k inputs; morris: N (k + 1), a "
                         "cheaper ranking (default %(default)s)")
     p.add_argument("-n", type=int, default=16, metavar="N",
-                   help="Sobol base samples (a power of two) or Morris trajectories "
-                        "(default %(default)s: a ranking; a note under the tables says "
+                   help="Sobol base samples (a power of two) or Morris trajectories, 2 "
+                        "to 4,096 (default %(default)s: a ranking; a note under the tables says "
                         "when the Sobol indices need more, and how many)")
     p.add_argument("--algorithm", metavar="LABEL",
                    help="analyse this algorithm of the compare list (default: the main one)")

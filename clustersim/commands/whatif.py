@@ -22,6 +22,7 @@ def add_cache_options(p: argparse.ArgumentParser) -> None:
                    help="point cache (SQLite): points simulated before, for the same "
                         "scenario, factors, seed and code, are read from it, new ones added "
                         "(default: $CLUSTERSIM_CACHE_DIR/points.sqlite, else "
+                        "$XDG_CACHE_HOME/clustersim/points.sqlite, else "
                         "~/.cache/clustersim/points.sqlite; delete the file to empty it)")
     p.add_argument("--no-cache", action="store_true",
                    help="simulate every point; read and write no cache")
