@@ -46,7 +46,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="run on real MPI processes (required: simulating is `predict`)")
     p.add_argument("--np", type=int, metavar="N",
                    help="MPI ranks = workers + servers (default: from --workers or the sweep)")
-    p.add_argument("--workers", type=int, metavar="W", help="worker count (default: the "
+    p.add_argument("--workers", type=parse_count, metavar="W", help="worker count (default: the "
                    "largest sweep point, or --np minus the algorithm's servers)")
     p.add_argument("--algorithm", metavar="NAME",
                    help="which of the scenario's algorithms (label or name; default the main)")

@@ -56,11 +56,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--parquet", metavar="FILE", help="the table as Parquet (instead of DIR's)")
     p.add_argument("--csv", metavar="FILE", help="the table as CSV (instead of DIR's)")
     p.add_argument("--json", metavar="FILE", help="the table as JSON (instead of DIR's)")
-    p.add_argument("--cache", metavar="FILE",
+    cached = p.add_mutually_exclusive_group()  # --cache beside --no-cache was dropped
+    cached.add_argument("--cache", metavar="FILE",
                    help="the point cache (SQLite; default: DIR/points.sqlite): points run "
                         "before for the same scenario, point and code are read from it, new "
                         "ones added - sweeps with different outputs can share one")
-    p.add_argument("--no-cache", action="store_true", help="run every point; store nothing")
+    cached.add_argument("--no-cache", action="store_true",
+                        help="run every point; store nothing")
     p.add_argument("--chunk", type=parse_count, metavar="N",
                    help="points per task (default: about 4 tasks per worker, at most 64)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
@@ -179,6 +181,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise InputError(f"cannot keep the point cache in {db.parent}: {why}; give a "
                              f"writable {'--cache file' if args.cache else '--out folder'}, "
                              f"or --no-cache")
+    if args.mpi and args.jobs:  # it had been dropped without a word (audit 22)
+        raise InputError("is for local processes or LocalCluster workers; under --mpi the "
+                         "workers are the MPI ranks (mpiexec -n N): leave out -j",
+                         path=("-j",))
     executor = "dask" if args.dask is not None else ("mpi" if args.mpi else "local")
     if args.dask is not None:  # '' too: it ran on the local pool, quietly
         from clustersim.explore.dask_exec import check_dask_address

@@ -18,13 +18,14 @@ __all__ = ["add_parser", "add_cache_options", "open_cache", "cmd_whatif"]
 
 def add_cache_options(p: argparse.ArgumentParser) -> None:
     """``--cache FILE`` and ``--no-cache`` (whatif and explore)."""
-    p.add_argument("--cache", metavar="FILE",
+    cached = p.add_mutually_exclusive_group()  # --cache beside --no-cache was dropped
+    cached.add_argument("--cache", metavar="FILE",
                    help="point cache (SQLite): points simulated before, for the same "
                         "scenario, factors, seed and code, are read from it, new ones added "
                         "(default: $CLUSTERSIM_CACHE_DIR/points.sqlite, else "
                         "$XDG_CACHE_HOME/clustersim/points.sqlite, else "
                         "~/.cache/clustersim/points.sqlite; delete the file to empty it)")
-    p.add_argument("--no-cache", action="store_true",
+    cached.add_argument("--no-cache", action="store_true",
                    help="simulate every point; read and write no cache")
 
 

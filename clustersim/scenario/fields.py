@@ -147,6 +147,14 @@ def as_bandwidth(value: Any, path: Path) -> float:
 def as_list(value: Any, path: Path, item: Callable[[Any, Path], Any], *,
             allow_scalar: bool = True, nonempty: bool = True) -> list[Any]:
     if not isinstance(value, list):
+        if isinstance(value, Mapping) and value and all(_is_index(k) for k in value):
+            # `--set compare.1.label=X` where the scenario has no list there made {'1': ...},
+            # read as one item and refused as "compare[0].name: is required" (audit 22)
+            where = ".".join(map(str, path))
+            raise InputError(f"must be a list [a, b, ...], not a mapping of the index(es) "
+                             f"{', '.join(map(str, value))} (a dotted --set field cannot index "
+                             f"into a list: give the whole list, like --set '{where}=[...]')",
+                             path=path)
         if allow_scalar:
             value = [value]
         else:
@@ -154,6 +162,12 @@ def as_list(value: Any, path: Path, item: Callable[[Any, Path], Any], *,
     if nonempty and not value:
         raise InputError("must not be empty", path=path)
     return [item(v, (*path, i)) for i, v in enumerate(value)]
+
+
+def _is_index(key: Any) -> bool:
+    """A list index written as a mapping key: ``1`` or ``'1'``."""
+    return (isinstance(key, int) and not isinstance(key, bool)) or (
+        isinstance(key, str) and key.strip().isdigit())
 
 
 class Section:
