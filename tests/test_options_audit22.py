@@ -20,12 +20,6 @@ def _err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-def test_routes_quiet_without_an_output_is_refused(capsys) -> None:
-    """``routes -q`` showed nothing and exited 0, where predict and sensitivity refuse it."""
-    err = _err(["routes", "fabrics_resnet50", "-q"], capsys)
-    assert "-q shows the routes nowhere: add --json FILE or --plot FILE" in err
-
-
 @pytest.mark.parametrize("cmd", ["whatif", "sweep"])
 def test_cache_and_no_cache_together_are_refused(cmd: str, tmp_path: Path, capsys) -> None:
     """``--cache FILE --no-cache`` dropped --cache without a word."""

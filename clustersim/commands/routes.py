@@ -207,9 +207,6 @@ def cmd_routes(args: argparse.Namespace) -> int:
         raise InputError(f"must be >= 0 (0: every row), not {args.rows}",
                          path=("--rows",))
     check_outputs({"--json": args.json, "--plot": args.plot})
-    if args.quiet and not (args.json or args.plot):  # as predict and sensitivity refuse it
-        raise InputError("-q shows the routes nowhere: add --json FILE or --plot FILE, or "
-                         "leave out -q")
     scn = load_scenario(str(scenario_path(args.scenario)), list(args.set or []))
     plat = _platform(scn, args.routing, args.seed)
     step, k, what = _step(scn, args, plat)
