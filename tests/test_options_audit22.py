@@ -58,3 +58,15 @@ def test_a_dotted_index_into_an_absent_list_says_so(tmp_path: Path, capsys) -> N
     err = _err(["validate", str(scn)], capsys)
     assert "s.yaml:6, compare: must be a list [a, b, ...], not a mapping of the index(es) 0" \
         in err
+
+
+def test_a_bare_rate_inside_a_set_value_names_its_field(tmp_path: Path, capsys) -> None:
+    """``--set 'catalog={links: {x: {bandwidth: 1.4}}}'`` was refused at ``catalog`` alone;
+    the field inside the value is named, as in a file."""
+    scn = tmp_path / "s.yaml"
+    scn.write_text(SCN)
+    err = _err(["validate", str(scn), "--set",
+                "catalog={links: {x: {bandwidth: 1.4, latency: 1 us}}}"], capsys)
+    assert "), catalog.links.x.bandwidth: the value" in err and "needs its unit" in err
+    err = _err(["validate", str(scn), "--set", "workload.input={bandwidth: 1.4}"], capsys)
+    assert "), workload.input.bandwidth: the value" in err

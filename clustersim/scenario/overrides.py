@@ -112,8 +112,11 @@ def apply_overrides(raw: Any, sets: Sequence[str]) -> Any:
             try:
                 value = load_yaml_text(text)
             except InputError as exc:
+                # the field inside the value too: `catalog={links: {x: {bandwidth: 1.4}}}`
+                # had been refused at `catalog` alone (audit 22)
                 raise InputError(f"the value {text[:80]!r} cannot be used: {exc.message}",
-                                 origin=origin, path=tuple(key.split("."))) from None
+                                 origin=origin,
+                                 path=(*key.split("."), *(exc.path or ()))) from None
             check_set(key, value, origin)  # --set x.bandwidth=1.4: a rate needs its unit
         _put(raw, key, value, origin)
     return raw
