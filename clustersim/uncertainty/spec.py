@@ -359,7 +359,8 @@ def parse_uncertain(raw: Any) -> tuple[UncertainInput, ...]:
         if parts[0] in FORBIDDEN_TOP:
             raise InputError(f"an uncertain input cannot change {parts[0]!r} (it says what "
                              f"is run, not an input of it); allowed: workload.*, "
-                             f"algorithm.*, network.*, platform.*, run.*", path=(*path, name))
+                             f"algorithm.*, network.*, platform.*, catalog.*, placement.*, "
+                             f"run.*", path=(*path, name))
         why = FORBIDDEN_RUN.get(".".join(parts[:2]))
         if why:
             raise InputError(f"an uncertain input cannot change {'.'.join(parts[:2])}: {why}",
