@@ -109,3 +109,23 @@ def test_the_tau_sweep_saturation_lines(tmp_path: Path, tau: int,
                 if f"algorithm.tau={tau}, seed=0: master saturates" in ln)
     said = " ".join(line.split())
     assert said in _doc("exploration.md"), said
+
+
+def test_the_headline_band_of_the_main_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/uncertainty.md's block: the README main job's one-at-a-time band (printed at
+    the top of ``predict knl_4253``), every line as printed; and its headline sentence."""
+    import re
+
+    doc = (DOCS / "uncertainty.md").read_text(encoding="utf-8")
+    block = doc[doc.index("```\nSync EASGD at 4,253 workers"):]
+    block = block[4:block.index("\n```", 4)]
+    assert main(["predict", "knl_4253", "--set", "compare=[]"]) == 0
+    out = capsys.readouterr().out
+    printed = " ".join(out.split())  # the doc shows it unwrapped, the test prints at 80
+    for line in block.splitlines():
+        assert " ".join(line.split()) in printed, line
+    eff = re.search(r"efficiency ([\d.]+)%: ([\d.]+)% to ([\d.]+)%", out)
+    assert eff is not None
+    said = (f"`scenarios/knl_4253.yaml`'s {eff[1]} % Sync EASGD efficiency at 4,253 cores "
+            f"moves between {eff[2]} % and {eff[3]} %")
+    assert said in _doc("uncertainty.md"), said
