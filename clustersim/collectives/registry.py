@@ -46,6 +46,7 @@ from clustersim.collectives.ring import ring_allgather, ring_allreduce, ring_red
 from clustersim.collectives.schedule import Schedule
 from clustersim.collectives.selection import (
     SELECTOR_ABOUT,
+    SELECTOR_ALLREDUCE,
     is_selector,
     select_schedule,
     selector_ops,
@@ -370,5 +371,6 @@ def list_algorithms(op: str | None = None) -> dict[str, list[str]]:
 def describe_algorithm(op: str, algorithm: str) -> str:
     """One line on what ``algorithm`` does for ``op`` (for --help and listings)."""
     if is_selector(algorithm) and algorithm in selector_ops(op):
-        return SELECTOR_ABOUT[algorithm]
+        rule = SELECTOR_ALLREDUCE.get(algorithm) if op == "allreduce" else None
+        return SELECTOR_ABOUT[algorithm] + (f"; allreduce: {rule}" if rule else "")
     return _lookup(op, algorithm).about

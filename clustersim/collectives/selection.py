@@ -27,14 +27,15 @@ from clustersim.collectives.schedule import Schedule
 from clustersim.errors import InputError
 from clustersim.platform.libraries import LIBRARIES, check_library  # noqa: F401
 
-__all__ = ["LIBRARIES", "MPICH_VERSIONS", "SELECTORS", "SELECTOR_ABOUT", "Context", "Choice", "is_selector",
-           "selector_ops", "select", "select_schedule", "check_library"]
+__all__ = ["LIBRARIES", "MPICH_VERSIONS", "SELECTORS", "SELECTOR_ABOUT", "SELECTOR_ALLREDUCE",
+           "Context", "Choice", "is_selector", "selector_ops", "select", "select_schedule",
+           "check_library"]
 
 #: MPICH by version (``mpich`` = ``mpich-4``); algorithm names only: a platform's ``library:``
 #: takes the names of :data:`LIBRARIES` (clustersim.platform.libraries)
 MPICH_VERSIONS = ("mpich-4", "mpich-3.3", "mpich-3.2")
-#: every selector name: the libraries, MPICH's versions, and ``auto``
-SELECTORS = (*LIBRARIES, *MPICH_VERSIONS, "auto")
+#: every selector name, once: the libraries (which name MPICH's versions too), and ``auto``
+SELECTORS = tuple(dict.fromkeys((*LIBRARIES, *MPICH_VERSIONS, "auto")))
 DEFAULT_LIBRARY = "mpich"
 
 _MPI_OPS = ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather", "alltoall",
@@ -42,20 +43,29 @@ _MPI_OPS = ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather", "
 _NCCL_OPS = ("allreduce", "broadcast", "reduce_scatter", "allgather", "alltoall", "gather",
              "scatter", "p2p")
 
+#: what each selector is, whatever the op (its rules per op: docs/collectives.md); the
+#: allreduce rule, which listings add on allreduce's rows only, is :data:`SELECTOR_ALLREDUCE`
 SELECTOR_ABOUT = {
     "mpich": "MPICH's default selection as installed today (= mpich-4)",
-    "mpich-4": "MPICH 3.4-5.0 ch4 csel defaults (mpir/ and ch4/generic.json): allreduce RD "
-               "to 8 B or count < pof2, else Rabenseifner; node-aware compositions",
-    "mpich-3.3": "MPICH 3.3 MPIR_*_intra_auto with default CVARs: flat allreduce RD at every "
-                 "size, SMP (hierarchical) allreduce on node-aware communicators",
-    "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds (allreduce RD to "
-                 "2048 B), hosts ignored: clustersim's mpich until QA 14",
+    "mpich-4": "MPICH 3.4-5.0 ch4 csel defaults (mpir/ and ch4/generic.json); node-aware "
+               "compositions",
+    "mpich-3.3": "MPICH 3.3 MPIR_*_intra_auto with default CVARs",
+    "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds, hosts ignored: "
+                 "clustersim's mpich until QA 14",
     "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
     "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision: the tables over communicator "
                    "size and bytes of coll_tuned_decision_fixed.c (v4.1.8), every op",
     "openmpi-4.0": "Open MPI 1.8-4.0 coll_tuned fixed decision (coll_tuned_decision_fixed.c)",
     "nccl": "NCCL 2.7 cost model (tuning.cc): ring/tree x LL/LL128/Simple, fastest predicted",
     "auto": "the platform's declared library (platform field library:), else mpich",
+}
+#: the allreduce rule of the MPICH selectors (their other ops' rules differ: a broadcast row
+#: that read "allreduce RD to 8 B" contradicted its own rule, audit 23)
+SELECTOR_ALLREDUCE = {
+    "mpich-4": "recursive doubling to 8 B or count < pof2, else Rabenseifner",
+    "mpich-3.3": "flat recursive doubling at every size, SMP (hierarchical) on node-aware "
+                 "communicators",
+    "mpich-3.2": "recursive doubling to 2048 B",
 }
 
 
@@ -95,8 +105,8 @@ def is_selector(name: str) -> bool:
 
 def selector_ops(op: str) -> list[str]:
     """Selectors that know ``op`` (``auto`` follows the MPI libraries)."""
-    out = [s for s in (*LIBRARIES, *MPICH_VERSIONS)
-           if op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
+    out = [s for s in SELECTORS if s != "auto"
+           and op in (_NCCL_OPS if s == "nccl" else _MPI_OPS)]
     return [*out, "auto"] if op in _MPI_OPS else out
 
 

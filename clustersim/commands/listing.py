@@ -117,7 +117,8 @@ def list_entries(console: Any, what: str, name: str | None) -> int:
         t.add_column("forward GFLOP/sample", justify="right")
         for name in list_models():
             m = get_model(name)
-            t.add_row(name, f"{m.params:,}", f"{m.fwd_flops / 1e9:.2f}")
+            g = m.fwd_flops / 1e9  # lenet5's 0.00083 had read 0.00 (audit 23)
+            t.add_row(name, f"{m.params:,}", f"{g:,.2f}" if g >= 0.1 else f"{g:.2g}")
     elif what == "scenarios":
         from rich.text import Text
 

@@ -1,0 +1,36 @@
+"""Reference listings that audit 23 found wrong: each selector once per op, a selector's
+allreduce rule on allreduce's rows only, and small models' FLOPs not rounded to zero."""
+
+from __future__ import annotations
+
+import pytest
+
+from clustersim.cli import main
+from clustersim.collectives import describe_algorithm, list_algorithms
+from clustersim.collectives.selection import SELECTORS, selector_ops
+
+
+def test_every_collective_algorithm_is_listed_once_per_op() -> None:
+    """The libraries came to name MPICH's versions too, and the selectors added them again:
+    mpich-4, -3.3 and -3.2 were listed twice for every op."""
+    assert len(SELECTORS) == len(set(SELECTORS))
+    for op, algs in list_algorithms().items():
+        dups = sorted({a for a in algs if algs.count(a) > 1})
+        assert not dups, (op, dups)
+        assert selector_ops(op).count("mpich-4") <= 1  # ps_push has no selectors
+
+
+@pytest.mark.parametrize("sel", ["mpich-4", "mpich-3.3", "mpich-3.2"])
+def test_a_selector_states_its_allreduce_rule_on_allreduce_only(sel: str) -> None:
+    """Every op's row had read "allreduce RD to 8 B ...", against that op's own rule."""
+    assert "recursive doubling" in describe_algorithm("allreduce", sel).split("; allreduce: ")[1]
+    for op in ("broadcast", "reduce", "allgather", "alltoall", "gather", "scatter", "p2p"):
+        assert "allreduce" not in describe_algorithm(op, sel), op
+
+
+def test_small_models_flops_are_not_printed_as_zero(capsys) -> None:
+    assert main(["list", "models"]) == 0
+    rows = {ln.split("│")[1].strip(): ln.split("│")[3].strip()
+            for ln in capsys.readouterr().out.splitlines() if ln.count("│") >= 4}
+    assert rows["lenet5"] == "0.00087" and rows["mlp"] == "0.0037"
+    assert rows["resnet50"] == "8.28"
