@@ -34,3 +34,15 @@ def test_small_models_flops_are_not_printed_as_zero(capsys) -> None:
             for ln in capsys.readouterr().out.splitlines() if ln.count("│") >= 4}
     assert rows["lenet5"] == "0.00087" and rows["mlp"] == "0.0037"
     assert rows["resnet50"] == "8.28"
+
+
+def test_an_unknown_collective_algorithm_lists_the_selectors_too() -> None:
+    """``build_schedule``'s refusal listed the textbook algorithms only, though the
+    selectors are algorithm names wherever one is taken."""
+    from clustersim.collectives import build_schedule
+    from clustersim.errors import InputError
+
+    with pytest.raises(InputError) as bad:
+        build_schedule("allreduce", "mpich-5", 4, 1024)
+    assert "did you mean 'mpich-4'?" in bad.value.message
+    assert all(s in bad.value.message for s in ("auto", "nccl", "openmpi-4.0", "ring"))

@@ -289,8 +289,9 @@ def _lookup(op: str, algorithm: str) -> _Algo:
     if algs is None:
         raise unknown_name("collective op", op, _ALGOS, path=("op",))
     algo = algs.get(algorithm)
-    if algo is None:
-        raise unknown_name(f"{op} algorithm", algorithm, algs, path=("algorithm",))
+    if algo is None:  # the selectors are algorithm names too (list_algorithms lists them)
+        raise unknown_name(f"{op} algorithm", algorithm, [*algs, *selector_ops(op)],
+                           path=("algorithm",))
     return algo
 
 
