@@ -46,3 +46,13 @@ def test_an_unknown_collective_algorithm_lists_the_selectors_too() -> None:
         build_schedule("allreduce", "mpich-5", 4, 1024)
     assert "did you mean 'mpich-4'?" in bad.value.message
     assert all(s in bad.value.message for s in ("auto", "nccl", "openmpi-4.0", "ring"))
+
+
+def test_every_algorithm_parameter_states_its_source() -> None:
+    """docs/writing_an_algorithm.md: every parameter is a Param with a default, a help line
+    and its source; bsp's fp16 had none."""
+    from clustersim.algorithms.base import list_algorithms as algorithms
+
+    missing = [f"{name}.{key}" for name, d in algorithms().items()
+               for key, prm in d.params.items() if not prm.source.strip() or not prm.help]
+    assert not missing

@@ -227,7 +227,9 @@ BSP = AlgorithmDef(
         "overlap": Param(False, "overlap per-bucket all-reduce with the backward pass (needs "
                          "workload.bucket or workload.fusion; refused without)",
                          "PyTorch DDP (Li et al., VLDB 2020)", kind=bool),
-        "fp16": Param(False, "cast gradients to fp16 for the exchange", "", kind=bool),
+        "fp16": Param(False, "cast gradients to fp16 for the exchange (half the bytes; "
+                      "the asa16 and nccl16 strategies imply it)",
+                      "Ma et al. 2016 (Theano-MPI's asa16: fp16 exchange)", kind=bool),
     },
     actors=_actors,
     validate=_validate,
