@@ -56,3 +56,50 @@ def test_every_algorithm_parameter_states_its_source() -> None:
     missing = [f"{name}.{key}" for name, d in algorithms().items()
                for key, prm in d.params.items() if not prm.source.strip() or not prm.help]
     assert not missing
+
+
+def test_an_algorithm_without_a_convergence_model_gets_its_familys() -> None:
+    """An "async" algorithm that left out ``convergence=`` had been given the synchronous
+    time-to-target model without a word; it now gets its family's, and a name outside the
+    models is refused when the algorithm is defined."""
+    from clustersim.algorithms.base import AlgorithmDef
+
+    def make(family: str, **kw) -> AlgorithmDef:
+        return AlgorithmDef("x", family, "test", {}, actors=lambda job: [], **kw)
+
+    assert make("async").convergence == "async"
+    assert make("sync").convergence == "sync"
+    assert make("hybrid").convergence == "hybrid"
+    assert make("async", convergence="elastic").convergence == "elastic"
+    with pytest.raises(ValueError, match="convergence must be one of sync, async"):
+        make("async", convergence="elastik")
+
+
+def test_servers_must_match_the_server_actors(tmp_path) -> None:
+    """An algorithm whose server actor takes a device of its own but whose ``servers()``
+    says 0 had run with the server on no device of its own; it is told what to set."""
+    from clustersim.algorithms import base
+    from clustersim.algorithms.base import ActorSpec, AlgorithmDef
+    from clustersim.algorithms.ops import Compute
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    def body(ctx):
+        yield Compute("update", nbytes=1.0)
+
+    base.list_algorithms()  # the shipped ones first (the registry fills on first use)
+    defn = AlgorithmDef("one_server_undeclared", "async", "test", {},
+                        actors=lambda job: [*(ActorSpec(w, "worker", w, body)
+                                              for w in range(job.workers)),
+                                            ActorSpec(job.workers, "server", 0, body)])
+    base.register(defn)
+    try:
+        scn = tmp_path / "s.yaml"
+        scn.write_text("name: s\nplatform: fattree_k16\nworkload: {model: mlp, "
+                       "batch_per_worker: 8}\nalgorithm: {name: one_server_undeclared}\n"
+                       "sweep: {workers: [2]}\nrun: {iterations: 2, warmup: 0}\n")
+        s = load_scenario(str(scn))
+        with pytest.raises(RuntimeError, match="made 1 server actor.*servers\\(\\) says 0"):
+            simulate_point(s, s.algorithms[0], 2, 0)
+    finally:
+        base.REGISTRY.pop("one_server_undeclared", None)

@@ -120,6 +120,10 @@ class Param:
     choices: tuple[Any, ...] = ()
 
 
+#: the time-to-accuracy models an algorithm may name (``AlgorithmDef.convergence``)
+CONVERGENCE_KINDS = ("sync", "async", "elastic", "gossip", "hybrid")
+
+
 @dataclass(frozen=True)
 class AlgorithmDef:
     """A registered algorithm: name, family (sync / async / ...), parameters, actor factory."""
@@ -133,8 +137,18 @@ class AlgorithmDef:
     validate: Callable[[dict[str, Any], tuple], None] | None = None
     source: str = ""
     #: how its statistics behave for time to accuracy (clustersim.convergence's run kinds:
-    #: sync, async, elastic, gossip, hybrid; clustersim/sim/tta.py says what a step is)
-    convergence: str = "sync"
+    #: sync, async, elastic, gossip, hybrid; clustersim/sim/tta.py says what a step is);
+    #: empty: the family's own (sync, async, hybrid) - an "async" algorithm that left it out
+    #: had been given the synchronous model without a word (audit 23)
+    convergence: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.convergence:
+            object.__setattr__(self, "convergence", self.family if self.family in
+                               ("sync", "async", "hybrid") else "sync")
+        if self.convergence not in CONVERGENCE_KINDS:
+            raise ValueError(f"algorithm {self.name}: convergence must be one of "
+                             f"{', '.join(CONVERGENCE_KINDS)}, not {self.convergence!r}")
 
     def resolve_params(self, raw: Mapping[str, Any] | None, path: tuple = ("algorithm",)
                        ) -> dict[str, Any]:

@@ -159,6 +159,11 @@ def prepare_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     if [a.rank for a in actors] != list(range(len(actors))):
         raise RuntimeError(f"algorithm {alg.name} must number its actors 0..n-1 in order")
     servers = [a for a in actors if a.role != "worker"]
+    own_device = sum(1 for a in servers if a.colocate is None)
+    if own_device != job.servers:  # the job and a whole-machine placement count servers()
+        raise RuntimeError(f"algorithm {alg.name} made {own_device} server actor(s) of a "
+                           f"device of their own (colocate=None) but its "
+                           f"AlgorithmDef.servers() says {job.servers}: set servers=")
     placement = place_actors(workers, len(servers), scn.platform.num_devices,
                              [a.colocate for a in servers], own)
     costs.share_devices(placement, [a.role for a in actors])
