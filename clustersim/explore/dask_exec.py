@@ -103,6 +103,13 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
     # keys, rescheduling" above the command's one ``failed:`` line
     quiet = contextlib.ExitStack()
     quiet.enter_context(silence_logging_cmgr(logging.ERROR))
+    # asyncio's "Task exception was never retrieved" (a nanny whose start a SIGTERM cut
+    # short) is logged when the task is freed - while the exception unwinds the cluster's
+    # start, before the ``finally`` below could quiet it (ci79): quiet from the start,
+    # restored with the rest when the run is done
+    aio = logging.getLogger("asyncio")
+    quiet.callback(aio.setLevel, aio.level)
+    aio.setLevel(logging.CRITICAL)
     try:
         if address == "local":
             # dashboard on a free port: the default 8787 may be taken ("Port 8787 is
