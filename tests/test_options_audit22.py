@@ -70,3 +70,20 @@ def test_a_bare_rate_inside_a_set_value_names_its_field(tmp_path: Path, capsys) 
     assert "), catalog.links.x.bandwidth: the value" in err and "needs its unit" in err
     err = _err(["validate", str(scn), "--set", "workload.input={bandwidth: 1.4}"], capsys)
     assert "), workload.input.bandwidth: the value" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["whatif", "allreduce_crossbar16", "-o", "{out}"],
+    ["predict", "theano_mpi_alexnet", "--plot", "{out}", "-q"],
+    ["routes", "fabrics_resnet50", "--plot", "{out}"],
+])
+def test_a_chart_without_plotly_is_refused_before_simulating(argv: list[str], tmp_path: Path,
+                                                             capsys, monkeypatch) -> None:
+    """Plotly is the ``charts`` extra: without it ``whatif`` and ``--plot`` had simulated
+    everything and then died with a ModuleNotFoundError traceback, exit 1."""
+    monkeypatch.setitem(__import__("sys").modules, "plotly", None)
+    out = tmp_path / "page.html"
+    err = _err([a.replace("{out}", str(out)) for a in argv], capsys)
+    assert "writes a Plotly page and Plotly is not installed: pip install " \
+           "'clustersim[charts]'" in err
+    assert not out.exists()

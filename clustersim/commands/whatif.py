@@ -56,8 +56,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             scn = apply_profile(scn, args.calibration, quiet=args.quiet)
         extra = json.dumps(sorted(seen.values()))
     out = Path(args.output)
-    from clustersim.report.output import atomic_write, check_outputs
+    from clustersim.report.output import atomic_write, check_outputs, need_charts
 
+    need_charts("whatif")  # its page is Plotly's: refused before any point is simulated
     check_outputs({"--output": args.output})
     from clustersim.report.whatif import grid_points, grid_size, whatif_grid, whatif_html
 

@@ -34,8 +34,9 @@ from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["atomic_write", "check_outputs", "clean_json", "csv_text", "json_text",
-           "path_problem", "unwritable", "write_csv", "write_json", "write_outputs"]
+__all__ = ["CHART_FLAGS", "atomic_write", "check_outputs", "clean_json", "csv_text",
+           "json_text", "need_charts", "path_problem", "unwritable", "write_csv", "write_json",
+           "write_outputs"]
 
 #: what the file system says, in words that tell the user what to change
 _PATH_ERRNOS = {
@@ -83,6 +84,24 @@ def _cannot(flag: str, path: Any, why: str) -> InputError:
     return InputError(f"cannot write {flag} {str(path)!r}: {why}")
 
 
+#: options whose file is a Plotly page (the ``charts`` extra): ``check_outputs`` refuses them
+#: up front when Plotly is not installed - a traceback after the whole simulation had been it
+CHART_FLAGS = ("--plot", "--uncertainty-plot")
+
+
+def need_charts(flag: str) -> None:
+    """Refuse ``flag`` (exit 2) when Plotly, which writes its page, is not installed."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("plotly") is not None
+    except (ImportError, ValueError):  # a stand-in module without a spec
+        found = False
+    if not found:
+        raise InputError(f"{flag} writes a Plotly page and Plotly is not installed: pip "
+                         f"install 'clustersim[charts]'")
+
+
 def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
     """Raise :class:`InputError` naming the option for the first output that cannot be written.
 
@@ -95,6 +114,8 @@ def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
     for flag, raw in outputs.items():
         if raw is None:
             continue
+        if flag in CHART_FLAGS:
+            need_charts(flag)
         if str(raw).strip() == "":
             raise _cannot(flag, raw, "an empty file name; give a file name")
         try:
