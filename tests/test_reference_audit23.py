@@ -103,3 +103,44 @@ def test_servers_must_match_the_server_actors(tmp_path) -> None:
             simulate_point(s, s.algorithms[0], 2, 0)
     finally:
         base.REGISTRY.pop("one_server_undeclared", None)
+
+
+def test_a_hybrid_algorithm_without_a_group_parameter_gets_a_time_to_target(tmp_path) -> None:
+    """The hybrid model read ``params["group"]``, hybrid's own parameter: an algorithm of
+    family "hybrid" written from the guide without it died with a KeyError.  It groups by
+    machine, as hybrid's default does."""
+    from clustersim.algorithms import base
+    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, iteration_marks
+    from clustersim.algorithms.ops import Compute
+    from clustersim.scenario.schema import load_scenario
+    from clustersim.sim.sweep import simulate_point
+
+    fwd, bwd = Compute("forward"), Compute("backward")
+
+    def worker(ctx):
+        marks = iteration_marks(ctx.job.iterations)
+        for it in range(ctx.job.iterations):
+            yield marks[it]
+            yield fwd
+            yield bwd
+
+    def server(ctx):
+        yield Compute("update", nbytes=1.0)
+
+    base.list_algorithms()
+    defn = AlgorithmDef("hybrid_like", "hybrid", "test", {}, servers=lambda params: 1,
+                        actors=lambda job: [*(ActorSpec(w, "worker", w, worker)
+                                              for w in range(job.workers)),
+                                            ActorSpec(job.workers, "server", 0, server)])
+    assert defn.convergence == "hybrid"
+    base.register(defn)
+    try:
+        scn = tmp_path / "s.yaml"
+        scn.write_text("name: s\nplatform: fattree_k16\nworkload: {model: resnet50, "
+                       "batch_per_worker: 8}\nalgorithm: {name: hybrid_like}\n"
+                       "sweep: {workers: [4]}\nrun: {iterations: 4, warmup: 1}\n")
+        s = load_scenario(str(scn))
+        m, _ = simulate_point(s, s.algorithms[0], 4, 0)
+        assert m.time_to_target is not None and m.time_to_target > 0
+    finally:
+        base.REGISTRY.pop("hybrid_like", None)

@@ -187,7 +187,10 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
     if defn.convergence == "hybrid":
         from clustersim.algorithms.hybrid import worker_groups
 
-        group = max(1, round(job.workers / len(worker_groups(job, params["group"]))))
+        # a hybrid algorithm without hybrid's own `group` parameter groups by machine, as
+        # hybrid's default does (a KeyError otherwise, for one written from the guide)
+        group = max(1, round(job.workers / len(worker_groups(job, params.get("group",
+                                                                            "node")))))
     stats = run_stats(defn.convergence, alg.name, params, optimizer, job.workers,
                       float(job.batch), m, stale, group)
     res = point_convergence(profile, stats)
