@@ -1,7 +1,12 @@
-"""Reference listings that audit 23 found wrong: each selector once per op, a selector's
-allreduce rule on allreduce's rows only, and small models' FLOPs not rounded to zero."""
+"""What audit 23 found wrong in the reference listings and the algorithm interface: each
+selector once per op, a selector's allreduce rule on allreduce's rows only, small models'
+FLOPs not rounded to zero, every parameter's source, and an AlgorithmDef's convergence model
+and server count."""
 
 from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -75,44 +80,60 @@ def test_an_algorithm_without_a_convergence_model_gets_its_familys() -> None:
         make("async", convergence="elastik")
 
 
-def test_servers_must_match_the_server_actors(tmp_path) -> None:
-    """An algorithm whose server actor takes a device of its own but whose ``servers()``
-    says 0 had run with the server on no device of its own; it is told what to set."""
+def _one_server_algorithm(name: str, family: str, worker, server, **kw):
+    """A registered test algorithm: workers ``0..p-1`` running ``worker``, one actor
+    ``server`` after them (the shipped algorithms are loaded first: the registry fills on
+    first use)."""
     from clustersim.algorithms import base
     from clustersim.algorithms.base import ActorSpec, AlgorithmDef
-    from clustersim.algorithms.ops import Compute
+
+    base.list_algorithms()
+    return base.register(AlgorithmDef(
+        name, family, "test", {}, **kw,
+        actors=lambda job: [*(ActorSpec(w, "worker", w, worker) for w in range(job.workers)),
+                            ActorSpec(job.workers, "server", 0, server)]))
+
+
+@contextmanager
+def _point_of(tmp_path: Path, defn, model: str, workers: int, iterations: int, warmup: int):
+    """The algorithm's scenario at one point (its registration undone afterwards)."""
+    from clustersim.algorithms import base
     from clustersim.scenario.schema import load_scenario
+
+    try:
+        scn = tmp_path / "s.yaml"
+        scn.write_text(f"name: s\nplatform: fattree_k16\nworkload: {{model: {model}, "
+                       f"batch_per_worker: 8}}\nalgorithm: {{name: {defn.name}}}\n"
+                       f"sweep: {{workers: [{workers}]}}\n"
+                       f"run: {{iterations: {iterations}, warmup: {warmup}}}\n")
+        s = load_scenario(str(scn))
+        yield s, s.algorithms[0]
+    finally:
+        base.REGISTRY.pop(defn.name, None)
+
+
+def test_servers_must_match_the_server_actors(tmp_path: Path) -> None:
+    """An algorithm whose server actor takes a device of its own but whose ``servers()``
+    says 0 had run with the server on no device of its own; it is told what to set."""
+    from clustersim.algorithms.ops import Compute
     from clustersim.sim.sweep import simulate_point
 
     def body(ctx):
         yield Compute("update", nbytes=1.0)
 
-    base.list_algorithms()  # the shipped ones first (the registry fills on first use)
-    defn = AlgorithmDef("one_server_undeclared", "async", "test", {},
-                        actors=lambda job: [*(ActorSpec(w, "worker", w, body)
-                                              for w in range(job.workers)),
-                                            ActorSpec(job.workers, "server", 0, body)])
-    base.register(defn)
-    try:
-        scn = tmp_path / "s.yaml"
-        scn.write_text("name: s\nplatform: fattree_k16\nworkload: {model: mlp, "
-                       "batch_per_worker: 8}\nalgorithm: {name: one_server_undeclared}\n"
-                       "sweep: {workers: [2]}\nrun: {iterations: 2, warmup: 0}\n")
-        s = load_scenario(str(scn))
-        with pytest.raises(RuntimeError, match="made 1 server actor.*servers\\(\\) says 0"):
-            simulate_point(s, s.algorithms[0], 2, 0)
-    finally:
-        base.REGISTRY.pop("one_server_undeclared", None)
+    defn = _one_server_algorithm("one_server_undeclared", "async", body, body)
+    with _point_of(tmp_path, defn, "mlp", 2, 2, 0) as (s, alg), \
+            pytest.raises(RuntimeError, match="made 1 server actor.*servers\\(\\) says 0"):
+        simulate_point(s, alg, 2, 0)
 
 
-def test_a_hybrid_algorithm_without_a_group_parameter_gets_a_time_to_target(tmp_path) -> None:
+def test_a_hybrid_algorithm_without_a_group_parameter_gets_a_time_to_target(
+        tmp_path: Path) -> None:
     """The hybrid model read ``params["group"]``, hybrid's own parameter: an algorithm of
     family "hybrid" written from the guide without it died with a KeyError.  It groups by
     machine, as hybrid's default does."""
-    from clustersim.algorithms import base
-    from clustersim.algorithms.base import ActorSpec, AlgorithmDef, iteration_marks
+    from clustersim.algorithms.base import iteration_marks
     from clustersim.algorithms.ops import Compute
-    from clustersim.scenario.schema import load_scenario
     from clustersim.sim.sweep import simulate_point
 
     fwd, bwd = Compute("forward"), Compute("backward")
@@ -127,20 +148,9 @@ def test_a_hybrid_algorithm_without_a_group_parameter_gets_a_time_to_target(tmp_
     def server(ctx):
         yield Compute("update", nbytes=1.0)
 
-    base.list_algorithms()
-    defn = AlgorithmDef("hybrid_like", "hybrid", "test", {}, servers=lambda params: 1,
-                        actors=lambda job: [*(ActorSpec(w, "worker", w, worker)
-                                              for w in range(job.workers)),
-                                            ActorSpec(job.workers, "server", 0, server)])
+    defn = _one_server_algorithm("hybrid_like", "hybrid", worker, server,
+                                 servers=lambda params: 1)
     assert defn.convergence == "hybrid"
-    base.register(defn)
-    try:
-        scn = tmp_path / "s.yaml"
-        scn.write_text("name: s\nplatform: fattree_k16\nworkload: {model: resnet50, "
-                       "batch_per_worker: 8}\nalgorithm: {name: hybrid_like}\n"
-                       "sweep: {workers: [4]}\nrun: {iterations: 4, warmup: 1}\n")
-        s = load_scenario(str(scn))
-        m, _ = simulate_point(s, s.algorithms[0], 4, 0)
+    with _point_of(tmp_path, defn, "resnet50", 4, 4, 1) as (s, alg):
+        m, _ = simulate_point(s, alg, 4, 0)
         assert m.time_to_target is not None and m.time_to_target > 0
-    finally:
-        base.REGISTRY.pop("hybrid_like", None)
