@@ -31,11 +31,10 @@ __all__ = ["LIBRARIES", "MPICH_VERSIONS", "SELECTORS", "SELECTOR_ABOUT", "SELECT
            "Context", "Choice", "is_selector", "selector_ops", "select", "select_schedule",
            "check_library"]
 
-#: MPICH by version (``mpich`` = ``mpich-4``); algorithm names only: a platform's ``library:``
-#: takes the names of :data:`LIBRARIES` (clustersim.platform.libraries)
-MPICH_VERSIONS = ("mpich-4", "mpich-3.3", "mpich-3.2")
-#: every selector name, once: the libraries (which name MPICH's versions too), and ``auto``
-SELECTORS = tuple(dict.fromkeys((*LIBRARIES, *MPICH_VERSIONS, "auto")))
+#: MPICH by version (``mpich`` = ``mpich-4``), as :data:`LIBRARIES` names them
+MPICH_VERSIONS = tuple(n for n in LIBRARIES if n.startswith("mpich-"))
+#: every selector name: the libraries (a platform's ``library:`` values) and ``auto``
+SELECTORS = (*LIBRARIES, "auto")
 DEFAULT_LIBRARY = "mpich"
 
 _MPI_OPS = ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather", "alltoall",
