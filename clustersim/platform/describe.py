@@ -234,8 +234,11 @@ def _whole(value: Any) -> Any:
 
 #: what every platform file takes besides its topology's own fields
 COMMON_FIELDS = ("routing", "catalog", "library", *_TEXT_FIELDS)
-#: the fields of ``topology: explicit`` besides those (:func:`_build_explicit`)
-_EXPLICIT_FIELDS = ("nodes", "links", "device=none", "link=none", "name=explicit")
+_REQUIRED = inspect.Parameter.empty
+#: the fields of ``topology: explicit`` besides those, with their defaults
+#: (:func:`_build_explicit` reads them itself, not through a builder's signature)
+_EXPLICIT_FIELDS = {"nodes": _REQUIRED, "links": _REQUIRED, "device": None, "link": None,
+                    "name": "explicit"}
 
 
 def topology_fields(topo: str) -> list[str]:
@@ -246,21 +249,17 @@ def topology_fields(topo: str) -> list[str]:
     Why from the signature: it is what the reader accepts, so ``clustersim list topologies``
     cannot drift from it (a hand-written list in the docs had left out eight fields)."""
     if topo == "explicit":
-        return list(_EXPLICIT_FIELDS)
-    out = []
-    for pname, p in inspect.signature(TOPOLOGIES[topo][0]).parameters.items():
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            continue
-        d = p.default
-        if d is inspect.Parameter.empty:
-            out.append(pname)
-        else:
-            out.append(f"{pname}={'none' if d is None else d}")
-    return out
+        fields = _EXPLICIT_FIELDS
+    else:
+        fields = {n: p.default
+                  for n, p in inspect.signature(TOPOLOGIES[topo][0]).parameters.items()
+                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return [n if d is _REQUIRED else f"{n}={'none' if d is None else d}"
+            for n, d in fields.items()]
 
 
 def _build_explicit(raw: dict, catalog: Catalog, path: tuple) -> Platform:
-    allowed = ("topology", *(f.split("=")[0] for f in _EXPLICIT_FIELDS), *COMMON_FIELDS)
+    allowed = ("topology", *_EXPLICIT_FIELDS, *COMMON_FIELDS)
     for key in raw:
         if key not in allowed:
             raise unknown_name("explicit field", str(key), allowed,
