@@ -6,7 +6,9 @@ write - out.json, profile.yaml, runs/ - stays out of the checkout), with this in
 docs use for "your own file") and the install lines (``pip install``: tests/test_packaging.py
 installs the package for real).  Commands that take long are marked ``slow``, those that
 start MPI ranks ``mpi``; a command that reads what a slow one wrote carries its marks.  A
-command under ``timeout`` is one the docs say ends that way: exit 124 is its success.
+command under ``timeout`` is one the docs say ends that way: exit 124 is its success.  An
+``explore`` command serves on a port the system picks (``--port 0``) instead of the one shown, so
+that two suites on one machine do not both want 8050.
 """
 
 from __future__ import annotations
@@ -80,8 +82,26 @@ def test_the_docs_show_commands():
     assert any("knl_4253" in c for c in cmds)
 
 
+def _any_port(cmd: str) -> str:
+    """``cmd`` with an ``explore`` serving on any free port (``--port 0``)."""
+    if "clustersim explore" not in cmd:
+        return cmd
+    cmd = re.sub(r"--port\s+\d+", "--port 0", cmd)
+    if "--port" not in cmd.split("#")[0]:
+        cmd = cmd.replace("clustersim explore", "clustersim explore --port 0", 1)
+    return cmd
+
+
+def test_explore_commands_serve_on_any_port():
+    assert _any_port("timeout 9 clustersim explore a.yaml  # --port") == (
+        "timeout 9 clustersim explore --port 0 a.yaml  # --port")
+    assert _any_port("clustersim explore b.yaml --port 8051") == "clustersim explore b.yaml --port 0"
+    assert _any_port("clustersim sweep c.yaml --port 1") == "clustersim sweep c.yaml --port 1"
+
+
 @pytest.mark.parametrize("cmd", _cases())
 def test_documented_command_runs(cmd: str, workdir: Path):
+    cmd = _any_port(cmd)
     env = dict(os.environ, PYTHONPATH=str(workdir), CLUSTERSIM_JOBS="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env=env, capture_output=True,
