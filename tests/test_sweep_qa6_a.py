@@ -238,3 +238,22 @@ def test_the_workers_axis_can_replace_a_files_worker_list(tmp_path: Path, capsys
     assert _sweep(path, tmp_path / "o", "--set", f"sweep.workers={cleared}", *both) == 0
     text = (tmp_path / "o" / "sweep.csv").read_text().splitlines()
     assert [r.split(",")[1] for r in text[1:]] == ["2", "8", "2", "8"]
+
+
+# --------------------------------------------------------------------------- QA 19 L14
+@pytest.mark.parametrize("values, item, title", [
+    ("[{name: bsp, strategy: ring, label: x}, {name: bsp, strategy: nccl32, label: x}]",
+     "[1].label", "x"),
+    ("[{name: bsp, strategy: ring}, {name: bsp, strategy: nccl32}]", "[1]", "bsp"),
+    ("[async_sgd, {name: async_sgd, tau: 2}]", "[1]", "async_sgd"),
+])
+def test_two_values_of_an_algorithm_axis_under_one_title_are_refused(
+        tmp_path: Path, capsys, values: str, item: str, title: str) -> None:
+    """As predict refuses two compare entries reported under one title: rows that only the
+    ``algorithm (axis)`` column told apart, one series in every chart grouped by
+    ``algorithm``."""
+    path = _scenario(tmp_path, f"  workers: [2]\n  axes:\n    algorithm: {values}\n")
+    err = _refused(capsys, _sweep(path, tmp_path / "o"))
+    assert f"{path}:10, sweep.axes.algorithm{item}: items 0 and 1 would both be reported " \
+           f"as {title!r}" in err, err
+    assert not (tmp_path / "o").exists()

@@ -148,6 +148,27 @@ def _check_values(name: str, values: list, path: tuple) -> None:
             raise InputError(f"the value {v!r} is given twice (items {seen[key]} and {i}); "
                              f"each value once", path=(*path, i))
         seen[key] = i
+    if name == "algorithm":
+        _check_titles(values, path)
+
+
+def _check_titles(values: list, path: tuple) -> None:
+    """The whole algorithms of an ``algorithm`` axis are reported under titles of their own
+    (its label, else its name), as ``predict`` asks of ``compare`` (QA 19 L14): two values
+    labelled alike made rows that only the ``algorithm (axis)`` column told apart, and
+    charts grouped by ``algorithm`` drew them as one series."""
+    seen: dict[str, int] = {}
+    for i, v in enumerate(values):
+        title = (v.get("label") or v.get("name")) if isinstance(v, Mapping) else v
+        if not isinstance(title, str):
+            continue  # the point's own parse names what is wrong with it
+        if title in seen:
+            where = (*path, i, "label") if isinstance(v, Mapping) and "label" in v \
+                else (*path, i)
+            raise InputError(f"items {seen[title]} and {i} would both be reported as "
+                             f"{title!r} (the algorithm column): give them distinct "
+                             f"'label's", path=where)
+        seen[title] = i
 
 
 def axis_name(key: Any) -> str | None:
