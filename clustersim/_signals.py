@@ -32,11 +32,17 @@ CATCH = (signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
-    """The process was asked to stop by ``signum`` (SIGTERM, SIGHUP)."""
+    """The process was asked to stop by ``signum`` (SIGTERM, SIGHUP).
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+    ``signum`` may also be the signal's name, the exception's ``args``: SimPy and the
+    engine's loop re-raise a process's exception as ``type(exc)(*exc.args)``, and a
+    SIGTERM that landed inside a simulated process had ended the command in a traceback
+    ("'SIGTERM' is not a valid Signals") instead of "terminated by SIGTERM"."""
+
+    def __init__(self, signum: int | str) -> None:
+        sig = signal.Signals[signum] if isinstance(signum, str) else signal.Signals(signum)
+        super().__init__(sig.name)
+        self.signum = int(sig)
 
 
 #: SIGTERM/SIGHUP raised as :class:`Terminated` and not yet handled by ``main``

@@ -124,6 +124,25 @@ def test_signals_raise_terminated(sig):
     assert signal.getsignal(sig) is signal.SIG_DFL  # restored
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_inside_a_simulated_process_stays_terminated(sig):
+    """SimPy and the engine's loop re-raise a process's exception as ``type(e)(*e.args)``:
+    a SIGTERM that landed inside a simulated actor had become "ValueError: 'SIGTERM' is not
+    a valid Signals" with a traceback, instead of the command's "terminated by SIGTERM"."""
+    from clustersim.sim.events import _Environment
+
+    env = _Environment()
+
+    def actor(env):
+        yield env.timeout(1)
+        raise _signals.Terminated(sig)
+
+    env.process(actor(env))
+    with pytest.raises(_signals.Terminated) as exc:
+        env.run()
+    assert exc.value.signum == sig and str(exc.value) == sig.name
+
+
 def test_a_forked_child_gets_the_default_disposition_back():
     """A pool worker must die of SIGTERM in the kernel: a Python-level handler can miss a
     signal that lands just before the worker blocks on its task queue, and Pool.terminate()
