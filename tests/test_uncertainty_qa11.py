@@ -118,7 +118,7 @@ def test_the_shipped_easgd_comparison_says_its_bands_are_not_around_its_headline
     (note,) = outside_notes(bands, {"Sync EASGD": [Sync()]}, scn, scn.uncertain)
     assert note["text"] == (
         "note: Sync EASGD's nominal samples/s (1,405), efficiency (96.4%) and time to "
-        "target (0.89 d) at 407 workers are outside their 90% bands [1,461, 1,664], "
+        "target (21.4 h) at 407 workers are outside their 90% bands [1,461, 1,664], "
         "[96.7%, 99.9%] and [1.00 d, 4.39 d]: the bands are not spread around the nominal "
         "because algorithm.tau's nominal 1 is the lower end of its range [1, 10] (and "
         "workload.batch_per_worker's 8 is near the lower end of its range [4, 32]); read "

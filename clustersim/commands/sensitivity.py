@@ -2,10 +2,13 @@
 scenario's uncertain inputs (Sobol or Morris indices, SALib), as tables and a tornado chart.
 
 What is analysed: one algorithm (the main one, or ``--algorithm LABEL`` of the compare list,
-which then takes the main one's place so that ``algorithm.*`` inputs apply to it) at the
-largest sweep point, with the smallest point simulated too (scaling efficiency is relative to
-it); the other points, algorithms and variants are left out - they do not enter the indices
-and would multiply the cost.
+which then takes the main one's place so that ``algorithm.*`` inputs apply to it) of one
+variant (the base case, or ``--algorithm 'VARIANT · TITLE'`` as the prediction's tables title
+a variant's algorithm) at the largest sweep point, with the smallest point simulated too
+(scaling efficiency is relative to it); the other points, algorithms and variants are left
+out - they do not enter the indices and would multiply the cost.  A scenario with variants
+says which one was analysed (the titles, a line under them and ``variant`` in the JSON):
+the base case's "NCCL ring" had been printed bare beside four tables of that name.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     from clustersim.scenario.overrides import named_at_set, option_item
     from clustersim.scenario.schema import load_scenario
     from clustersim.shipped import scenario_path
-    from clustersim.sim.sweep import default_jobs
-    from clustersim.uncertainty.focus import WHAT, focus_raw, headline_metrics
+    from clustersim.sim.sweep import default_jobs, worker_counts
+    from clustersim.uncertainty.focus import WHAT, focus_case, headline_metrics
     from clustersim.uncertainty.predict import load_raw
-    from clustersim.uncertainty.propagate import collect_inputs, sample_scenario
+    from clustersim.uncertainty.propagate import Sample, collect_inputs, sample_scenario
     from clustersim.uncertainty.sensitivity import run_sensitivity
 
     if not 2 <= args.n <= 4096:
@@ -51,7 +54,11 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         inputs = collect_inputs(scn, profile)
     except InputError as exc:  # --set uncertain=~: name that item, not the file's line
         raise named_at_set(exc, sets) from None
-    raw, title = focus_raw(load_raw(path, sets), args.algorithm)
+    try:
+        focus = focus_case(load_raw(path, sets), args.algorithm)
+    except InputError as exc:  # a value of --algorithm: the file it names none of
+        raise exc.located(file=path) from None
+    raw, title = focus.raw, focus.title
     seed = scn.run.seed
     from clustersim.uncertainty.sensitivity import design
 
@@ -60,8 +67,10 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         res = run_sensitivity(inputs, args.n, args.method, seed, headline_metrics, WHAT,
                               jobs=args.jobs or default_jobs(), advance=advance,
                               build=lambda s: sample_scenario(raw, path, s, profile))
-    workers = scn.sweep.workers[-1] if scn.sweep else scn.platform.num_devices
+    # the focused scenario's own largest point: a variant may set another sweep
+    workers = int(worker_counts(sample_scenario(raw, path, Sample(), profile))[-1])
     res = {"scenario": scn.name, "algorithm": title, "workers": workers,
+           **({"variant": focus.variant} if focus.variant is not None else {}),
            "inputs": [{"field": f.field, "distribution": f.describe()} for f in inputs.fields],
            **({"calibration": {**profile_identity(args.calibration),  # its sampled blocks
                                "blocks": [{"from": b.source, "parameters": list(b.parameters)}
@@ -82,7 +91,19 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         print_sensitivity(console, res, wide=args.wide)
         for note in res["skipped"]:
             console.print(f"left out: {note}")
+        if focus.variant is not None:
+            from rich.markup import escape
+
+            names = ", ".join(label for label, _ in scn_variants(scn))
+            console.print(escape(f"variant analysed: {focus.variant} (of {names}; "
+                                 "--algorithm 'VARIANT · TITLE', as the prediction's tables "
+                                 "are titled, picks another)"))
     return EXIT_OK
+
+
+def scn_variants(scn: Any) -> list[tuple[str, Any]]:
+    """(label, scenario) of the base case and each variant, as the tables name them."""
+    return [(scn.label, scn), *scn.variants]
 
 
 def add_parser(sub: Any) -> None:
@@ -103,7 +124,10 @@ def add_parser(sub: Any) -> None:
                         "to 4,096 (default %(default)s: a ranking; a note under the tables says "
                         "when the Sobol indices need more, and how many)")
     p.add_argument("--algorithm", metavar="LABEL",
-                   help="analyse this algorithm of the compare list (default: the main one)")
+                   help="analyse this algorithm of the compare list (default: the main one); "
+                        "in a scenario with variants, 'VARIANT · TITLE' as the prediction's "
+                        "table is titled (e.g. 'fast · ring') analyses that variant's "
+                        "(default: the base case's)")
     p.add_argument("--plot", metavar="FILE", help="write a tornado chart (offline HTML)")
     p.add_argument("--json", metavar="FILE", help="write the indices as JSON")
     p.add_argument("--calibration", metavar="FILE",

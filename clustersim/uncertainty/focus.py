@@ -1,19 +1,22 @@
 """The headline of a scenario, reduced to what its uncertainty is measured on: one algorithm
 (the main one, or a compare entry moved into its place so that ``algorithm.*`` inputs apply
-to it) at the sweep's two ends - the largest point, and the smallest that scaling efficiency
+to it) of one variant (the base case, or one ``sensitivity --algorithm 'VARIANT · TITLE'``
+names) at the sweep's two ends - the largest point, and the smallest that scaling efficiency
 is relative to.  Shared by ``clustersim sensitivity`` (global indices) and the one-at-a-time
 band that ``predict`` prints (:mod:`clustersim.uncertainty.swing`): the other points,
-algorithms and variants do not enter either and would multiply their cost.
+algorithms and variants do not enter either and would multiply their cost, so the title
+names the variant measured as the tables do.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from clustersim.errors import InputError
 
-__all__ = ["WHAT", "focus_raw", "headline_metrics", "measured_points", "sweep_headline"]
+__all__ = ["WHAT", "Focus", "focus_case", "focus_raw", "headline_metrics", "measured_points", "sweep_headline"]
 
 #: the metrics measured at the largest point, for people
 WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
@@ -21,39 +24,89 @@ WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
         "time_to_target": "time to target (s)"}
 
 
-def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
-    """The raw scenario reduced to one algorithm and the sweep's two ends."""
+def _title(entry: Any) -> Any:
+    """An algorithm entry's title, as its table prints it: its label, else its name."""
+    return entry if isinstance(entry, str) else ((entry or {}).get("label")
+                                                 or (entry or {}).get("name"))
+
+
+def _variants(raw: Any) -> list[tuple[str, Any]]:
+    """(label, raw scenario) of the base case and each variant, the base first, as the
+    tables name them (:func:`clustersim.sim.sweep.sweep_cases`); empty without variants."""
+    from clustersim.scenario.overrides import set_fields
+
+    items = raw.get("variants") or []
+    if not items:
+        return []
+    plain = copy.deepcopy(raw)
+    plain.pop("variants", None)
+    base = raw.get("label") if isinstance(raw.get("label"), str) else "base"
+    return [(base, plain), *((str(v["label"]), set_fields(plain, v["set"])) for v in items)]
+
+
+def _pick(out: Any, label: str, qualified: list[str]) -> None:
+    """Move the algorithm ``label`` names (a label, else a name) into the main one's place."""
+    entries = list(out.get("compare") or [])
+
+    def ids(e: Any) -> tuple[Any, Any]:
+        if isinstance(e, str):
+            return None, e
+        return (e or {}).get("label"), (e or {}).get("name")
+
+    cases = [out.get("algorithm"), *entries]
+    by_label = [e for e in cases if ids(e)[0] == label]
+    by_name = [e for e in cases if ids(e)[0] is None and ids(e)[1] == label] or \
+        [e for e in cases if ids(e)[1] == label]
+    hits = by_label or by_name
+    if len(hits) > 1:  # six cases of name bsp: analysing the first would be a guess
+        labels = [str(ids(e)[0] or ids(e)[1]) for e in hits]
+        raise InputError(f"{label!r} names {len(hits)} algorithms; give one of their "
+                         f"labels: {', '.join(labels)}", origin="--algorithm")
+    if not hits:
+        known = [n for e in cases for n in ([e] if isinstance(e, str) else
+                                            [(e or {}).get("label"), (e or {}).get("name")]) if n]
+        also = (" nor a variant's algorithm written 'VARIANT · TITLE' as its table is "
+                "titled" if qualified else "")
+        raise InputError(f"{label!r} is neither the main algorithm nor a 'label' or 'name' "
+                         f"of the compare list{also} (allowed: "
+                         f"{', '.join(dict.fromkeys(map(str, [*known, *qualified])))})",
+                         origin="--algorithm")
+    out["algorithm"] = hits[0]
+
+
+@dataclass(frozen=True)
+class Focus:
+    """A focused scenario: its raw mapping, the title of its one algorithm as the
+    prediction's table prints it (``VARIANT · TITLE`` when the scenario has variants) and
+    the variant it is (None: the scenario has none)."""
+
+    raw: Any
+    title: str
+    variant: str | None
+
+
+def focus_case(raw: Any, label: str | None) -> Focus:
+    """The raw scenario reduced to one algorithm of one variant and the sweep's two ends.
+
+    ``label``: an algorithm of the base case (a label or a name), or ``VARIANT · TITLE`` as
+    the tables title a variant's (the base case's too); None: the base case's main one.
+    Why the variant is named in the title: the band under ``predict``'s tables and
+    ``sensitivity`` measure the base case only, while four tables were titled "... · NCCL
+    ring" - "NCCL ring at 128 workers" did not say which of them it was."""
     from clustersim.scenario.yamlio import LineDict
 
     out = copy.deepcopy(raw)
+    cases = _variants(out)
+    variant = cases[0][0] if cases else None
+    if cases:
+        out = cases[0][1]
     if label is not None:
-        entries = list(out.get("compare") or [])
-
-        def ids(e: Any) -> tuple[Any, Any]:
-            if isinstance(e, str):
-                return None, e
-            return (e or {}).get("label"), (e or {}).get("name")
-
-        cases = [out.get("algorithm"), *entries]
-        by_label = [e for e in cases if ids(e)[0] == label]
-        by_name = [e for e in cases if ids(e)[0] is None and ids(e)[1] == label] or \
-            [e for e in cases if ids(e)[1] == label]
-        hits = by_label or by_name
-        if len(hits) > 1:  # six cases of name bsp: analysing the first would be a guess
-            labels = [str(ids(e)[0] or ids(e)[1]) for e in hits]
-            raise InputError(f"--algorithm {label!r} names {len(hits)} algorithms; give "
-                             f"one of their labels: {', '.join(labels)}")
-        if hits:
-            out["algorithm"] = hits[0]
-        else:
-            known = [n for e in [out.get("algorithm"), *entries]
-                     for n in ([e] if isinstance(e, str) else
-                               [(e or {}).get("label"), (e or {}).get("name")]) if n]
-            raise InputError(f"--algorithm {label!r} is neither the main algorithm nor a "
-                             f"'label' or 'name' of the compare list (allowed: "
-                             f"{', '.join(dict.fromkeys(map(str, known)))})")
-    title = out["algorithm"] if isinstance(out["algorithm"], str) else \
-        (out["algorithm"].get("label") or out["algorithm"].get("name"))
+        qualified = {f"{v} · {_title(e)}": (v, vraw, str(_title(e))) for v, vraw in cases
+                     for e in [vraw.get("algorithm"), *(vraw.get("compare") or [])]}
+        if label in qualified:
+            variant, out, label = qualified[label]
+        _pick(out, label, list(qualified))
+    title = str(_title(out["algorithm"]))
     out.pop("compare", None)
     out.pop("variants", None)
     sweep = out.get("sweep")
@@ -67,7 +120,13 @@ def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
                 del at[key]
     if not isinstance(out, LineDict):  # pragma: no cover - load_yaml gives LineDicts
         raise InputError("a scenario must be a YAML mapping")
-    return out, str(title)
+    return Focus(out, title if variant is None else f"{variant} · {title}", variant)
+
+
+def focus_raw(raw: Any, label: str | None) -> tuple[Any, str]:
+    """:func:`focus_case`'s raw scenario and title."""
+    f = focus_case(raw, label)
+    return f.raw, f.title
 
 
 def headline_metrics(scn: Any) -> dict[str, float | None]:

@@ -49,13 +49,17 @@ class Bands(dict):  # type: ignore[type-arg]
 
 def nominal_value(scn: Any, field: str, title: str) -> Any:
     """The scenario's own value of a dotted field (defaults included: the parsed scenario,
-    not the file), for ``algorithm.X`` that of the algorithm shown as ``title`` (the main
-    one when no entry has that title); None where the field cannot be read (it then names
-    no cause)."""
+    not the file) of the case whose table is titled ``title``: for ``algorithm.X`` that
+    algorithm's, and a variant's own (``fast · ring``: the variant sets its own fields) - the
+    base case and its main algorithm when no table has that title; None where the field
+    cannot be read (it then names no cause)."""
+    from clustersim.sim.sweep import sweep_cases
+
+    spec = scn.algorithm
+    if scn.workload is not None and scn.algorithms:
+        scn, spec = next(((s, a) for t, s, a in sweep_cases(scn) if t == title), (scn, spec))
     head, _, rest = field.partition(".")
     if head == "algorithm":
-        specs = [scn.algorithm, *(scn.compare or ())]
-        spec = next((s for s in specs if s.title == title), scn.algorithm)
         return spec.name if rest == "name" else spec.params.get(rest)
     node: Any = scn
     for part in field.split("."):
@@ -139,7 +143,9 @@ def _cause(scn: Any, fields: Sequence[UncertainInput], title: str) -> tuple[str,
     return text, named
 
 
-def _fmt(key: str, v: float, like: float) -> str:
+def _fmt(key: str, v: float, like: float | None = None) -> str:
+    """A metric as the prediction's table prints it (``like``: a band's median, whose unit
+    a band's ends take, as the band tables write them)."""
     from clustersim.units import format_duration
 
     if key == "time_to_target":
@@ -196,7 +202,9 @@ def outside_notes(bands: Mapping[str, Any], nominal: Mapping[str, Sequence[Any]]
         else:
             said.setdefault(cause, (title, named))
         one = len(out) == 1
-        what = _join([f"{_NAME[k]} ({_fmt(k, x, b.median)})" for k, x, b in out])
+        # the nominal in its own unit, as its table cell ("8.15 h"): in the band's unit it
+        # read "(0.34 d)" under a table that printed 8.15 h (audit L8)
+        what = _join([f"{_NAME[k]} ({_fmt(k, x)})" for k, x, b in out])
         where = _join([f"[{_fmt(k, b.low, b.median)}, {_fmt(k, b.high, b.median)}]"
                        for k, _x, b in out])
         text = (f"note: {title}'s nominal {what} at {workers:,} workers "
