@@ -51,6 +51,21 @@ class status:
             self.live.__exit__(*exc)
 
 
+#: the head of the list of :func:`clustersim.calibration.fitlines.undetermined`: its rule,
+#: in the words of docs/calibration.md (the three had said three different things)
+UNDETERMINED_HEAD = (
+    "  not sampled as uncertain: not determined by these measurements (a 95% interval that",
+    "  reaches infinity or is wider than twice the value, a collective efficiency on the",
+    "  fit's bound 0.01 or 100) or fitted on a physical limit (device efficiency 1, time 0);",
+    "  kept in the profile, not in its covariance:")
+
+#: the head of :func:`clustersim.calibration.fitlines.above_link`'s list
+ABOVE_LINK_HEAD = (
+    "  warning: protocol segment efficiency above 1 - the segment would move bytes faster",
+    "  than the link it runs on: its time per byte is lost in its per-message cost at the",
+    "  sizes measured, so it is no rate of the link; kept as fitted, not clamped:")
+
+
 def fmt(value: float, unit: str) -> str:
     from clustersim.calibration.params import format_unit
 
@@ -81,16 +96,22 @@ def print_fit(console: Any, cal: Any, wide: bool = False) -> None:
                      "from"), rows, wide=wide)
     for note in cal.notes:
         console.print(f"  note: {note}", markup=False)
-    from clustersim.calibration.fitlines import undetermined
+    from clustersim.calibration.fitlines import above_link, loose_reason, undetermined
 
     loose = undetermined(cal.lines)
     if loose:
-        for text in ("  not sampled as uncertain: not determined by these measurements (a 95% "
-                     "interval", "  wider than the value, a fit on the optimiser's bound) or "
-                     "fitted on a physical", "  limit (efficiency 1, time 0); kept in the "
-                     "profile, not in its covariance:"):
+        for text in UNDETERMINED_HEAD:
             console.print(text, markup=False)
         for ln in loose:
+            span, cut = interval(ln.low, ln.high, ln.unit)
+            clipped |= cut
+            console.print(f"    {ln.parameter} = {cell(ln.value, ln.unit)} [{span}]: "
+                          f"{loose_reason(ln)}", markup=False)
+    fast = above_link(cal.lines)
+    if fast:  # sampled or not, a segment faster than its link is no rate the link has
+        for text in ABOVE_LINK_HEAD:
+            console.print(text, markup=False)
+        for ln in fast:
             span, cut = interval(ln.low, ln.high, ln.unit)
             clipped |= cut
             console.print(f"    {ln.parameter} = {cell(ln.value, ln.unit)} [{span}]",
