@@ -170,10 +170,25 @@ def _near_home(name: str, allowed: tuple[str, ...]) -> str:
     own = max((alike(a) for a in allowed), default=0.0)
     if own >= CLOSE_BESIDE_HOME:  # a typo of a field at home: its own "did you mean" says it
         return ""
+    starts = _own_prefix(name, allowed)
+    if starts:  # 'lat' of a link is its 'latency', not sweep's 'at' (audit L3)
+        return f" — did you mean {_either([repr(a) for a in starts])}?"
     # ties go to the same letters ('ndoes' -> nodes, not notes), then the shorter name
     best = max((n for n in field_homes() if n not in allowed),
                key=lambda n: (alike(n), sorted(n) == sorted(name), -len(n)), default=None)
-    if best is None or alike(best) < CLOSE_BESIDE_HOME:
-        return ""
+    if best is None or alike(best) < max(CLOSE_BESIDE_HOME, own + 1e-9):
+        return ""  # nothing elsewhere closer than the section's own fields
     where = home_text(best).split(" is ", 1)[1]
     return f" — did you mean {best!r}? It is {where}"
+
+
+def _own_prefix(name: str, allowed: tuple[str, ...]) -> list[str]:
+    """The section's own fields that ``name`` (2 letters or more, case aside) begins, at most
+    three, shortest first: an abbreviation of a field at home is a clearer match than a
+    near spelling of a field elsewhere, however alike the letters ('lat' is 0.86 like 'at'
+    and 0.6 like 'latency')."""
+    low = name.lower()
+    if len(low) < 2:
+        return []
+    return sorted((a for a in allowed if a.lower().startswith(low) and a.lower() != low),
+                  key=len)[:3]
