@@ -268,6 +268,15 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
                              f"{out / 'points.sqlite'})")
 
 
+def shown(value: Any) -> str:
+    """An axis value as the summary's text prints it: a float at 4 significant digits
+    (``network.overhead=1.149e-06``, not ``1.1486565197460595e-06`` - a sampled axis's
+    draws), anything else as it is.  Text only: the tables keep every digit."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
              executor: str, files: dict, saturation: list, db: Path | None = None,
              counts: Any = None) -> None:
@@ -286,7 +295,7 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
     if longer:  # the first point's, so that the line does not depend on the executor
         r = res.results[longer[0]]
         sets = next((pt.sets for pt in points if pt.index == longer[0]), ())
-        at = "".join(f", {k}={v}" for k, v in sets)
+        at = "".join(f", {k}={shown(v)}" for k, v in sets)
         print(f"  {len(longer):,} point{'' if len(longer) == 1 else 's'} ran longer than "
               f"'run:' asked, in whole exchange periods (e.g. {r['algorithm']} at "
               f"{r['workers']} workers{at}: {r['warmup_steps']} warm-up + {r['measured_steps']} "
@@ -307,7 +316,8 @@ def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: f
               "included, over the same service time)")
     if rows:
         best = max(rows, key=lambda r: r["throughput"] or 0.0)
-        where = ", ".join(f"{k}={best[k]}" for k in inputs if best.get(k) not in ("", None))
+        where = ", ".join(f"{k}={shown(best[k])}" for k in inputs
+                          if best.get(k) not in ("", None))
         print(f"  highest throughput: {best['throughput']:,.1f} samples/s at {where}")
     print("wrote " + ", ".join(str(f) for f in files.values() if f)
           + ("" if files["--parquet"] else " (no Parquet: pyarrow is not installed)"))
