@@ -31,6 +31,17 @@ class _Parser(argparse.ArgumentParser):
             message += f" (a value that starts with '-' goes after '=': {m[1]}=-1)"
         raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        """A subcommand refuses what it does not know itself, so that the message names its
+        own help: argparse hands a subcommand's leftovers up to the top parser, whose
+        refusal named 'clustersim --help' (audit L7: ``list scenarios --wide``)."""
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:  # 'clustersim list': a subcommand's parser
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
+
 
 def _console(quiet: bool = False, wide: bool = False):
     from rich.console import Console
@@ -242,7 +253,7 @@ def _validate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from clustersim.commands.listing import list_entries
 
-    return list_entries(_console(), args.what, args.name)
+    return list_entries(_console(wide=args.wide), args.what, args.name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("name", nargs="?", help="with 'algorithms': one algorithm's parameters, "
                     "defaults, allowed values and sources; with 'scenarios': the file's path "
                     "and header comment")
+    li.add_argument("--wide", action="store_true", help="print every column whole, never "
+                    "cut or wrapped to the terminal's width (the scenarios' about text)")
     li.set_defaults(func=cmd_list)
 
     import importlib
