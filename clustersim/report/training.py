@@ -136,12 +136,18 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
     uneven = False  # the mean-of-paces note, said once (under the first table it holds for)
     # each table's own scenario (a variant's) and algorithm, for the notes under it
     cases = {t: (s, alg) for t, s, alg in sweep_cases(scn)}
+    alone = False  # a table of one worker count: its speedup and efficiency say nothing
     for title, pts in result.points.items():
         rows = []
+        # relative to the smallest point: with one, "1.00, 100.0%" stood beside 95.9% of
+        # exposed communication (bsp_100k; audit L4) - shown as "—", JSON/CSV keep them
+        one = len(pts) < 2
+        alone = alone or one
         for p in pts:
             row = [str(p.workers), f"{p.batch_per_worker:g}", _interval(p, "iteration_time", _ms),
-                   _interval(p, "throughput", lambda v: f"{v:,.0f}"), f"{p.speedup:.2f}",
-                   _pct(p.efficiency), _pct(p.comm_share), _pct(p.comm_share_total),
+                   _interval(p, "throughput", lambda v: f"{v:,.0f}"),
+                   "—" if one else f"{p.speedup:.2f}",
+                   _pct(None if one else p.efficiency), _pct(p.comm_share), _pct(p.comm_share_total),
                    _ms(p.compute), _ms(p.comm), _ms(p.wait)]
             if any_async:
                 row += [_staleness(p), _pct(p.server_utilization), _rate(p.update_rate)]
@@ -159,6 +165,9 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
                      None if spec is None else shared_server_note(case_scn, spec, pts)):
             if line:
                 console.print(f"[dim]{escape(line)}[/dim]")
+    if alone:
+        console.print("[dim]speedup, efficiency: — with one worker count (they are relative "
+                      "to the sweep's smallest point; --json and --csv keep 1 and 100%)[/dim]")
     if runs:  # say what the [..] are (they had no legend without --uncertainty)
         console.print(f"[dim]{_legend(runs)}[/dim]")
     from clustersim.sim.runwindow import stretched
