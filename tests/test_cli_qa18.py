@@ -117,14 +117,16 @@ def test_servers_sharing_workers_devices_are_said(capsys, tmp_path):
 
 
 def test_the_emulation_table_says_never_where_the_analytic_model_does(tmp_path, capsys):
-    """GoSGD at p 0.2 on emulate_digits: the analytic model predicts no arrival; the table
-    printed "—", which reads as "not computed" (QA 16b LOW-4).  JSON keeps null for the
-    time and says which null it is."""
+    """GoSGD at p 0.2 on emulate_digits with the assumed k_g = 1 (the emulation's fit puts
+    it at 0): the analytic model predicts no arrival; the table printed "—", which reads as
+    "not computed" (QA 16b LOW-4).  JSON keeps null for the time and says which null it
+    is."""
     import json
 
     out = tmp_path / "e.json"
     assert main(["predict", "emulate_digits", "--no-band", "-j", "1", "--json", str(out),
-                 "--set", "sweep.workers=[4]"]) == 0
+                 "--set", "sweep.workers=[4]",
+                 "--set", "workload.convergence={constants: {k_g: 1.0}}"]) == 0
     text = capsys.readouterr().out
     table = text[text.index("convergence emulation"):]
     row = next(line for line in table.splitlines() if line.startswith("GoSGD"))

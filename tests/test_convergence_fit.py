@@ -13,6 +13,7 @@ from clustersim.convergence import RunStats, load_constants, predict
 from clustersim.convergence.constants import Constants
 from clustersim.convergence.fit import (
     Observation,
+    analytic_steps,
     batch_law_steps,
     constants_document,
     fit_batch_law,
@@ -133,3 +134,37 @@ def test_task_profiles_are_loaded_in_the_profile_format():
         assert p.lr_rule == "none" and p.ref_batch == 32 and p.ref_steps > 0
         s_min = p.ref_steps / (1 + p.noise.mean() / p.ref_batch)
         assert 0 < s_min < p.ref_steps
+
+
+def test_a_constant_the_runs_only_bound_keeps_its_fit_with_a_profile_interval():
+    """Runs flat in a constant near the fit but ruling its theory value out (GoSGD's runs
+    in k_g: the gossip term vanishes near 0, k_g = 1 makes them diverge) keep the fitted
+    value with the profile's interval; a constant they are indifferent to goes back to
+    theory.  Keeping theory for both had made the README's small-grid fit predict "never"
+    for every GoSGD run (rms 2.5 instead of 0.11)."""
+    from clustersim.convergence.fit import _profiles
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        flat = 0.0 if x[1] <= 0.01 else 5.0  # a divergence edge at 0.01, flat below it
+        return np.array([x[0] - 0.5 + 0.01, x[0] - 0.5 - 0.01, flat, flat, 0.0 * x[2]])
+
+    x = np.array([0.5, 1e-12, 3.0])
+    got = _profiles(resid, x, ["k_s", "k_g", "k_m"], ["k_g", "k_m"], Constants(), dof=2,
+                    confidence=0.95)
+    assert set(got) == {"k_g"}  # k_m: the runs describe its theory value as well
+    low, high = got["k_g"]
+    assert low == 0.0 and 0.009 < high <= 0.01
+
+
+def test_the_small_emulation_grid_fits_without_a_never():
+    """The README's ``calibrate --emulation --grid small`` (both tasks, 1 seed) on the
+    emulation itself: no run that reached the target is predicted never at the fit, and
+    the fit is tight (docs/convergence.md quotes rms 0.113)."""
+    from clustersim.sim.convfit import calibrate
+
+    cal = calibrate(("digits", "teacher_student"), "small", (0,))
+    fit = cal.fit
+    assert all(math.isfinite(analytic_steps(o, fit.constants))
+               for o in fit.observations if math.isfinite(o.steps))
+    assert fit.rms < 0.2 and cal.heldout_median < 0.15
+    assert fit.by_name()["k_g"].identifiable and fit.by_name()["k_g"].high < 0.1

@@ -25,23 +25,48 @@ def test_tiny_grid_writes_a_constants_file_load_constants_reads(tmp_path, capsys
     cap = capsys.readouterr()
     text = cap.out
     assert "held out" in text and "median |error|" in text
-    # teacher_student alone: the analytic model says 6 of its 8 fitted runs never reach the
-    # target even at theory; the file is written, and says so, as stderr does (audit 22)
-    warned = [ln for ln in cap.err.splitlines() if ln.startswith("warning: ")]
-    assert warned and "predict 'never' for 6 of 8 fitted runs" in warned[0]
-    assert any("held-out median error is infinite" in w for w in warned)
-    header = [ln for ln in out.read_text().splitlines() if ln.startswith("# WARNING: ")]
-    assert [h.removeprefix("# WARNING: ") for h in header] == [
-        w.removeprefix("warning: ") for w in warned]
+    # teacher_student alone fits (its GoSGD runs bound k_g, the scan gives its interval)
+    assert cap.err == "" and "WARNING" not in out.read_text()
     k = load_constants_file(out)
     import yaml
 
     doc = yaml.safe_load(out.read_text())["constants"]
     fitted = [n for n, v in doc.items() if v["status"] == "fitted"]
-    assert fitted  # the small grid moves some terms
+    assert "k_g" in fitted  # the small grid moves some terms
     for n in fitted:
         lo, hi = doc[n]["interval"]
         assert lo <= getattr(k, n) <= hi and "grid small" in doc[n]["fitted_on"]
+
+
+def test_constants_that_predict_never_are_written_with_a_warning(tmp_path, capsys,
+                                                                 monkeypatch):
+    """A fit whose constants say runs that reached the target never do (here: the theory
+    values put in place of the fit: 6 of the 8 runs diverge) is written, to be
+    looked at, and says so on stderr and in the file's header, with what the run did not
+    try (audit 22; the advice had named the default tasks when they had been used)."""
+    from dataclasses import replace
+
+    import clustersim.sim.convfit as convfit
+    from clustersim.convergence.constants import Constants
+
+    real = convfit.calibrate
+
+    def theory(*args, **kw):
+        cal = real(*args, **kw)
+        return replace(cal, fit=replace(cal.fit, constants=Constants()))
+
+    monkeypatch.setattr(convfit, "calibrate", theory)
+    out = tmp_path / "k.yaml"
+    assert main(["calibrate", "--emulation", "--grid", "small", "--tasks",
+                 "teacher_student", "--out", str(out), "-q"]) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning: ")]
+    assert "predict 'never' for 6 of 8 fitted runs" in warned[0], warned
+    assert warned[-1] == ("warning: these constants are not fit for use; fit on more tasks "
+                          "(--tasks teacher_student,digits) or a larger grid (--grid full "
+                          "--seeds 3)")
+    header = [ln for ln in out.read_text().splitlines() if ln.startswith("# WARNING: ")]
+    assert [h.removeprefix("# WARNING: ") for h in header] == [
+        w.removeprefix("warning: ") for w in warned]
 
 
 def test_the_default_tasks_fit_without_a_warning(tmp_path, capsys):

@@ -129,3 +129,20 @@ def test_the_headline_band_of_the_main_job(capsys: pytest.CaptureFixture[str]) -
     said = (f"`scenarios/knl_4253.yaml`'s {eff[1]} % Sync EASGD efficiency at 4,253 cores "
             f"moves between {eff[2]} % and {eff[3]} %")
     assert said in _doc("uncertainty.md"), said
+
+
+def test_the_small_emulation_fit(tmp_path: Path, capsys) -> None:
+    """docs/convergence.md, ``calibrate --emulation --grid small``: the constants, their
+    intervals, the rms and the held-out error it quotes (with the default tasks)."""
+    assert main(["calibrate", "--emulation", "--grid", "small",
+                 "--out", str(tmp_path / "k.yaml")]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split(" = ")[0].strip(): ln.strip() for ln in out.splitlines() if " = " in ln}
+    doc = _doc("convergence.md")
+    for name in ("k_s", "k_d", "k_e", "k_g"):
+        value, interval = lines[name].split(" = ")[1].split("  ")[:2]
+        assert f"`{name} = {value} {interval}`" in doc, (name, value, interval)
+    assert lines["k_m"].startswith("k_m = 1  kept") and "`k_m = 1 kept`" in doc
+    rms = next(ln for ln in out.splitlines() if "log-residual rms" in ln).split()[-1]
+    held = next(ln for ln in out.splitlines() if "median |error|" in ln).split()[-1]
+    assert f"a log-residual rms of {rms} and a held-out median |error| of {held}:" in doc

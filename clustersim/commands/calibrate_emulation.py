@@ -15,6 +15,7 @@ import datetime as dt
 import math
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from clustersim.errors import InputError
@@ -38,14 +39,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "teacher_student (default %(default)s)")
 
 
-def fit_warnings(cal: Any) -> list[str]:
-    """What makes the fitted constants unfit for use, in words (empty when nothing does).
+def fit_warnings(cal: Any, tasks: Sequence[str] = (), grid: str = "small"
+                 ) -> list[str]:
+    """What makes the fitted constants unfit for use, in words (empty when nothing does),
+    with what to try that the run did not (``tasks`` and ``grid``: what it fitted on).
 
-    Why: on a task whose runs the analytic model says never reach the target even at the
-    theory values (``--tasks teacher_student`` alone: 6 of 8 runs), the fit has nothing to
-    move - three constants stay at theory, the held-out error is infinite - and the file
-    written would make ``predict`` say "never" for runs that converge in ~50 steps.  It is
-    still written (to look at), with the warning in its header and on stderr."""
+    Why: where the fit cannot move the constants that decide whether runs converge (runs
+    the analytic model says never reach the target at the fitted values, an infinite
+    held-out error), the file written would make ``predict`` say "never" for runs that
+    converge in ~50 steps.  It is still written (to look at), with the warning in its
+    header and on stderr."""
     from clustersim.convergence.fit import analytic_steps
 
     f = cal.fit
@@ -59,9 +62,22 @@ def fit_warnings(cal: Any) -> list[str]:
         out.append("the held-out median error is infinite (runs predicted never to reach "
                    "the target)")
     if out:
-        out.append("these constants are not fit for use; more tasks move more constants "
-                   "(the default --tasks digits,teacher_student)")
+        tries = []
+        missing = [t for t in _all_tasks() if t not in tasks]
+        if missing and tasks:
+            tries.append(f"more tasks (--tasks {','.join([*tasks, *missing])})")
+        if grid != "full":
+            tries.append("a larger grid (--grid full --seeds 3)")
+        more = (f"fit on {' or '.join(tries)}" if tries else "the grid and tasks are all "
+                "there are: keep the shipped constants_emulation.yaml or the theory values")
+        out.append(f"these constants are not fit for use; {more}")
     return out
+
+
+def _all_tasks() -> list[str]:
+    from clustersim.sim.convfit import TASK_DEFAULTS
+
+    return list(TASK_DEFAULTS)
 
 
 def write_constants(cal: Any, path: str, grid: str, seeds: int, tasks: list[str],
@@ -116,7 +132,7 @@ def cmd_emulation(args: argparse.Namespace) -> int:
     cal = calibrate(tasks, args.grid, range(seeds), lambda label: say(f"  emulated {label}"))
     if not args.quiet:
         print_fit(cal)
-    warnings = fit_warnings(cal)
+    warnings = fit_warnings(cal, tasks, args.grid)
     write_constants(cal, out, args.grid, seeds, tasks, warnings)
     say(f"wrote {out}")
     for w in warnings:  # also with -q, after everything else (as calibrate's profile warnings)

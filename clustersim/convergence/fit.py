@@ -160,6 +160,45 @@ def _start(free: Sequence[str], base: Constants, cost: Callable[[np.ndarray], fl
     return np.clip(x, 1e-4, _UPPER)
 
 
+def _profiles(resid: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+              free: Sequence[str], names: Sequence[str], base: Constants, dof: int,
+              confidence: float) -> dict[str, tuple[float, float]]:
+    """``{name: (low, high)}``: the values of each of ``names`` (the others at ``x``) whose
+    sum of squared log errors stays within the F-test's bound of the fit's, for those whose
+    theory value lies outside that set; the rest are missing (the runs do not tell their
+    theory value from the fit's).
+
+    Why: a linearised interval is unbounded where the runs are flat in the constant at the
+    solution - as GoSGD's runs are in ``k_g`` near 0, where the gossip term vanishes, while
+    ``k_g = 1`` makes them diverge.  Keeping the theory value there had turned a fit of rms
+    0.1 into one that predicts "never" for every GoSGD run; the profile keeps what the runs
+    do say (``k_g`` below ~0.005) and still sends a constant they are indifferent to back
+    to theory."""
+    from scipy.stats import f as fisher
+
+    def ssr(v: np.ndarray) -> float:
+        r = resid(v)
+        return float(r @ r)
+
+    dof = max(dof, 1)
+    bound = ssr(x) * (1.0 + float(fisher.ppf(confidence, 1, dof)) / dof) + 1e-12
+    grid = np.unique(np.concatenate([[0.0], np.geomspace(1e-6, _UPPER, 181), x]))
+    out: dict[str, tuple[float, float]] = {}
+    for name in names:
+        i = free.index(name)
+
+        def at(v: float, i: int = i) -> float:
+            y = x.copy()
+            y[i] = v
+            return ssr(y)
+
+        if at(getattr(base, name)) <= bound:
+            continue
+        inside = [float(v) for v in grid if at(float(v)) <= bound]
+        out[name] = (min(inside, default=float(x[i])), max(inside, default=float(x[i])))
+    return out
+
+
 def fit_constants(observations: Sequence[Observation], names: Sequence[str] = FITTABLE,
                   base: Constants | None = None, loss: str = "soft_l1",
                   f_scale: float = 0.1, confidence: float = 0.95) -> ConstantsFit:
@@ -203,16 +242,30 @@ def fit_constants(observations: Sequence[Observation], names: Sequence[str] = FI
         for i, n in enumerate(free):
             values[n], lows[n], highs[n] = float(sol.x[i]), float(lo[i]), float(hi[i])
     unbounded = [n for n in free if not math.isfinite(highs[n])]
-    for n in unbounded:  # the grid does not pin it down at the solution: theory value kept
-        values[n] = lows[n] = highs[n] = getattr(base, n)
+    profiled: dict[str, tuple[float, float]] = {}
+    if unbounded:
+        x = np.array([values[n] for n in free])
+        profiled = _profiles(resid, x, free, unbounded, base, len(used) - len(free),
+                             confidence)
+    for n in unbounded:
+        if n in profiled:  # the runs rule its theory value out: fitted value, profile interval
+            lows[n], highs[n] = profiled[n]
+        else:  # the runs are as well described at its theory value: theory kept
+            values[n] = lows[n] = highs[n] = getattr(base, n)
+    unbounded = [n for n in unbounded if n not in profiled]
     fitted = consts(np.array([values[n] for n in free]))
     fits = []
     for n in names:
         theory = getattr(base, n)
-        if n in unbounded:
+        if n in profiled:
+            fits.append(ConstantFit(n, values[n], lows[n], highs[n], theory, True,
+                                    "interval from the profile of the squared log errors "
+                                    "(the other constants at their fitted values): the "
+                                    "linearised one is unbounded"))
+        elif n in unbounded:
             fits.append(ConstantFit(n, theory, theory, theory, theory, False,
-                                    "its interval is unbounded at the fit (the runs it moves "
-                                    "are moved by nothing at the fitted values): theory "
+                                    "its interval is unbounded at the fit, and the runs "
+                                    "are as well described at its theory value: theory "
                                     "value kept"))
         elif n in free and len(used) > len(free):
             fits.append(ConstantFit(n, values[n], lows[n], highs[n], theory, True))
