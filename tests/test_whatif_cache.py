@@ -217,3 +217,18 @@ def test_emulated_runs_come_from_the_cache_too(tmp_path, monkeypatch):
     assert all("emulation" in p for pts in cell.values() for p in pts)
     scn, _ = load_study("scenarios/emulate_digits.yaml", sets)
     assert repr(whatif_grid(scn, (0.5,), (), jobs=1)) == repr(first)
+
+
+@pytest.mark.parametrize("change", ["sweep.workers=[3]",
+                                    "sweep.at={2: {workload.batch_per_worker: 4}}"])
+def test_emulated_runs_of_other_worker_counts_are_not_served(tmp_path, change):
+    """The cached row holds the runs of every worker count of the case's sweep, in order;
+    its key had left out the counts and sweep.at, so a page with ``sweep.workers=[16]``
+    after one with [4, 16] drew the 4-worker runs at 16 (audit B H1)."""
+    sets = ["compare=[]", "sweep.workers=[2]", "run.emulation.max_iterations=60"]
+    db = tmp_path / "c.sqlite"
+    _grid("scenarios/emulate_digits.yaml", db, bws=(), sets=sets)
+    other = [*sets, change]
+    cached = _grid("scenarios/emulate_digits.yaml", db, bws=(), sets=other)
+    scn, _ = load_study("scenarios/emulate_digits.yaml", other)
+    assert repr(cached) == repr(whatif_grid(scn, (), (), jobs=1))

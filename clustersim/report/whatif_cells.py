@@ -203,7 +203,14 @@ def _cached_emulation(cache: CellCache, cell: Cell, first: int
     from clustersim.sim.sweep import _emulate_case
 
     def emulate(ci: int, s: Any, alg: Any, title: str) -> Any:
-        key = cache.key(ci - first, 0, s.run.seed, cell, _EMULATED)
+        # the row holds the runs of every worker count of the case's sweep, in order: the
+        # counts and their sweep.at fields are part of its key (a page with other counts had
+        # drawn the old runs at the new counts; audit B H1)
+        sweep = s.sweep
+        runs_of = json.dumps([list(sweep.workers), sweep.scaling,
+                              {str(w): sweep.at[w] for w in sorted(sweep.at)}],
+                             sort_keys=True, default=str)
+        key = cache.key(ci - first, 0, s.run.seed, cell, f"{_EMULATED} {runs_of}")
         row = cache.get_many([key]).get(key)
         try:
             runs = [EmulationResult(**r) for r in row["runs"]]  # type: ignore[index]
