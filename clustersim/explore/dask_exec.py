@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 import re
 import signal
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError, RunFailed
@@ -128,6 +130,11 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
         if cluster is None:  # a LocalCluster runs this very install
             _check_versions(client, address, mine)
         workers = max(1, len(client.scheduler_info().get("workers", {})))
+        if cluster is None and study.file:
+            # a user's workers run in folders of their own: a relative scenario path (and
+            # the platform and constants files found beside it) had been looked up there,
+            # simulating other files than the driver keyed (audit B H4)
+            study = dataclasses.replace(study, file=str(Path(study.file).resolve()))
         fut = client.scatter(study, broadcast=True)
         futs = client.map(_dask_task, chunks(points, workers, chunk), study=fut, pure=False)
         for f, out in dask_completed(futs, with_results=True):

@@ -149,8 +149,10 @@ def _cap(study: Study, total: int, design: int) -> None:
             path=("sweep",)))
 
 
-_PARSED: OrderedDict[str, Any] = OrderedDict()  # per process: canonical raw -> Scenario
-_PLATFORMS: OrderedDict[str, Any] = OrderedDict()  # per process: platform fields -> built
+#: per process: canonical raw -> (Scenario, the files its parse read: {path: digest})
+_PARSED: OrderedDict[str, tuple[Any, dict[str, str]]] = OrderedDict()
+#: per process: platform fields -> (built platform, the files its build read)
+_PLATFORMS: OrderedDict[str, tuple[Any, dict[str, str]]] = OrderedDict()
 
 
 @contextlib.contextmanager
@@ -159,8 +161,11 @@ def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
     overheads) leave the platform as it is, and building a 256-GPU leaf-spine graph costs
     more than simulating a point; ``predict`` shares one platform between the points of its
     sweep in the same way.  The key is the platform's and catalog's fields as written and
-    the scenario's folder (where a platform file is looked up)."""
+    the scenario's folder (where a platform file is looked up); a platform whose file holds
+    other bytes now than when it was built is built again (a long-lived worker's memo had
+    handed out the old one, audit B H3)."""
     from clustersim.scenario import schema
+    from clustersim.scenario.yamlio import files_changed, files_read, note_files
 
     build = schema.parse_platform
     cat = json.dumps(raw.get("catalog"), sort_keys=True, default=str)
@@ -168,11 +173,17 @@ def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
     def memo(praw: Any, base: Any, catalog: Any, file: Any) -> Any:
         key = json.dumps([plain(praw), str(base), cat], sort_keys=True, default=str)
         got = _PLATFORMS.get(key)
+        if got is not None and files_changed(got[1]):  # its file edited since: built again
+            got = None
         if got is None:
-            got = _PLATFORMS[key] = build(praw, base, catalog, file)
+            with files_read() as seen:
+                built = build(praw, base, catalog, file)
+            got = _PLATFORMS[key] = (built, dict(seen))
             while len(_PLATFORMS) > 8:
                 _PLATFORMS.popitem(last=False)
-        return got
+        else:
+            note_files(got[1])
+        return got[0]
 
     schema.parse_platform = memo
     try:
@@ -182,23 +193,30 @@ def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _scenario(study: Study, point: Point) -> Any:
+    """The point's parsed scenario, from this process's memo unless a file its parse read
+    (a platform or constants file) holds other bytes now; the files it read are recorded
+    in the open :func:`~clustersim.scenario.yamlio.files_read` blocks either way."""
     from clustersim.scenario.schema import parse_scenario
+    from clustersim.scenario.yamlio import files_changed, files_read, note_files
 
     raw = point_raw(study, point)
     key = study.token + json.dumps(raw, sort_keys=True, default=str)
-    scn = _PARSED.get(key)
-    if scn is None:
+    got = _PARSED.get(key)
+    if got is not None and files_changed(got[1]):
+        got = None
+    if got is None:
         try:
-            with _shared_platforms(raw):
+            with files_read() as seen, _shared_platforms(raw):
                 scn = parse_scenario(copy.deepcopy(raw), study.file)
         except InputError as exc:
             raise point_error(study, point, exc) from None
-        _PARSED[key] = scn
+        _PARSED[key] = (scn, dict(seen))
         while len(_PARSED) > 32:
             _PARSED.popitem(last=False)
-    else:
-        _PARSED.move_to_end(key)
-    return scn
+        return scn
+    _PARSED.move_to_end(key)
+    note_files(got[1])
+    return got[0]
 
 
 def no_machine(scn: Any, alg: Any, workers: int) -> str | None:

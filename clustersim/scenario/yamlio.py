@@ -70,6 +70,29 @@ def files_read() -> Iterator[dict[str, str]]:
         del _RECORDS[next(i for i, r in enumerate(_RECORDS) if r is seen)]
 
 
+def note_files(files: Mapping[str, str]) -> None:
+    """Record ``files`` (``{resolved path: digest}`` as an earlier :func:`files_read` block
+    saw them) in every open block.  Why: a memo that hands out what an earlier parse built
+    reads no file, and the block around it must still learn which files that result
+    depends on."""
+    for seen in _RECORDS:
+        seen.update(files)
+
+
+def files_changed(files: Mapping[str, str]) -> bool:
+    """Does any of ``files`` hold other bytes now than the digest recorded (or is it gone)?
+    Why: a per-process memo keyed by names (a long-lived Dask worker's, a notebook's) had
+    handed out the platform of a file edited since (audit B H3)."""
+    for path, digest in files.items():
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return True
+        if hashlib.sha256(data).hexdigest() != digest:
+            return True
+    return False
+
+
 class LineDict(dict):
     """A dict that knows the (1-based) line of itself and of each key, and which keys were
     set from elsewhere (``set_from[key] = "--set a.b=1"``) rather than read from the file."""
