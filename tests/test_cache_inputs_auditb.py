@@ -119,3 +119,18 @@ def test_a_users_worker_reads_the_files_the_driver_keyed(tmp_path: Path, schedul
     finally:
         os.killpg(worker.pid, 15)
         worker.wait(timeout=30)
+
+
+def test_an_emulation_gives_the_same_bytes_with_any_blas_thread_count(tmp_path: Path) -> None:
+    """The digits task's float32 products summed in another order on two BLAS threads:
+    every emulated loss moved at ~1e-9 with ``OPENBLAS_NUM_THREADS`` (audit B M1)."""
+    out = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads,
+                   PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        path = tmp_path / f"t{threads}.json"
+        subprocess.run([sys.executable, "-m", "clustersim", "predict", "emulate_digits", "-j",
+                        "1", "-q", "--json", str(path), "--set", "sweep.workers=[4]", "--set",
+                        "compare=[]"], env=env, check=True, timeout=300)
+        out.append(path.read_bytes())
+    assert out[0] == out[1]

@@ -230,7 +230,20 @@ def emulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
 
 def run_emulation(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                   title: str | None = None) -> Emulation:
-    """:func:`emulate_point`, with the actors' models."""
+    """:func:`emulate_point`, with the actors' models.
+
+    BLAS runs on one thread here: a float32 matrix product sums in another order on two
+    threads, and every emulated loss moved at ~1e-9 with ``OPENBLAS_NUM_THREADS`` (the same
+    scenario and seed, other bytes on a batch node or a Dask worker; audit B M1).  The
+    task's matrices are small, where one thread is also the faster."""
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_emulation(scn, alg, workers, seed, title)
+
+
+def _run_emulation(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
+                   title: str | None) -> Emulation:
     from clustersim.sim.sweep import prepare_point  # the sweep imports this module
 
     spec = scn.run.emulation
