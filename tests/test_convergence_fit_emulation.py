@@ -67,6 +67,16 @@ def test_constants_that_predict_never_are_written_with_a_warning(tmp_path, capsy
     header = [ln for ln in out.read_text().splitlines() if ln.startswith("# WARNING: ")]
     assert [h.removeprefix("# WARNING: ") for h in header] == [
         w.removeprefix("warning: ") for w in warned]
+    # and a scenario that uses the file says so where it names its constants (audit A L5)
+    scn = tmp_path / "s.yaml"
+    scn.write_text("name: s\nplatform: crossbar16\nworkload: {model: resnet18, "
+                   "batch_per_worker: 32, convergence: {constants: k.yaml}}\n"
+                   "algorithm: {name: async_sgd}\nsweep: {workers: [4]}\n"
+                   "run: {iterations: 3, warmup: 1}\n")
+    assert main(["predict", str(scn), "--no-band"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    said = "; ".join(w.removeprefix("warning: ") for w in warned)
+    assert f"asynchrony constants: the scenario's (its file warns: {said})" in text
 
 
 def test_the_default_tasks_fit_without_a_warning(tmp_path, capsys):

@@ -98,7 +98,8 @@ def write_constants(cal: Any, path: str, grid: str, seeds: int, tasks: list[str]
             f"({date}); read by load_constants and workload.convergence.constants.\n")
     head += "".join(f"# WARNING: {w}\n" for w in warnings)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(head + yaml.safe_dump({"constants": doc}, sort_keys=False, width=100))
+        body = {"constants": doc, **({"warnings": list(warnings)} if warnings else {})}
+        fh.write(head + yaml.safe_dump(body, sort_keys=False, width=100))
 
 
 def _shipped_sources() -> dict[str, str]:

@@ -81,6 +81,21 @@ def parse_constants(raw: Any, path: Sequence[PathPart], base: Path | None = None
         raise InputError(f"{exc}", path=tuple(path)) from None
 
 
+def constants_warnings(raw: Any, base: Path | None = None) -> tuple[str, ...]:
+    """The ``warnings:`` a constants file was written with (``calibrate --emulation``: a
+    fit whose constants predict "never" for runs that converged); () for a mapping, or a
+    file without any.  Why: they had been comments only, and a scenario using such a file
+    said nothing of them (audit A L5).  Read after :func:`parse_constants` succeeded."""
+    if not isinstance(raw, str):
+        return ()
+    from clustersim.scenario.yamlio import load_yaml
+
+    p = Path(raw) if base is None or Path(raw).is_absolute() else base / raw
+    doc = load_yaml(p, what="constants file")
+    got = doc.get("warnings") if isinstance(doc, Mapping) else None
+    return tuple(str(w) for w in got) if isinstance(got, list) else ()
+
+
 def load_constants_file(file: str | Path, path: Sequence[PathPart] = ("constants",)
                         ) -> Constants:
     """Constants from a YAML file with a top-level ``constants:`` mapping."""

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clustersim._yaml import safe_load
-from clustersim.convergence.constants import Constants, parse_constants
+from clustersim.convergence.constants import Constants, constants_warnings, parse_constants
 from clustersim.errors import InputError, PathPart, unknown_name
 
 __all__ = [
@@ -120,6 +120,8 @@ class ConvergenceProfile:
     assumed: tuple[str, ...] = field(default=())
     #: the asynchrony terms' constants (``constants:``; ``None``: the shipped constants.yaml)
     constants: Constants | None = None
+    #: the warnings the constants file was written with (:func:`constants_warnings`)
+    constants_warnings: tuple[str, ...] = ()
 
     @property
     def ref_samples(self) -> float:
@@ -138,6 +140,8 @@ class ConvergenceProfile:
                 v = list(v)
             elif dataclasses.is_dataclass(v):
                 v = dataclasses.asdict(v)
+            if f.name == "constants_warnings" and not v:
+                continue  # only where a file was written with some
             out[f.name] = v
         return out
 
@@ -244,7 +248,8 @@ def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
         sources=_strings(raw.get("sources", ()), (*path, "sources")),
         assumed=_strings(raw.get("assumed", ()), (*path, "assumed")),
         constants=(parse_constants(raw["constants"], (*path, "constants"), base)
-                   if raw.get("constants") is not None else None))
+                   if raw.get("constants") is not None else None),
+        constants_warnings=constants_warnings(raw.get("constants"), base))
 
 
 def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,
