@@ -134,3 +134,18 @@ def test_a_target_of_the_wrong_type_is_told_so(target):
         load_profile("resnet50", {"target": target})
     assert "positive number" in str(err.value) or "metric: NAME" in str(err.value)
     assert "other than the shipped" not in str(err.value)
+
+
+def test_a_noise_scale_the_scenario_gives_is_not_said_to_be_assumed():
+    """audit A L6: a noise scale measured with calibrate --convergence and pasted under
+    workload.convergence as the docs say kept the shipped profile's "assumed" label; other
+    assumptions stay, and an ``assumed`` the scenario gives is taken as written."""
+    from clustersim.convergence.profile import mentions_noise_scale
+
+    shipped = load_profile("resnet50")
+    assert any(mentions_noise_scale(a) for a in shipped.assumed)
+    mine = load_profile("resnet50", {"noise_scale": {"from": 48.5, "to": 6580}})
+    assert not any(mentions_noise_scale(a) for a in mine.assumed)
+    assert len(mine.assumed) == len(shipped.assumed) - 1
+    kept = load_profile("resnet50", {"noise_scale": 500, "assumed": ["noise scale: a guess"]})
+    assert kept.assumed == ("noise scale: a guess",)

@@ -171,7 +171,9 @@ def target_line(scn: Any) -> str | None:
     pts = prof.noise.points
     noise = (f"{pts[0][1]:,.0f}" if len(pts) == 1 else
              " -> ".join(f"{v:,.0f}" for _, v in pts) + " over training")
-    assumed = any("noise_scale" in a or "noise scale" in a for a in prof.assumed)
+    from clustersim.convergence.profile import mentions_noise_scale
+
+    assumed = any(mentions_noise_scale(a) for a in prof.assumed)
     ref = (f"{prof.epochs:g} epochs" if prof.epochs is not None
            else f"{prof.ref_steps:,.0f} steps") + f" at batch {prof.ref_batch:g}"
     consts = "the scenario's" if prof.constants is not None else "theory (constants.yaml)"
