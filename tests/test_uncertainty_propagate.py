@@ -409,7 +409,7 @@ def test_undetermined_fits_are_named_by_one_rule():
              line("network.protocol.c.3.efficiency", 1.0, 0.9, 1.1),     # may exceed 1
              line("device.d.pack_rate", 8e13, 2e12, float("inf"), "B/s"),
              line("device.d.mem_efficiency", 1.0, 0.8, 1.2),             # on its limit, 1
-             line("compute.efficiency.fc", 0.4, 0.0, 1.8)]               # sd 0.46 > 0.4
+             line("compute.efficiency.fc", 0.4, 0.0, 1.8)]               # half-width 0.9 > 0.4
     assert [ln.parameter for ln in undetermined(lines)] == [
         "network.step_overhead", "network.protocol.c.0.collective_efficiency",
         "network.protocol.c.2.efficiency", "device.d.pack_rate", "device.d.mem_efficiency",
