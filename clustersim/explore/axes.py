@@ -7,6 +7,7 @@ The ``sweep:`` section of a scenario may hold::
       axes:
         platform.file: [supercloud_v100_eth25, supercloud_v100_opa100]   # a grid axis
         workload.batch_per_worker: {from: 16, to: 256, log: true, integer: true}   # a range
+        network.overhead: {from: 1 us, to: 20 us, log: true}   # ends with the field's unit
         workers: [2, 8, 32]          # the worker count is an axis like any other
       sample: {method: sobol, n: 64, seed: 0}   # without it: the full grid (no ranges allowed)
       constraints: ["workload.batch_per_worker * workers <= 4096"]
@@ -14,7 +15,10 @@ The ``sweep:`` section of a scenario may hold::
 Why ``scipy.stats.qmc``: scrambled Sobol' and Latin hypercube designs with a seed are the
 standard space-filling designs (Sobol' 1967; McKay, Beckman & Conover 1979); SciPy's are
 well tested and deterministic for a given seed.  A grid axis in a sampled design is
-categorical: the unit coordinate picks one of its values (``floor(u * len)``).
+categorical: the unit coordinate picks one of its values (``floor(u * len)``).  A range is
+drawn on SI numbers: an end written with its unit (``1 us``, on a field that reads a time) is
+read as that number (:mod:`clustersim.explore.rangeunits`), so its points are the plain
+range's.
 
 Constraints are Python-like expressions over the axis names (dotted names are fine):
 arithmetic, comparisons, ``and``/``or``/``not``, ``in`` a literal list
@@ -34,7 +38,8 @@ from typing import Any
 
 from clustersim.errors import InputError
 from clustersim.explore.constraints import TooLarge, compile_constraint, eval_constraint
-from clustersim.scenario.fields import Section, as_bool, as_choice, as_float, as_int
+from clustersim.explore.rangeunits import range_end
+from clustersim.scenario.fields import Section, as_bool, as_choice, as_int
 
 __all__ = ["Axis", "AxesSpec", "parse_axes", "design", "expand", "expand_counted",
            "axis_name", "WORKERS"]
@@ -110,17 +115,6 @@ class AxesSpec:
 
 
 _RANGE_KEYS = ("from", "to", "log", "integer")
-
-
-def _range_end(value: Any, path: tuple) -> float:
-    """A range's end: a plain number in SI units.  A quantity with its unit (``1 us``) is
-    refused saying so (QA 19 L7: "must be a number" alone): the points are drawn on the
-    numbers, so the unit must be one the field reads, and SI is what every field reads."""
-    if isinstance(value, str) and value.strip()[:1].isdigit():
-        raise InputError(f"a range's ends are plain numbers in SI units (seconds, bytes, "
-                         f"bytes/s: 1e-06 for 1 us, 2.5e10 for 25 GB/s), not {value!r}",
-                         path=path)
-    return as_float(value, path)
 
 
 def _worker(value: Any, path: tuple) -> int:
@@ -203,8 +197,9 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
                 f"one axis name: write the whole mapping, e.g. --set 'sweep.axes={{{name}."
                 f"{odd[0]}: [32, 64]}}'", path=path)
         s = Section(raw, path, _RANGE_KEYS)
-        lo = s.get("from", _range_end)
-        hi = s.get("to", _range_end)
+        # an end with its unit (``1 us``) where the field reads one: its SI number (rangeunits)
+        lo = s.get("from", range_end, name=name)
+        hi = s.get("to", range_end, name=name)
         log = s.get("log", as_bool, False)
         if hi <= lo:
             raise InputError(f"'to' ({hi:g}) must be larger than 'from' ({lo:g})", path=path)
