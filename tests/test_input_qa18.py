@@ -270,11 +270,14 @@ def test_run_iterations_zero_names_the_option(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-def test_a_range_with_units_says_ranges_are_si_numbers(tmp_path, capsys):
+def test_a_range_with_units_of_another_kind_names_the_kind(tmp_path, capsys):
+    """Range ends take the field's own units (tests/test_axes_units.py); a size on a time
+    field is refused naming both kinds (it had said "plain numbers in SI" to any unit)."""
     err = _refused(tmp_path, HEAD + WORKLOAD + "algorithm: bsp\nsweep: {workers: [1, 2], "
-                   "axes: {network.overhead: {from: 1 us, to: 20 us}}, "
+                   "axes: {network.overhead: {from: 1 GB, to: 20 us}}, "
                    "sample: {method: sobol, n: 4}}\n", capsys)
-    assert "sweep.axes.network.overhead.from: a range's ends are plain numbers in SI" in err
+    assert ("sweep.axes.network.overhead.from: network.overhead is a time, and '1 GB' is a "
+            "size") in err
 
 
 def test_a_damaged_parquet_table_is_one_line(tmp_path, capsys):
