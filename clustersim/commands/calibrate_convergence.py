@@ -65,7 +65,8 @@ def cmd_convergence(args: argparse.Namespace) -> int:
     text = snippet(log, overall, parts, schedule, args.convergence)
     if not args.quiet:
         # the table goes to stderr when the snippet goes to stdout (`... > snippet.yaml`)
-        _print(overall, parts, schedule, args.confidence, stderr=args.out is None)
+        _print(overall, parts, schedule, args.confidence, stderr=args.out is None,
+               wide=args.wide)
     if args.out is not None:
         from clustersim.report.output import atomic_write
 
@@ -148,25 +149,39 @@ def snippet(log: Any, overall: Any, parts: list[Any], schedule: tuple[float, flo
     return "\n".join(lines) + "\n"
 
 
-def _print(overall: Any, parts: list[Any], schedule: tuple[float, float] | None,
-           confidence: float, stderr: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _console(stderr: bool, wide: bool) -> Any:
+    """The tool's console (:func:`clustersim.cli._console`: ``COLUMNS``, else the terminal's
+    width, else 80 when piped; ``wide``: never wrap), on stderr when the snippet is on stdout.
+    Why not a fixed 160 when piped: the table printed 89-character lines at any width."""
+    from clustersim.cli import _console as tool_console
 
-    stream = sys.stderr if stderr else sys.stdout
-    console = Console(highlight=False, soft_wrap=False, stderr=stderr,
-                      width=None if stream.isatty() else 160)
-    t = Table(title=f"gradient noise scale B_simple = tr(Sigma)/|G|^2 ({confidence:.0%} "
-                    "Fieller intervals)", title_justify="left")
-    for col in ("window", "progress", "steps", "B_simple", "interval", "|G|^2", "tr(Sigma)"):
-        t.add_column(col, justify="left" if col == "window" else "right")
-    rows = [("whole log", overall)] + ([(str(i + 1), e) for i, e in enumerate(parts)]
-                                       if len(parts) > 1 else [])
-    for name, e in rows:
-        t.add_row(name, f"{e.progress[0]:.2f}-{e.progress[1]:.2f}",
-                  f"{e.steps} ({e.first_step}..{e.last_step})", _num(e.b_simple),
-                  _interval(e), f"{e.grad_sq:.4g}", f"{e.trace:.4g}")
+    console = tool_console(wide=wide)
+    if stderr:  # same width rules; rich picks the stream when it prints
+        console.stderr = True
+    return console
+
+
+def _print(overall: Any, parts: list[Any], schedule: tuple[float, float] | None,
+           confidence: float, stderr: bool, wide: bool = False) -> None:
+    """The estimates as a table fitted to the console like predict's
+    (:func:`clustersim.report.layout.print_table`): the window's estimate and interval stay;
+    at a narrow width the step range is left out first, then the raw |G|^2 and tr(Sigma)
+    (the pair: one without the other says nothing of B), and said."""
+    from rich.text import Text
+
+    from clustersim.report.layout import Col, print_table
+
+    console = _console(stderr, wide)
+    cols = (Col("window", justify="left", priority=0), Col("progress", priority=2),
+            Col("steps", priority=4), Col("B_simple"), Col("interval"),
+            Col("|G|^2", priority=3), Col("tr(Sigma)", priority=3))
+    named = [("whole log", overall)] + ([(str(i + 1), e) for i, e in enumerate(parts)]
+                                        if len(parts) > 1 else [])
+    rows = [[name, f"{e.progress[0]:.2f}-{e.progress[1]:.2f}",
+             f"{e.steps} ({e.first_step}..{e.last_step})", _num(e.b_simple), _interval(e),
+             f"{e.grad_sq:.4g}", f"{e.trace:.4g}"] for name, e in named]
+    print_table(console, f"gradient noise scale B_simple = tr(Sigma)/|G|^2 ({confidence:.0%} "
+                         "Fieller intervals)", cols, rows, wide=wide)
     if schedule is not None:
-        t.caption = (f"geometric schedule fitted to the windows: {_num(schedule[0])} at the "
-                     f"start -> {_num(schedule[1])} at the end")
-    console.print(t)
+        console.print(Text(f"geometric schedule fitted to the windows: {_num(schedule[0])} "
+                           f"at the start -> {_num(schedule[1])} at the end"))

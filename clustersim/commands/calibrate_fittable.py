@@ -13,11 +13,17 @@ because these are rules about *figures*, each with its reason:
   GB/s]``, QA).  The profile's ``ci95`` keeps the raw interval: it is what the covariance
   the profile stores means (docs/calibration.md, "The profile and applying it");
 * the fit table fits the console's width as the rest of the tool's tables do
-  (:mod:`clustersim.report.layout`), but its key - a parameter name of up to ~55
-  characters - wraps at its dots instead of the interval being left out: at 80 columns
-  the interval is the figure people came for.  Only when a name would get under
-  :data:`_MIN_NAME` columns (two lines for most names) are ``points`` and then ``from``
-  left out (and said).
+  (:mod:`clustersim.report.layout`), and its key - a parameter name of up to ~55
+  characters - wins: the detail columns (``points``, ``from``; ``change`` of the moved
+  table) are left out (and said) before a name is wrapped.  A name that still does not fit
+  wraps at its dots, never inside a part (``device.localhost_core.jitte`` / ``r`` read as
+  another parameter); only when even a name's longest part would not fit are the
+  secondary figures left out too: the residual, then the interval - which is first put on
+  two lines, broken after its ``..``, and goes last: it is the figure people came for.
+  Every column is given at least its widest cell and its longest header word, so rich
+  never squeezes the table (it folds cells and headers mid-word, ``resid`` / ``.``, to
+  make a table fit); a table that cannot fit even so is printed wider than the console,
+  whole.
 """
 
 from __future__ import annotations
@@ -40,8 +46,8 @@ CLIPPED_NOTE = ("0 (clipped): the linearised 95% interval reaches below 0, which
 _NON_NEGATIVE = frozenset({"s", "s/B", "B", "B/s", "FLOP/s", "1"})
 #: compact style: columns separated by " " + padding 1 each side (as report.layout)
 _GAP = 3
-#: the narrowest the parameter column gets before detail columns are left out
-_MIN_NAME = 28
+#: the parts :func:`wrap_name` keeps on one line: a name's dotted parts, each with its dot
+_PARTS = re.compile(r"[^.]+\.?|\.")
 
 
 def cell(value: float | None, unit: str) -> str:
@@ -75,7 +81,7 @@ def wrap_name(name: str, width: int) -> str:
     longer than a line starts a line of its own and is cut), so that a wrapped name still
     reads as its parts."""
     lines: list[str] = []
-    for part in re.findall(r"[^.]+\.?|\.", name):
+    for part in _PARTS.findall(name):
         if lines and len(lines[-1]) + len(part) <= width:
             lines[-1] += part
             continue
@@ -88,13 +94,26 @@ def _min_width(header: str, cells: Sequence[str]) -> int:
     return max([word, *(len(c) for c in cells)])
 
 
+def _longest_part(names: Sequence[str]) -> int:
+    """The width at which :func:`wrap_name` breaks none of ``names`` inside a part."""
+    return max((len(p) for n in names for p in _PARTS.findall(n)), default=0)
+
+
+def _split_interval(text: str) -> str:
+    """``"low .. high"`` on two lines, broken after the ``..`` (any other text as it is)."""
+    return text.replace(" .. ", " ..\n", 1)
+
+
 def print_fit_table(console: Any, title: str, headers: Sequence[str],
                     rows: Sequence[Sequence[str]], wide: bool = False,
-                    droppable: Sequence[str] = ("points", "from")) -> None:
+                    droppable: Sequence[str] = ("points", "from"),
+                    cramped: Sequence[str] = ("rms rel. resid.", "95% interval")) -> None:
     """A table keyed by a parameter name: ``rows`` (the name first) under ``headers``,
-    fitted to the console (module docs): the name wraps at its dots, and the ``droppable``
-    columns, in that order, are left out (and said) while the name would get fewer than
-    :data:`_MIN_NAME` columns.  Text columns (the name, ``from``) are left-aligned."""
+    fitted to the console (module docs).  The ``droppable`` columns, in that order, are
+    left out (and said) while the longest name does not fit whole; the names then wrap at
+    their dots; the ``cramped`` ones are left out only while a name's longest dotted part
+    would not fit on a line, an interval among them first put on two lines (``low ..`` /
+    ``high``).  Text columns (the name, ``from``) are left-aligned."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -109,16 +128,31 @@ def print_fit_table(console: Any, title: str, headers: Sequence[str],
         console.print(t)
         return
     width = console.width
-    drop = [headers.index(h) for h in droppable if h in headers]
     keep = list(range(len(headers)))
     mins = [_min_width(h, [r[k] for r in rows]) for k, h in enumerate(headers)]
-    longest = max((len(r[0]) for r in rows), default=len(headers[0]))
-    while True:
-        room = width - sum(mins[k] for k in keep[1:]) - _GAP * (len(keep) - 1)
-        if room >= min(_MIN_NAME, longest) or not drop:
+    # an interval may take two lines, broken after its "..", before it is left out
+    halves = [_min_width(h, [p for r in rows for p in _split_interval(r[k]).split("\n")])
+              for k, h in enumerate(headers)]
+    names = [r[0] for r in rows]
+    longest = max((len(n) for n in names), default=len(headers[0]))
+    part = max(_longest_part(names), len(headers[0]))
+
+    def room() -> int:
+        return width - sum(mins[k] for k in keep[1:]) - _GAP * (len(keep) - 1)
+
+    for k in (headers.index(h) for h in droppable if h in headers):
+        if room() >= longest:
             break
-        keep.remove(drop.pop(0))
-    name_w = max(min(longest, room), min(_MIN_NAME, longest), len("parameter"))
+        keep.remove(k)
+    for k in (headers.index(h) for h in cramped if h in headers):
+        if room() >= part:
+            break
+        if halves[k] < mins[k]:
+            mins[k] = halves[k]
+            if room() >= part:
+                break
+        keep.remove(k)
+    name_w = max(min(longest, room()), part)
     widths = [name_w] + [mins[k] for k in keep[1:]]
     spare = width - sum(widths) - _GAP * (len(keep) - 1)
     for i, k in enumerate(keep[1:], start=1):  # spare room un-wraps headers, left to right
@@ -132,8 +166,12 @@ def print_fit_table(console: Any, title: str, headers: Sequence[str],
         t.add_column(headers[k], justify="left" if k in left else "right",
                      width=widths[i], overflow="fold")
     for r in rows:
-        t.add_row(wrap_name(r[0], name_w), *[r[k] for k in keep[1:]])
-    console.print(t)
+        t.add_row(wrap_name(r[0], name_w),
+                  *[r[k] if len(r[k]) <= w else _split_interval(r[k])
+                    for k, w in zip(keep[1:], widths[1:])])
+    # wider than the console only when even the name's parts and the value do not fit:
+    # printed whole, past the edge, rather than squeezed by rich into cut words and numbers
+    console.print(t, width=max(width, sum(widths) + _GAP * (len(keep) - 1)))
     hidden = [headers[k] for k in range(len(headers)) if k not in keep]
     if hidden:
         console.print(Text(f"not shown at {width} columns: {', '.join(hidden)} (--wide "

@@ -172,7 +172,9 @@ def print_validation(console: Any, report: Any, pick: str = "median",
 
 def print_moved(console: Any, cal: Any, platform: Any, wide: bool = False) -> None:
     """How far the profile moves the platform's figures, as a table fitted to the console
-    (the names wrap at their dots) with the notes of applying it under it."""
+    with the notes of applying it under it: ``change`` is left out before a name wraps (at
+    its dots, audit L2: ``network.protocol.localhost_shm.0.`` / ``overhead`` at 80 columns),
+    ``before`` only where a name's longest part would not fit beside ``after``."""
     from clustersim.calibration.applyprofile import apply_profile_data, change_rows
     from clustersim.catalog import builtin_catalog
     from clustersim.commands.calibrate_fittable import print_fit_table
@@ -186,7 +188,8 @@ def print_moved(console: Any, cal: Any, platform: Any, wide: bool = False) -> No
     title = f"on platform {platform.name}, the profile: {n} parameter{'s' * (n != 1)} moved"
     if changes:
         print_fit_table(console, title, ("parameter", "before", "after", "change"),
-                        change_rows(changes), wide=wide, droppable=("change",))
+                        change_rows(changes), wide=wide, droppable=("change",),
+                        cramped=("before",))
     else:
         console.print(title, markup=False)
     for note in notes:

@@ -74,6 +74,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="predict with this calibration profile for the comparison")
     p.add_argument("--json", metavar="FILE", help="write measured + predicted as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no table")
+    p.add_argument("--wide", action="store_true",
+                   help="print every column of the table, never wrap (default: fit the "
+                        "terminal, COLUMNS or 80 when piped, leaving out the time split)")
     p.set_defaults(func=cmd_run)
     return p
 
@@ -149,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         write_json(args.json, {**res.to_dict(), "predicted": predicted.to_dict()})
     if not args.quiet:
-        _print(res, predicted)
+        _print(res, predicted, args.wide)
     return 0
 
 
@@ -185,29 +188,35 @@ def _predict(setup: Any, calibration: str | None) -> Any:
     return m
 
 
-def _print(res: Any, predicted: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _print(res: Any, predicted: Any, wide: bool = False) -> None:
+    """The measured vs predicted table and where the run left its files.  Why through
+    :func:`clustersim.report.layout.print_table` and the tool's console: a boxed table at a
+    fixed 160 columns when piped printed 85-character lines at any ``COLUMNS``."""
+    from rich.markup import escape
+    from rich.text import Text
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    from clustersim.cli import _console
+    from clustersim.report.layout import Col, print_table
+
+    # as predict's (clustersim.report.training): the headline figures stay at a narrow
+    # width, the time split is left out first (and said)
+    cols = (Col("", justify="left", priority=0), Col("iter (ms)"),
+            Col("compute ms", priority=4), Col("comm ms", priority=4),
+            Col("wait ms", priority=4), Col("comm exposed", priority=2), Col("samples/s"))
+    console = _console(wide=wide)
     m = res.metrics
-    console.print(f"[bold]{res.scenario}[/bold] · {res.algorithm} · {res.workers} worker(s), "
-                  f"{res.np} MPI rank(s) · {res.launch.elapsed:.1f} s wall")
-    t = Table(title="measured vs predicted (per worker, per iteration, warmup excluded)",
-              title_justify="left")
-    t.add_column("")
-    for col in ("iter (ms)", "compute ms", "comm ms", "wait ms", "comm exposed",
-                "samples/s"):
-        t.add_column(col, justify="right")
-    for name, x in (("measured", m), ("predicted", predicted)):
-        t.add_row(name, f"{x.iteration_time * 1e3:.2f}", f"{x.compute * 1e3:.2f}",
-                  f"{x.comm * 1e3:.2f}", f"{x.wait * 1e3:.2f}", f"{x.comm_share:.1%}",
-                  f"{x.throughput:,.0f}")
+    console.print(f"[bold]{escape(str(res.scenario))}[/bold] · {escape(str(res.algorithm))} · "
+                  f"{res.workers} worker(s), {res.np} MPI rank(s) · "
+                  f"{res.launch.elapsed:.1f} s wall")
+    rows = [[name, f"{x.iteration_time * 1e3:.2f}", f"{x.compute * 1e3:.2f}",
+             f"{x.comm * 1e3:.2f}", f"{x.wait * 1e3:.2f}", f"{x.comm_share:.1%}",
+             f"{x.throughput:,.0f}"] for name, x in (("measured", m), ("predicted", predicted))]
+    print_table(console, "measured vs predicted (per worker, per iteration, warmup excluded)",
+                cols, rows, wide=wide)
     if m.iteration_time > 0:  # calibrate's convention: predicted against measured (QA 15)
         err = predicted.iteration_time / m.iteration_time - 1.0
-        t.caption = (f"iteration time: prediction error {err:+.1%} (predicted / measured - 1, "
-                     "as calibrate's validation prints it)")
-    console.print(t)
+        console.print(Text(f"iteration time: prediction error {err:+.1%} (predicted / measured "
+                           "- 1, as calibrate's validation prints it)"))
     if m.staleness_mean is not None:
         console.print(f"staleness: mean {m.staleness_mean:.2f}, max {m.staleness_max:.0f}; "
                       f"server utilisation {m.server_utilization or 0.0:.1%}")
