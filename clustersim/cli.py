@@ -10,37 +10,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import re
 import sys
 from collections.abc import Sequence
 
 from clustersim import __version__
 from clustersim._jobs import parse_jobs as _jobs
 from clustersim.commands.listing import KINDS as LIST_KINDS
+from clustersim.commands.parser import Parser as _Parser
 from clustersim.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as input errors (exit 2, one message)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        m = re.match(r"argument (--[\w-]+)(?:/\S+)?: expected one argument$", message)
-        if m:  # `--bandwidth -1,1`: argparse reads the value as an option (QA 19 L6)
-            message += f" (a value that starts with '-' goes after '=': {m[1]}=-1)"
-        raise InputError(f"{self.prog}: {message} (see '{self.prog} --help')")
-
-    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
-                         namespace: argparse.Namespace | None = None
-                         ) -> tuple[argparse.Namespace, list[str]]:
-        """A subcommand refuses what it does not know itself, so that the message names its
-        own help: argparse hands a subcommand's leftovers up to the top parser, whose
-        refusal named 'clustersim --help' (audit L7: ``list scenarios --wide``)."""
-        ns, extras = super().parse_known_args(args, namespace)
-        if extras and " " in self.prog:  # 'clustersim list': a subcommand's parser
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return ns, extras
 
 
 def _console(quiet: bool = False, wide: bool = False):

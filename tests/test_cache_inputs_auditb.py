@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from clustersim.cli import main
 from clustersim.explore import PointCache, load_study, run_study, study_points
 from clustersim.explore import points as points_mod
@@ -79,17 +77,6 @@ def test_an_edited_platform_file_is_read_again_in_the_same_process(tmp_path: Pat
     points_mod._PLATFORMS.clear()
     fresh = throughputs("c.sqlite")
     assert after == fresh and after[-1] > 2 * before[-1]
-
-
-@pytest.fixture
-def scheduler():
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://",
-                                       scheduler_port=0, dashboard_address=":0")
-    try:
-        yield cluster
-    finally:
-        cluster.close()
 
 
 def test_a_users_worker_reads_the_files_the_driver_keyed(tmp_path: Path, scheduler,

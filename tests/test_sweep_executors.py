@@ -197,22 +197,10 @@ def test_a_refused_port_fails_at_once(tmp_path: Path, capsys) -> None:
     assert "connection refused" in err and err.count("\n") == 1
 
 
-@pytest.fixture
-def scheduler():
-    """A Dask scheduler on TCP in this process, with no worker; yields (cluster, address)."""
-    distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://",
-                                       scheduler_port=0, dashboard_address=":0")
-    try:
-        yield cluster, cluster.scheduler_address
-    finally:
-        cluster.close()
-
-
 def test_a_scheduler_without_workers_is_a_run_failure(tmp_path: Path, capsys, scheduler,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dask_exec, "DASK_TIMEOUT", 1.0)
-    _cluster, address = scheduler
+    address = scheduler.scheduler_address
     (tmp_path / "s.yaml").write_text(SMALL)
     out = tmp_path / "o"
     assert main(["sweep", str(tmp_path / "s.yaml"), "--dask", address, "--out", str(out),
@@ -227,7 +215,7 @@ def test_workers_running_other_code_are_refused(tmp_path: Path, capsys, schedule
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker whose code_version differs: exit 1 naming it, nothing cached.  ``late``: a
     worker that joined after the start-up check is caught by its chunk's version."""
-    cluster, address = scheduler
+    cluster, address = scheduler, scheduler.scheduler_address
     cluster.scale(1)
     cluster.wait_for_workers(1, timeout=30)
     worker = next(iter(cluster.scheduler.workers))

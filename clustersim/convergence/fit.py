@@ -165,15 +165,12 @@ def _profiles(resid: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
               confidence: float) -> dict[str, tuple[float, float]]:
     """``{name: (low, high)}``: the values of each of ``names`` (the others at ``x``) whose
     sum of squared log errors stays within the F-test's bound of the fit's, for those whose
-    theory value lies outside that set; the rest are missing (the runs do not tell their
-    theory value from the fit's).
+    theory value lies outside that set (missing: the runs do not tell theory from the fit).
 
     Why: a linearised interval is unbounded where the runs are flat in the constant at the
-    solution - as GoSGD's runs are in ``k_g`` near 0, where the gossip term vanishes, while
-    ``k_g = 1`` makes them diverge.  Keeping the theory value there had turned a fit of rms
-    0.1 into one that predicts "never" for every GoSGD run; the profile keeps what the runs
-    do say (``k_g`` below ~0.005) and still sends a constant they are indifferent to back
-    to theory."""
+    solution - GoSGD's in ``k_g`` near 0, where the gossip term vanishes, while ``k_g = 1``
+    makes them diverge.  Keeping theory there had made a fit of rms 0.1 predict "never" for
+    every GoSGD run; the profile keeps what the runs say (``k_g`` below ~0.005)."""
     from scipy.stats import f as fisher
 
     def ssr(v: np.ndarray) -> float:
