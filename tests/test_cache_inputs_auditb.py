@@ -121,3 +121,30 @@ def test_an_emulation_gives_the_same_bytes_with_any_blas_thread_count(tmp_path: 
                         "compare=[]"], env=env, check=True, timeout=300)
         out.append(path.read_bytes())
     assert out[0] == out[1]
+
+
+def test_a_file_edited_while_the_sweep_runs_is_not_stored_under_the_old_bytes(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    """Workers read a constants file edited after the points were keyed: their rows were
+    stored under the old bytes' keys, and the file put back served them (audit C H1).  Now
+    the run stops, names the file, and keeps only rows read as keyed."""
+    (tmp_path / "s.yaml").write_text(AXIS)
+    (tmp_path / "ca.yaml").write_text(CONSTANTS)
+    (tmp_path / "cb.yaml").write_text(CONSTANTS)
+    s, db = str(tmp_path / "s.yaml"), str(tmp_path / "c.sqlite")
+    real = points_mod.run_point
+
+    def editing(study, point):
+        (tmp_path / "cb.yaml").write_text(CONSTANTS.replace("k_s: 1.0", "k_s: 50.0"))
+        return real(study, point)
+
+    monkeypatch.setattr(points_mod, "run_point", editing)
+    assert main(["sweep", s, "-j", "1", "--out", str(tmp_path / "a"), "--cache", db,
+                 "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"{(tmp_path / 'cb.yaml').resolve()} changed while the sweep ran: 1 point(s)" in err
+    monkeypatch.setattr(points_mod, "run_point", real)
+    (tmp_path / "cb.yaml").write_text(CONSTANTS)  # put back: nothing stale is served
+    assert main(["sweep", s, "-j", "1", "--out", str(tmp_path / "b"), "--cache", db, "-q"]) == 0
+    assert main(["sweep", s, "-j", "1", "--out", str(tmp_path / "f"), "--no-cache", "-q"]) == 0
+    assert _rows(tmp_path / "b") == _rows(tmp_path / "f")

@@ -128,7 +128,7 @@ def default_out(name: str) -> Path:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from clustersim.explore import input_columns, load_study, run_study
     from clustersim.explore.cache import open_cache
-    from clustersim.explore.checks import checked_study
+    from clustersim.explore.checks import check_points
     from clustersim.explore.points import METRICS, study_design
     from clustersim.explore.saturation import saturation_summary
     from clustersim.explore.table import (
@@ -173,7 +173,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # design: 10^5 points take a minute, which had passed in silence)
     with _progress(len(points), not args.quiet and len(points) >= CHECK_PROGRESS_FROM,
                    "checking points") as tick:
-        study, _ = checked_study(study, points, tick)
+        check_points(study, points, tick)
     if not args.no_cache and not db.exists():
         # (an existing cache is opened below; a damaged one is skipped with a warning)
         why = unwritable(db)

@@ -27,7 +27,7 @@ from typing import Any
 
 from clustersim.explore.points import Point, Study, point_raw
 
-__all__ = ["code_version", "point_key", "PointCache", "open_cache"]
+__all__ = ["code_version", "point_key", "point_inputs", "PointCache", "open_cache"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,15 +43,55 @@ def code_version() -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _platform_digest(name: str, base: str | None) -> str:
+def _platform_path(name: str, base: str | None) -> Path | None:
     from clustersim.errors import InputError
     from clustersim.scenario.platform_file import resolve_platform_file
 
     try:
-        p = resolve_platform_file(name, Path(base) if base else None, ("platform", "file"))
+        return resolve_platform_file(name, Path(base) if base else None, ("platform", "file"))
     except InputError:
-        return "missing"  # the point itself reports the error
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+        return None  # the point itself reports the error
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest_at(path: str, _mtime_ns: int, _size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _digest(path: Path | None) -> str:
+    """The file's SHA-256, read again whenever its size or modification time changed (a
+    digest kept per name had kept an edited file's old one in a long-lived process)."""
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        st = None
+    if st is None:
+        return "missing"
+    return _digest_at(str(path), st.st_mtime_ns, st.st_size)
+
+
+def point_inputs(study: Study, raw: Mapping[str, Any]) -> dict[str, str]:
+    """``{resolved path: digest}`` of the files the point's own scenario names - its platform
+    file and its constants file - which its parse reads (``raw``: :func:`point_raw`'s).
+
+    Why per point: a constants file an axis value names had been keyed by its name, and
+    editing it served the old rows (audit B H2); the driver also checks the files a worker
+    read against these (:func:`clustersim.explore.driver.run_study`)."""
+    base = Path(study.file).resolve().parent if study.file else None
+    out: dict[str, str] = {}
+    plat = raw.get("platform")
+    name = plat if isinstance(plat, str) else (plat.get("file") if isinstance(plat, Mapping)
+                                                else None)
+    if name is not None:
+        path = _platform_path(str(name), str(base) if base else None)
+        out[str(path.resolve() if path else name)] = _digest(path)
+    wl = raw.get("workload")
+    conv = wl.get("convergence") if isinstance(wl, Mapping) else None
+    const = conv.get("constants") if isinstance(conv, Mapping) else None
+    if isinstance(const, str) and const.strip():
+        path = Path(const) if base is None or Path(const).is_absolute() else base / const
+        out[str(path.resolve())] = _digest(path)
+    return out
 
 
 #: the scenario's text fields: no simulation reads them, so editing them keeps the cache
@@ -60,15 +100,13 @@ _TEXT_ONLY = ("name", "about", "assumptions")
 
 def point_key(study: Study, point: Point) -> str:
     """The cache key of a point: the code version, its resolved scenario (without
-    :data:`_TEXT_ONLY`: a reworded ``about`` had re-run every point), the platform file's
-    bytes, the files its parse read, its algorithm, workers and seed."""
+    :data:`_TEXT_ONLY`: a reworded ``about`` had re-run every point), the bytes of the
+    files it names (:func:`point_inputs`) and of those the base scenario's parse read
+    (``study.inputs``: a variant's, a ``sweep.at`` entry's), its algorithm, workers and
+    seed."""
     raw = {k: v for k, v in point_raw(study, point).items() if k not in _TEXT_ONLY}
-    plat = raw.get("platform")
-    name = plat if isinstance(plat, str) else (plat.get("file") if isinstance(plat, Mapping)
-                                                else None)
-    base = str(Path(study.file).resolve().parent) if study.file else None
-    files = _platform_digest(str(name), base) if name is not None else None
-    doc = {"code": code_version(), "scenario": raw, "platform_file": files,
+    files = sorted(point_inputs(study, raw).values())
+    doc = {"code": code_version(), "scenario": raw, "files": files,
            "inputs": study.inputs,
            "algorithm": study.cases[point.case].alg, "workers": point.workers,
            "seed": point.seed}

@@ -23,7 +23,7 @@ from clustersim.explore.points import (
     point_sets,
 )
 
-__all__ = ["check_points", "checked_study"]
+__all__ = ["check_points"]
 
 #: points checked between two calls of the progress callback
 TICK = 500
@@ -75,27 +75,6 @@ def check_points(study: Study, points: Sequence[Point],
         raise locate(study, InputError(f"every point is skipped ({first}); use {hint}",
                                        path=("sweep", "axes", WORKERS)))
     return skipped
-
-
-def checked_study(study: Study, points: Sequence[Point],
-                  advance: Callable[[int], Any] | None = None) -> tuple[Study, int]:
-    """:func:`check_points`, and the study whose ``inputs`` digest also covers every file
-    the points' parses read (a constants or platform file an axis value names).
-
-    Why: ``inputs`` held the files of the base scenario's parse only, so a constants file
-    named by an axis value was keyed by its name, and editing it served the old rows from
-    the point cache (audit B H2).  One digest for all of them: editing one such file runs
-    the points of the others again too, which costs time, never a wrong row."""
-    import dataclasses
-    import hashlib
-
-    from clustersim.scenario.yamlio import files_read
-
-    with files_read() as seen:
-        skipped = check_points(study, points, advance)
-    text = json.dumps([study.inputs, sorted(set(seen.values()))])
-    inputs = hashlib.sha256(text.encode()).hexdigest()
-    return dataclasses.replace(study, inputs=inputs), skipped
 
 
 def _count_fits(study: Study, point: Point, alg: Any) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 
 from clustersim import _signals
 from clustersim._signals import deferred
-from clustersim.errors import InputError
-from clustersim.explore.cache import PointCache, point_key
+from clustersim.errors import InputError, RunFailed
+from clustersim.explore.cache import PointCache, point_inputs, point_key
 from clustersim.explore.executors import iter_results
-from clustersim.explore.points import METRICS, Point, Study
+from clustersim.explore.points import INPUTS, METRICS, Point, Study, point_raw
 
 __all__ = ["Outcome", "run_study"]
 
@@ -56,18 +56,45 @@ def run_study(study: Study, points: Sequence[Point], *, executor: str = "local",
     if advance is not None and len(out.results):
         advance(len(out.results))
     error: str | None = None
+    # the bytes each point's files had when it was keyed: a worker that read others (the
+    # file edited while the sweep ran) must not have its row stored under them
+    named = {p.index: point_inputs(study, point_raw(study, p)) for p in todo}
     # closing(): a stop while a batch is stored (Ctrl-C) stops the workers at once, not
     # whenever the suspended generator is collected; deferred(): a batch is stored whole
     with closing(iter_results(study, todo, executor, jobs, address, chunk)) as results:
         for batch in results:
             _signals.check()  # a SIGTERM swallowed meanwhile (a Dask weakref callback)
-            _take(batch, out, cache, keys, advance)
+            changed = _read_as_keyed(batch, named)
+            _take([(i, row) for i, row in batch if i not in changed], out, cache, keys,
+                  advance)
+            if changed:
+                raise RunFailed(
+                    f"{sorted(set(changed.values()))[0]} changed while the sweep ran: "
+                    f"{len(changed)} point(s) read other bytes than the sweep had checked; "
+                    f"the {len(out.results)} points done before are kept"
+                    f"{' in the point cache' if cache is not None else ''}: run it again")
             if error is None:
                 error = next((row["error"] for _i, row in batch if "error" in row), None)
     if error is not None:
         raise InputError(error)
     out.skipped = [r["skipped"] for r in out.results.values() if "skipped" in r]
     return out
+
+
+def _read_as_keyed(batch: list[tuple[int, dict[str, Any]]],
+                   named: dict[int, dict[str, str]]) -> dict[int, str]:
+    """``{index: path}`` of the batch's points whose parse read one of the files they name
+    with other bytes than when they were keyed; every row loses :data:`INPUTS` (a file the
+    driver did not name - another spelling of its path - is not compared: only a file
+    known to both, with two digests, is a change)."""
+    changed = {}
+    for i, row in batch:
+        read = row.pop(INPUTS, None) or {}
+        for path, digest in named.get(i, {}).items():
+            if path in read and read[path] != digest:
+                changed[i] = path
+                break
+    return changed
 
 
 #: what every simulated row holds besides the metrics (run_point's row)

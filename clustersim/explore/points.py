@@ -193,9 +193,14 @@ def _shared_platforms(raw: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _scenario(study: Study, point: Point) -> Any:
-    """The point's parsed scenario, from this process's memo unless a file its parse read
-    (a platform or constants file) holds other bytes now; the files it read are recorded
-    in the open :func:`~clustersim.scenario.yamlio.files_read` blocks either way."""
+    """The point's parsed scenario (:func:`_parsed`)."""
+    return _parsed(study, point)[0]
+
+
+def _parsed(study: Study, point: Point) -> tuple[Any, dict[str, str]]:
+    """The point's parsed scenario and the files its parse read (``{path: digest}``), from
+    this process's memo unless one of those files holds other bytes now; the files are
+    recorded in the open :func:`~clustersim.scenario.yamlio.files_read` blocks either way."""
     from clustersim.scenario.schema import parse_scenario
     from clustersim.scenario.yamlio import files_changed, files_read, note_files
 
@@ -210,13 +215,13 @@ def _scenario(study: Study, point: Point) -> Any:
                 scn = parse_scenario(copy.deepcopy(raw), study.file)
         except InputError as exc:
             raise point_error(study, point, exc) from None
-        _PARSED[key] = (scn, dict(seen))
+        got = _PARSED[key] = (scn, dict(seen))
         while len(_PARSED) > 32:
             _PARSED.popitem(last=False)
-        return scn
+        return got
     _PARSED.move_to_end(key)
     note_files(got[1])
-    return got[0]
+    return got
 
 
 def no_machine(scn: Any, alg: Any, workers: int) -> str | None:
@@ -286,6 +291,10 @@ def run_point(study: Study, point: Point) -> dict[str, Any]:
     return json.loads(json.dumps(row, default=float))
 
 
+#: the key under which :func:`run_chunk` hands the driver a row's input digests
+INPUTS = "_inputs"
+
+
 def run_chunk(study: Study, chunk: Sequence[Point], freeze: bool = True
               ) -> list[tuple[int, dict[str, Any]]]:
     """Points of one task, in order: ``[(index, row), ...]``.  An input error at a point
@@ -296,9 +305,13 @@ def run_chunk(study: Study, chunk: Sequence[Point], freeze: bool = True
     out = []
     for p in chunk:
         try:
-            out.append((p.index, run_point(study, p)))
+            row = run_point(study, p)
         except InputError as exc:
             out.append((p.index, {"error": str(exc)}))
+            continue
+        # the digests of the files the point's parse read: the driver keyed the row on the
+        # bytes it saw, and a file edited meanwhile must not be stored under them (audit C H1)
+        out.append((p.index, {**row, INPUTS: dict(_parsed(study, p)[1])}))
     if freeze:
         gc.freeze()
     return out
