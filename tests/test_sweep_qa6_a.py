@@ -257,3 +257,13 @@ def test_two_values_of_an_algorithm_axis_under_one_title_are_refused(
     assert f"{path}:10, sweep.axes.algorithm{item}: items 0 and 1 would both be reported " \
            f"as {title!r}" in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_labels_alike_but_for_blanks_are_one_title(tmp_path: Path, capsys) -> None:
+    """The reader drops a label's blanks, so ``x`` and ``'x '`` are both reported as ``x``
+    (audit C M2)."""
+    path = _scenario(tmp_path, "  workers: [2]\n  axes:\n    algorithm: [{name: bsp, "
+                               "strategy: ring, label: x}, {name: bsp, strategy: ar, "
+                               "label: 'x '}]\n")
+    err = _refused(capsys, _sweep(path, tmp_path / "o"))
+    assert "items 0 and 1 would both be reported as 'x'" in err, err

@@ -89,3 +89,16 @@ def test_focus_without_variants_keeps_the_bare_title():
 
     f = focus_case(LineDict({"algorithm": {"name": "bsp", "label": "a"}}), None)
     assert (f.title, f.variant) == ("a", None)
+
+
+def test_a_label_with_blanks_around_it_is_named_as_its_table_prints_it(tmp_path: Path,
+                                                                       capsys) -> None:
+    """The reader drops the blanks around a label, and the tables print ``fast · ring``;
+    sensitivity had refused that and accepted only ``'fast · ring '`` (audit C M1)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.replace("label: ring}", "label: 'ring '}"))
+    out = tmp_path / "s.json"
+    assert main(["sensitivity", str(path), *SENS, "--algorithm", "fast · ring",
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["algorithm"] == "fast · ring"
+    assert "ring  at" not in capsys.readouterr().out

@@ -153,7 +153,9 @@ def _check_titles(values: list, path: tuple) -> None:
     charts grouped by ``algorithm`` drew them as one series."""
     seen: dict[str, int] = {}
     for i, v in enumerate(values):
-        title = (v.get("label") or v.get("name")) if isinstance(v, Mapping) else v
+        label = v.get("label") if isinstance(v, Mapping) else None
+        label = label.strip() if isinstance(label, str) else label  # as the reader keeps it
+        title = (label or v.get("name")) if isinstance(v, Mapping) else v
         if not isinstance(title, str):
             continue  # the point's own parse names what is wrong with it
         if title in seen:

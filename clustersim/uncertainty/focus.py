@@ -25,9 +25,16 @@ WHAT = {"efficiency": "scaling efficiency", "throughput": "samples/s",
 
 
 def _title(entry: Any) -> Any:
-    """An algorithm entry's title, as its table prints it: its label, else its name."""
-    return entry if isinstance(entry, str) else ((entry or {}).get("label")
-                                                 or (entry or {}).get("name"))
+    """An algorithm entry's title, as its table prints it: its label (blanks around it
+    dropped, as the scenario reader drops them), else its name."""
+    if isinstance(entry, str):
+        return entry
+    return _label(entry) or (entry or {}).get("name")
+
+
+def _label(entry: Any) -> Any:
+    label = (entry or {}).get("label")
+    return label.strip() if isinstance(label, str) else label
 
 
 def _variants(raw: Any) -> list[tuple[str, Any]]:
@@ -51,7 +58,7 @@ def _pick(out: Any, label: str, qualified: list[str]) -> None:
     def ids(e: Any) -> tuple[Any, Any]:
         if isinstance(e, str):
             return None, e
-        return (e or {}).get("label"), (e or {}).get("name")
+        return _label(e), (e or {}).get("name")
 
     cases = [out.get("algorithm"), *entries]
     by_label = [e for e in cases if ids(e)[0] == label]
@@ -64,7 +71,7 @@ def _pick(out: Any, label: str, qualified: list[str]) -> None:
                          f"labels: {', '.join(labels)}", origin="--algorithm")
     if not hits:
         known = [n for e in cases for n in ([e] if isinstance(e, str) else
-                                            [(e or {}).get("label"), (e or {}).get("name")]) if n]
+                                            [_label(e), (e or {}).get("name")]) if n]
         also = (" nor a variant's algorithm written 'VARIANT · TITLE' as its table is "
                 "titled" if qualified else "")
         raise InputError(f"{label!r} is neither the main algorithm nor a 'label' or 'name' "
