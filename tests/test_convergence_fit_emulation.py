@@ -142,3 +142,32 @@ def test_analytic_for_emulation_predicts_an_emulated_point():
     # time = steps x the emulated run's own time per server update
     per_update = em.result.time_to_target / em.result.updates_to_target
     assert res.time_to_target == pytest.approx(res.steps_to_target * per_update, rel=0.05)
+
+
+@pytest.mark.parametrize("warnings, bad", [('"just a string"', "'just a string'"),
+                                           ("{a: 1}", "{'a': 1}"), ("[ok, [x, y]]", "['x', 'y']")])
+def test_a_constants_file_with_malformed_warnings_is_refused(tmp_path, capsys, warnings, bad):
+    """audit C M4: a string or a mapping had been dropped without a word, other items
+    printed as Python values."""
+    (tmp_path / "k.yaml").write_text(f"constants: {{k_s: 1.0}}\nwarnings: {warnings}\n")
+    scn = tmp_path / "s.yaml"
+    scn.write_text("name: s\nplatform: crossbar16\nworkload: {model: resnet18, "
+                   "batch_per_worker: 32, convergence: {constants: k.yaml}}\n"
+                   "algorithm: {name: async_sgd}\nsweep: {workers: [4]}\n")
+    assert main(["predict", str(scn), "--no-band", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "workload.convergence.constants" in err
+    assert f"'warnings' must be a list of texts (as calibrate --emulation writes it), not {bad}" \
+        in err, err
+
+
+def test_many_warnings_are_cut_to_three(tmp_path, capsys):
+    (tmp_path / "k.yaml").write_text("constants: {k_s: 1.0}\nwarnings: [" +
+                                     ", ".join(f"w{i}" for i in range(50)) + "]\n")
+    scn = tmp_path / "s.yaml"
+    scn.write_text("name: s\nplatform: crossbar16\nworkload: {model: resnet18, "
+                   "batch_per_worker: 32, convergence: {constants: k.yaml}}\n"
+                   "algorithm: {name: async_sgd}\nsweep: {workers: [4]}\n")
+    assert main(["predict", str(scn), "--no-band"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(its file warns: w0; w1; w2; and 47 more)" in text

@@ -81,7 +81,8 @@ def parse_constants(raw: Any, path: Sequence[PathPart], base: Path | None = None
         raise InputError(f"{exc}", path=tuple(path)) from None
 
 
-def constants_warnings(raw: Any, base: Path | None = None) -> tuple[str, ...]:
+def constants_warnings(raw: Any, base: Path | None = None,
+                       path: Sequence[PathPart] = ("constants",)) -> tuple[str, ...]:
     """The ``warnings:`` a constants file was written with (``calibrate --emulation``: a
     fit whose constants predict "never" for runs that converged); () for a mapping, or a
     file without any.  Why: they had been comments only, and a scenario using such a file
@@ -93,7 +94,13 @@ def constants_warnings(raw: Any, base: Path | None = None) -> tuple[str, ...]:
     p = Path(raw) if base is None or Path(raw).is_absolute() else base / raw
     doc = load_yaml(p, what="constants file")
     got = doc.get("warnings") if isinstance(doc, Mapping) else None
-    return tuple(str(w) for w in got) if isinstance(got, list) else ()
+    if got is None:
+        return ()
+    if not isinstance(got, list) or not all(isinstance(w, str) for w in got):
+        bad = got if not isinstance(got, list) else next(w for w in got if not isinstance(w, str))
+        raise InputError(f"{p}: 'warnings' must be a list of texts (as calibrate --emulation "
+                         f"writes it), not {repr(bad)[:60]}", path=tuple(path))
+    return tuple(got)
 
 
 def load_constants_file(file: str | Path, path: Sequence[PathPart] = ("constants",)

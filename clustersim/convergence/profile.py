@@ -249,7 +249,7 @@ def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
         assumed=_strings(raw.get("assumed", ()), (*path, "assumed")),
         constants=(parse_constants(raw["constants"], (*path, "constants"), base)
                    if raw.get("constants") is not None else None),
-        constants_warnings=constants_warnings(raw.get("constants"), base))
+        constants_warnings=constants_warnings(raw.get("constants"), base, (*path, "constants")))
 
 
 def load_profile(model: str, raw: Mapping[str, Any] | bool | str | None = None,

@@ -178,7 +178,9 @@ def target_line(scn: Any) -> str | None:
            else f"{prof.ref_steps:,.0f} steps") + f" at batch {prof.ref_batch:g}"
     consts = "the scenario's" if prof.constants is not None else "theory (constants.yaml)"
     if prof.constants_warnings:  # calibrate --emulation wrote them into the file
-        consts += f" (its file warns: {'; '.join(prof.constants_warnings)})"
+        said = list(prof.constants_warnings[:3])
+        more = len(prof.constants_warnings) - len(said)
+        consts += f" (its file warns: {'; '.join(said)}{f'; and {more} more' if more else ''})"
     return (f"time to target: {prof.target_metric} {prof.target_value:g} ({prof.model} "
             f"profile: {ref}, {prof.lr_rule} LR; gradient noise scale {noise}"
             f"{', assumed' if assumed else ''}; asynchrony constants: {consts}; "
