@@ -121,6 +121,15 @@ def test_a_typo_near_only_a_field_elsewhere_still_names_its_home():
                                                     "field of network: (network.overhead)")
 
 
+def test_a_short_field_elsewhere_is_no_suggestion_for_a_longer_name():
+    """audit C M5: network has no latency, and 'lat' was pointed at sweep's 'at'."""
+    from clustersim.scenario.homes import _near_home
+
+    allowed = ("efficiency", "execution", "overhead", "transports")
+    assert _near_home("lat", allowed) == "" and _near_home("LAT", allowed) == ""
+    assert _near_home("latncy", allowed).startswith(" — did you mean 'latency'?")
+
+
 # ---- L9: the sweep summary's axis values at 4 significant digits ----------------------------
 
 def test_sweep_summary_prints_axis_values_at_4_significant_digits(capsys):
