@@ -190,3 +190,17 @@ def test_list_scenarios_wide_prints_the_about_text_uncut(capsys, monkeypatch):
     out = capsys.readouterr().out
     row = next(r for r in out.splitlines() if f" {longest} " in r)
     assert about in row and "…" not in row
+
+
+def test_one_bound_rule_for_the_fits_note_and_the_report():
+    """audit C M3: the note said an efficiency of 99.9996 stopped at its bound, the report's
+    reason list (1e-6 tolerance) did not."""
+    from clustersim.calibration.collfit import at_efficiency_bound
+    from clustersim.calibration.fitlines import FitLine, loose_reason
+
+    assert at_efficiency_bound(99.9996) == 100.0 and at_efficiency_bound(0.010005) == 0.01
+    assert at_efficiency_bound(99.8) is None and at_efficiency_bound(1.0) is None
+    ln = FitLine("network.protocol.g.0.collective_efficiency", 99.9996, 0.0, 994300.0, "",
+                 10, 0.1, "collective")
+    assert loose_reason(ln) == ("on the fit's bound (100); 95% interval wider than twice the "
+                                "value")

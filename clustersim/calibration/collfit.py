@@ -49,13 +49,23 @@ from clustersim.sim.engine import DEFAULT_ALGORITHMS
 
 __all__ = ["CollectiveFit", "model_algorithm", "collective_times", "fit_step_overhead",
            "with_collective", "with_splits", "split_table", "message_sizes", "bic",
-           "EFFICIENCY_BOUNDS"]
+           "EFFICIENCY_BOUNDS", "at_efficiency_bound"]
 
 
 #: a collective efficiency outside this range means the point-to-point model does not describe
 #: how the runtime moves that segment's data (e.g. MPI's shared-memory collectives for small
 #: messages); the fit stops at the bound and says so
 EFFICIENCY_BOUNDS = (0.01, 100.0)
+
+
+def at_efficiency_bound(value: float) -> float | None:
+    """The bound of :data:`EFFICIENCY_BOUNDS` a fitted efficiency stopped at (within 0.1 %:
+    the optimiser rests just inside it, 99.9996), else None.  One rule for the fit's note
+    and the report's "not determined" reason, which had used 0.1 % and 1e-6 (audit C M3)."""
+    for b in EFFICIENCY_BOUNDS:
+        if abs(value - b) <= 1e-3 * b:
+            return b
+    return None
 
 #: a segment's efficiency is fitted (and a row determines it) when its rate-dependent part
 #: is at least this share of the row's measured time

@@ -76,15 +76,15 @@ def undetermined(lines: Sequence[FitLine]) -> list[FitLine]:
 def loose_reason(ln: FitLine) -> str:
     """Why :func:`undetermined` names ``ln`` (its reasons, joined), or ``""`` when it does
     not: printed beside each name, so that a user sees which measurement to add."""
-    from clustersim.calibration.collfit import EFFICIENCY_BOUNDS
+    from clustersim.calibration.collfit import at_efficiency_bound
 
     if ln.parameter.startswith("pingpong.") or ln.unit == "B":
         return ""  # raw alpha/beta (reported through what they derive) and segment starts
     half = (ln.high - ln.low) / 2
     why = []
-    if "collective_efficiency" in ln.parameter:
-        why += [f"on the fit's bound ({b:g})" for b in EFFICIENCY_BOUNDS
-                if math.isclose(ln.value, b, rel_tol=1e-6)]
+    bound = at_efficiency_bound(ln.value) if "collective_efficiency" in ln.parameter else None
+    if bound is not None:
+        why.append(f"on the fit's bound ({bound:g})")
     device_eff = "efficiency" in ln.parameter and not ln.parameter.startswith("network.")
     if device_eff and ln.value >= 1.0 - 1e-9:
         why.append("efficiency 1 (at the device's nominal peak)")

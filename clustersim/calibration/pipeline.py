@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clustersim.calibration.alphabeta import LinkModel, PiecewiseFit, fit_piecewise, link_model
-from clustersim.calibration.collfit import EFFICIENCY_BOUNDS, CollectiveFit
+from clustersim.calibration.collfit import CollectiveFit, at_efficiency_bound
 from clustersim.calibration.collsplits import fit_collectives
 from clustersim.calibration.computefit import ComputeFit, fit_compute
 from clustersim.calibration.fitlines import (
@@ -327,7 +327,7 @@ def calibrate_rows(rows: Sequence[Mapping[str, Any]], target: Target, *,
                 if name not in f.names:
                     continue
                 lo, hi = f.interval(name)
-                if not EFFICIENCY_BOUNDS[0] * 1.001 < eff < EFFICIENCY_BOUNDS[1] * 0.999:
+                if at_efficiency_bound(eff) is not None:
                     where = "every message" if k is None else f"segment {k}"
                     notes.append(
                         f"collective efficiency of {where} stopped at its bound ({eff:g}): "
