@@ -204,3 +204,21 @@ def test_one_bound_rule_for_the_fits_note_and_the_report():
                  10, 0.1, "collective")
     assert loose_reason(ln) == ("on the fit's bound (100); 95% interval wider than twice the "
                                 "value")
+
+
+def test_the_report_headings_wrap_between_words_at_80_columns(capsys):
+    """audit C L2: fixed heading lines of 84-85 characters wrapped mid-sentence when piped."""
+    from clustersim.commands.calibrate_report import print_fit
+
+    cal = _Cal([_line("network.protocol.c.0.efficiency", 1.915, 1.158, 5.532)])
+    print_fit(Console(width=80, highlight=False), cal)
+    lines = capsys.readouterr().out.splitlines()
+    for first, last in (("not sampled", "covariance:"), ("efficiency above 1", "clamped:")):
+        i = next(k for k, ln in enumerate(lines) if first in ln)
+        j = next(k for k, ln in enumerate(lines) if k >= i and ln.endswith(last))
+        block = lines[i:j + 1]
+        assert all(len(ln) <= 80 for ln in block), block
+        assert all(len(ln) > 60 for ln in block[:-1]), block  # no line of one stray word
+    text = " ".join(" ".join(lines).split())
+    assert "kept in the profile, not in its covariance:" in text
+    assert "kept as fitted, not clamped:" in text

@@ -54,16 +54,26 @@ class status:
 #: the head of the list of :func:`clustersim.calibration.fitlines.undetermined`: its rule,
 #: in the words of docs/calibration.md (the three had said three different things)
 UNDETERMINED_HEAD = (
-    "  not sampled as uncertain: not determined by these measurements (a 95% interval that",
-    "  reaches infinity or is wider than twice the value, a collective efficiency on the",
-    "  fit's bound 0.01 or 100) or fitted on a physical limit (device efficiency 1, time 0);",
-    "  kept in the profile, not in its covariance:")
+    "not sampled as uncertain: not determined by these measurements (a 95% interval that "
+    "reaches infinity or is wider than twice the value, a collective efficiency on the "
+    "fit's bound 0.01 or 100) or fitted on a physical limit (device efficiency 1, time 0); "
+    "kept in the profile, not in its covariance:")
 
 #: the head of :func:`clustersim.calibration.fitlines.above_link`'s list
 ABOVE_LINK_HEAD = (
-    "  warning: protocol segment efficiency above 1 - the segment would move bytes faster",
-    "  than the link it runs on: its time per byte is lost in its per-message cost at the",
-    "  sizes measured, so it is no rate of the link; kept as fitted, not clamped:")
+    "warning: protocol segment efficiency above 1 - the segment would move bytes faster "
+    "than the link it runs on: its time per byte is lost in its per-message cost at the "
+    "sizes measured, so it is no rate of the link; kept as fitted, not clamped:")
+
+
+def _head(console: Any, text: str, wide: bool) -> None:
+    """A heading indented by two, wrapped at the console's width between words (fixed
+    lines of 84-85 characters had wrapped mid-sentence at 80 columns; audit C L2)."""
+    import textwrap
+
+    width = 10**6 if wide else max(40, console.width)
+    console.print(textwrap.fill(text, width=width, initial_indent="  ",
+                                subsequent_indent="  "), markup=False, soft_wrap=True)
 
 
 def fmt(value: float, unit: str) -> str:
@@ -100,8 +110,7 @@ def print_fit(console: Any, cal: Any, wide: bool = False) -> None:
 
     loose = undetermined(cal.lines)
     if loose:
-        for text in UNDETERMINED_HEAD:
-            console.print(text, markup=False)
+        _head(console, UNDETERMINED_HEAD, wide)
         for ln in loose:
             span, cut = interval(ln.low, ln.high, ln.unit)
             clipped |= cut
@@ -109,8 +118,7 @@ def print_fit(console: Any, cal: Any, wide: bool = False) -> None:
                           f"{loose_reason(ln)}", markup=False)
     fast = above_link(cal.lines)
     if fast:  # sampled or not, a segment faster than its link is no rate the link has
-        for text in ABOVE_LINK_HEAD:
-            console.print(text, markup=False)
+        _head(console, ABOVE_LINK_HEAD, wide)
         for ln in fast:
             span, cut = interval(ln.low, ln.high, ln.unit)
             clipped |= cut
