@@ -154,7 +154,7 @@ def test_sweep_summary_prints_axis_values_at_4_significant_digits(capsys):
 
 
 def test_only_floats_are_rounded_in_the_summary():
-    from clustersim.commands.sweep import shown
+    from clustersim.explore.saturation import shown
 
     assert (shown(64.0), shown(3), shown("ring"), shown(True)) == ("64", "3", "ring", "True")
 
@@ -222,3 +222,14 @@ def test_the_report_headings_wrap_between_words_at_80_columns(capsys):
     text = " ".join(" ".join(lines).split())
     assert "kept in the profile, not in its covariance:" in text
     assert "kept as fitted, not clamped:" in text
+
+
+def test_saturation_groups_print_float_axes_at_4_digits_unless_two_would_read_alike():
+    """audit C L1: the saturation lines printed every digit of a sampled axis's draw."""
+    from clustersim.explore.saturation import _groups
+
+    rows = [{"saturation_workers": 3.0, "workers": 2, "network.overhead": v}
+            for v in (1.6283025740689033e-05, 2.5e-06, 1.00001e-06, 1.00002e-06)]
+    labels = list(_groups(rows, ["workers", "network.overhead"]))
+    assert labels == ["network.overhead=1.628e-05", "network.overhead=2.5e-06",
+                      "network.overhead=1.00001e-06", "network.overhead=1.00002e-06"]

@@ -268,19 +268,12 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
                              f"{out / 'points.sqlite'})")
 
 
-def shown(value: Any) -> str:
-    """An axis value as the summary's text prints it: a float at 4 significant digits
-    (``network.overhead=1.149e-06``, not ``1.1486565197460595e-06`` - a sampled axis's
-    draws), anything else as it is.  Text only: the tables keep every digit."""
-    if isinstance(value, float) and not isinstance(value, bool):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
              executor: str, files: dict, saturation: list, db: Path | None = None,
              counts: Any = None) -> None:
-    from clustersim.explore.saturation import saturation_text, summary_creep
+    from clustersim.explore.saturation import saturation_text, shown, summary_creep
 
     rate = res.ran / wall if wall > 0 and res.ran else 0.0
     print(f"{scn.name}: {len(points)} point{'' if len(points) == 1 else 's'} - {res.cached} "

@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["master_figures", "master_knee", "mean_figures", "saturation_summary",
-           "saturation_text", "creep", "summary_creep"]
+           "saturation_text", "creep", "summary_creep", "shown"]
 
 #: the smallest point counts as past the knee when it has this many times the knee's workers:
 #: nearer, the throughput curve is still bending (2% compute noise rounds the knee) and the
@@ -127,8 +127,24 @@ def _groups(rows: Sequence[Mapping[str, Any]], inputs: Sequence[str]
         if r.get("saturation_workers") is None:
             continue
         groups.setdefault(tuple((k, r.get(k)) for k in keys), []).append(r)
-    return {", ".join(f"{k}={v}" for k, v in group if v not in ("", None)): rs
-            for group, rs in groups.items()}
+
+    def label(group: tuple, show: Any) -> str:
+        return ", ".join(f"{k}={show(v)}" for k, v in group if v not in ("", None))
+
+    # floats at 4 significant digits, as the summary's other lines (a sampled axis's draws
+    # read 1.6283025740689033e-05; audit C L1) - every digit where two groups would read alike
+    short = {g: label(g, shown) for g in groups}
+    alike = {t for t in short.values() if list(short.values()).count(t) > 1}
+    return {(label(g, str) if short[g] in alike else short[g]): rs for g, rs in groups.items()}
+
+
+def shown(value: Any) -> str:
+    """An axis value as a summary's text prints it: a float at 4 significant digits
+    (``network.overhead=1.149e-06``), anything else as it is.  Text only: the tables keep
+    every digit."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def creep(points: Sequence[Any], knee: tuple[float, float, float, int]) -> str | None:
