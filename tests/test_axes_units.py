@@ -95,3 +95,18 @@ def test_a_worker_range_stays_plain_whole_numbers(tmp_path, capsys):
     assert "sweep.axes.workers.from: a worker count is a plain whole number, not '1 us'" in err
     spec = parse_axes({"workers": {"from": 1, "to": 8}}, SOBOL, ())
     assert all(isinstance(p["workers"], int) and 1 <= p["workers"] <= 8 for p in expand(spec))
+
+
+def test_an_end_that_underflows_is_quoted_as_written(tmp_path, capsys):
+    """audit C L4: '1e-400 us' was refused as "not 0", a value nobody wrote."""
+    from clustersim.cli import main
+
+    path = tmp_path / "u.yaml"
+    path.write_text("name: u\nplatform: {topology: star, hosts: 8, device: v100, link: "
+                    "{bandwidth: 10 Gb/s, latency: 1 us}}\nworkload: {model: resnet50, "
+                    "batch_per_worker: 32}\nalgorithm: {name: bsp}\nsweep:\n  workers: [2]\n"
+                    "  axes:\n    network.overhead: {from: 1e-400 us, to: 2 us, log: true}\n"
+                    "  sample: {method: sobol, n: 4}\n")
+    assert main(["validate", str(path)]) == 2
+    assert ("a log range needs 'from' > 0, not '1e-400 us' (0 in floating point)"
+            in capsys.readouterr().err)

@@ -206,7 +206,10 @@ def _axis(name: str, raw: Any, path: tuple) -> Axis:
         if hi <= lo:
             raise InputError(f"'to' ({hi:g}) must be larger than 'from' ({lo:g})", path=path)
         if log and lo <= 0:
-            raise InputError(f"a log range needs 'from' > 0, not {lo:g}", path=(*path, "from"))
+            said = raw.get("from")  # as written: 1e-400 reads as 0, which nobody wrote
+            shown = f"{said!r} (0 in floating point)" if lo == 0 and said != 0 else f"{lo:g}"
+            raise InputError(f"a log range needs 'from' > 0, not {shown}",
+                             path=(*path, "from"))
         integer = s.get("integer", as_bool, name == WORKERS)
         if name == WORKERS:
             if not integer:
