@@ -25,6 +25,7 @@ refused (the file would be read otherwise than its author declared).  Numbers mu
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -85,12 +86,22 @@ def files_changed(files: Mapping[str, str]) -> bool:
     handed out the platform of a file edited since (audit B H3)."""
     for path, digest in files.items():
         try:
-            data = Path(path).read_bytes()
+            st = os.stat(path)
         except OSError:
             return True
-        if hashlib.sha256(data).hexdigest() != digest:
+        if _digest_at(path, st.st_mtime_ns, st.st_size) != digest:
             return True
     return False
+
+
+@functools.lru_cache(maxsize=256)
+def _digest_at(path: str, _mtime_ns: int, _size: int) -> str | None:
+    """The file's SHA-256, read once per size and modification time (a memo hit per point
+    had read and hashed its platform file every time)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 class LineDict(dict):
