@@ -69,8 +69,7 @@ def parse_constants(raw: Any, path: Sequence[PathPart], base: Path | None = None
     holding one under ``constants:`` (relative to the scenario's directory ``base``); every
     error is an :class:`InputError` at ``path`` (the file's errors name the file too)."""
     if isinstance(raw, str):
-        return load_constants_file(Path(raw) if base is None or Path(raw).is_absolute()
-                                   else base / raw, path)
+        return load_constants_file(constants_file(raw, base), path)
     if not isinstance(raw, Mapping):
         raise InputError(f"must be a mapping of constants ({_allowed()}) or the path of a "
                          f"constants file (clustersim calibrate --emulation writes one), not "
@@ -79,6 +78,12 @@ def parse_constants(raw: Any, path: Sequence[PathPart], base: Path | None = None
         return load_constants(raw)
     except ValueError as exc:
         raise InputError(f"{exc}", path=tuple(path)) from None
+
+
+def constants_file(name: str, base: Path | None) -> Path:
+    """Where a scenario's ``constants: FILE`` is: relative to the scenario's folder
+    ``base``, or absolute."""
+    return Path(name) if base is None or Path(name).is_absolute() else base / name
 
 
 def constants_warnings(raw: Any, base: Path | None = None,
@@ -91,7 +96,7 @@ def constants_warnings(raw: Any, base: Path | None = None,
         return ()
     from clustersim.scenario.yamlio import load_yaml
 
-    p = Path(raw) if base is None or Path(raw).is_absolute() else base / raw
+    p = constants_file(raw, base)
     doc = load_yaml(p, what="constants file")
     got = doc.get("warnings") if isinstance(doc, Mapping) else None
     if got is None:

@@ -63,24 +63,15 @@ def _platform_path(name: str, base: Path | None) -> Path | None:
 
 @functools.lru_cache(maxsize=256)
 def _constants_path(name: str, base: Path | None) -> Path:
-    return (Path(name) if base is None or Path(name).is_absolute() else base / name).resolve()
+    from clustersim.convergence.constants import constants_file
 
-
-@functools.lru_cache(maxsize=1024)
-def _digest_at(path: str, _mtime_ns: int, _size: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return constants_file(name, base).resolve()
 
 
 def _digest(path: Path | None) -> str:
-    """The file's SHA-256, read again whenever its size or modification time changed (a
-    digest kept per name had kept an edited file's old one in a long-lived process)."""
-    try:
-        st = path.stat() if path is not None else None
-    except OSError:
-        st = None
-    if st is None:
-        return "missing"
-    return _digest_at(str(path), st.st_mtime_ns, st.st_size)
+    from clustersim.scenario.yamlio import file_digest
+
+    return file_digest(path) or "missing"
 
 
 def point_inputs(study: Study, raw: Mapping[str, Any]) -> dict[str, str]:

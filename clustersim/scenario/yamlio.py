@@ -72,10 +72,8 @@ def files_read() -> Iterator[dict[str, str]]:
 
 
 def note_files(files: Mapping[str, str]) -> None:
-    """Record ``files`` (``{resolved path: digest}`` as an earlier :func:`files_read` block
-    saw them) in every open block.  Why: a memo that hands out what an earlier parse built
-    reads no file, and the block around it must still learn which files that result
-    depends on."""
+    """Record ``files`` (``{path: digest}`` as an earlier :func:`files_read` block saw them)
+    in every open block: a memo handing out an earlier parse reads no file itself."""
     for seen in _RECORDS:
         seen.update(files)
 
@@ -84,14 +82,17 @@ def files_changed(files: Mapping[str, str]) -> bool:
     """Does any of ``files`` hold other bytes now than the digest recorded (or is it gone)?
     Why: a per-process memo keyed by names (a long-lived Dask worker's, a notebook's) had
     handed out the platform of a file edited since (audit B H3)."""
-    for path, digest in files.items():
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        if _digest_at(path, st.st_mtime_ns, st.st_size) != digest:
-            return True
-    return False
+    return any(file_digest(path) != digest for path, digest in files.items())
+
+
+def file_digest(path: str | Path | None) -> str | None:
+    """The file's SHA-256, read again only when its size or modification time changed;
+    None when there is no such file."""
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        st = None
+    return None if st is None else _digest_at(str(path), st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=256)
