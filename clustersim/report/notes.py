@@ -13,7 +13,8 @@ the tables.  Each returns words or None, so that the table code only prints them
   largest gradient noise scale: the time to target extrapolates the large-batch law;
 * :func:`switch_note` - a parameter server's points on both sides of ``fidelity: auto``'s
   switch of point-to-point messages from flows to link queues: two queueing disciplines,
-  which part by 40 % on a communication-bound server (docs/fidelity.md);
+  which part by 40 % on a communication-bound server (docs/fidelity.md) - or all of them
+  above it, with the server bound by its link;
 * :func:`target_line` - what the time to target is to, and the assumptions it hangs on.
 """
 
@@ -24,6 +25,10 @@ from typing import Any
 
 __all__ = ["split_note", "mean_note", "extrapolation_note", "switch_note", "target_line",
            "EXTRAPOLATION"]
+
+#: iteration time as FIFO link queues against max-min flows on docs/fidelity.md's link-bound
+#: parameter server (fattree_k16, 60 workers, 4 shards): -40 %
+_FLOW_QUEUE_GAP = 40
 
 #: a step's effective batch this many times the profile's largest noise scale is called an
 #: extrapolation: McCandlish et al. (2018, fig. 4-5) measure the steps/samples trade-off
@@ -98,17 +103,20 @@ def extrapolation_note(scn: Any, pts: Sequence[Any]) -> str | None:
 def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
     """Where ``fidelity: auto`` ran some of a parameter server's points with point-to-point
     messages as max-min flows (up to ``P2P_FLOW_MAX_ACTORS`` actors) and others as FIFO link
-    queues, the words for it; None otherwise (other fidelities, algorithms whose messages
-    take turns by protocol - the EASGD masters' rendezvous, where the two agree exactly -
-    or without servers).
+    queues, the words for it; and where it ran them all as queues with the server bound by
+    its link (``service_bound``), the words for that.  None otherwise (other fidelities,
+    algorithms whose messages take turns by protocol - the EASGD masters' rendezvous, where
+    the two agree exactly - or without servers).
 
     Why: the two part on a communication-bound server (QA 13: 817 samples/s at 60 workers,
     1,472 at 61, "efficiency 166 %", with nothing said), and which one a point ran was not
-    shown anywhere."""
+    shown anywhere.  A sweep that starts above the switch had no note at all, although it is
+    where they part too: a link-bound server of 124 workers on fattree_k16 reads 1,471
+    samples/s as queues and 914 as flows (docs/fidelity.md)."""
     from clustersim.algorithms.base import get_algorithm
     from clustersim.sim.p2p import P2P_FLOW_MAX_ACTORS
 
-    if scn.run.fidelity != "auto" or len(pts) < 2:
+    if scn.run.fidelity != "auto" or not pts:
         return None
     defn = get_algorithm(alg.name)
     if defn.convergence == "elastic" or defn.family == "hybrid":
@@ -118,13 +126,33 @@ def switch_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:
         return None
     flows = [p.workers for p in pts if p.workers + servers <= P2P_FLOW_MAX_ACTORS]
     queues = [p.workers for p in pts if p.workers + servers > P2P_FLOW_MAX_ACTORS]
-    if not flows or not queues:
+    if flows and queues:
+        return (f"up to {max(flows):,} workers its messages ran as flows sharing links "
+                f"max-min, from {min(queues):,} on as FIFO link queues (run.fidelity: auto "
+                f"switches above {P2P_FLOW_MAX_ACTORS} actors); on a communication-bound "
+                f"server the two can differ by {_FLOW_QUEUE_GAP} %, so the curve may jump "
+                "there (docs/fidelity.md) - run.fidelity: flow gives one model throughout")
+    bound = [p.workers for p in pts if p.workers + servers > P2P_FLOW_MAX_ACTORS
+             and getattr(p, "service_bound", "") == "link"]
+    if flows or not bound:
         return None
-    return (f"up to {max(flows):,} workers its messages ran as flows sharing links max-min, "
-            f"from {min(queues):,} on as FIFO link queues (run.fidelity: auto switches above "
-            f"{P2P_FLOW_MAX_ACTORS} actors); on a communication-bound server the two can "
-            "differ by 40 %, so the curve may jump there (docs/fidelity.md) - run.fidelity: "
-            "flow gives one model throughout")
+    return (f"its messages ran as FIFO link queues (run.fidelity: auto, above "
+            f"{P2P_FLOW_MAX_ACTORS} actors) and its server is bound by its link at "
+            f"{_workers_list(bound, queues)} workers: there max-min flows, the reference, can "
+            f"give about {_FLOW_QUEUE_GAP} % less throughput (docs/fidelity.md) - "
+            "run.fidelity: flow "
+            "for them where affordable (its cost grows about as the workers squared)")
+
+
+def _workers_list(ws: Sequence[int], among: Sequence[int]) -> str:
+    """``68``, ``68 and 272``, ``68, 272 and 4,253``, or ``68 to 4,253`` where ``ws`` are all
+    of ``among`` (the points in question, in sweep order)."""
+    if len(ws) > 3 and list(ws) == list(among):
+        return f"{ws[0]:,} to {ws[-1]:,}"
+    if len(ws) > 3:
+        return f"{len(ws)} points from {ws[0]:,} to {ws[-1]:,}"
+    text = [f"{w:,}" for w in ws]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
 
 
 def shared_server_note(scn: Any, alg: Any, pts: Sequence[Any]) -> str | None:

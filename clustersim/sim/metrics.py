@@ -79,6 +79,10 @@ class PointMetrics:
     #: iteration (master_demand; clustersim.explore.saturation)
     service_time: float | None = None
     saturation_workers: float | None = None
+    #: which of the busiest server's resources its ``service_time`` is: "thread",
+    #: "processor" or "link" ("" without a server); a link-bound server is where FIFO link
+    #: queues and max-min flows part (report/notes.py: fidelity_note)
+    service_bound: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,6 +109,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
     it = float(np.mean(its))
     thr = float(sum(b / t for b, t in zip(batch, its.tolist()) if t > 0))
     srv_util = upd = service = demand = None
+    bound = ""
     if ss:
         witers = sum(len(a.iterations) - 1 for a in run.actors if a.role == "worker")
         per = _per_second(witers, its, run.makespan)
@@ -120,7 +125,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         upd = nupd * per if nupd else None
         load = master_demand(ss, witers)
         if load is not None:
-            service, demand = load
+            service, demand, bound = load
     return PointMetrics(
         algorithm=algorithm,
         workers=workers,
@@ -144,6 +149,7 @@ def point_metrics(algorithm: str, workers: int, batch: Sequence[float], run: Run
         flows=run.flows,
         makespan=run.makespan,
         service_time=service,
+        service_bound=bound,
         saturation_workers=it / demand if demand is not None and queueing else None,
     )
 
@@ -193,12 +199,23 @@ def _busy(a: Any) -> float:
     master of 18.19 ms updates read 18.2-18.7 ms at light loads.  Up to its last update,
     not its end: after it the master only waits for its last answers to arrive.  The link's
     demand is the same for every exchange of a size: over the whole run."""
+    return _busy_bound(a)[0]
+
+
+def _busy_bound(a: Any) -> tuple[float, str]:
+    """:func:`_busy` and which resource it is: ``"thread"``, ``"processor"`` or ``"link"``
+    (ties go to the first: a link exactly as busy as the thread does not bind alone)."""
     w = _window(a)
     if w is None:
         idle = a.wait - math.fsum(a.records.get("serving", ()))
-        return max(a.end - idle, a.compute, a.link_demand)
-    n, compute, thread = w
-    return max(max(thread, compute) / n * len(a.records.get("update", ())), a.link_demand)
+        thread, compute = a.end - idle, a.compute
+        own = max(thread, compute)
+    else:
+        n, compute, thread = w
+        own = max(thread, compute) / n * len(a.records.get("update", ()))
+    if a.link_demand > own:
+        return a.link_demand, "link"
+    return own, "thread" if thread >= compute else "processor"
 
 
 def master_service_time(servers: Sequence[Any]) -> float | None:
@@ -233,10 +250,11 @@ def master_service_time(servers: Sequence[Any]) -> float | None:
     return None if busiest is None else busiest[0]
 
 
-def master_demand(servers: Sequence[Any], worker_iterations: int) -> tuple[float, float] | None:
-    """``(s, D)`` of the server with the most busy time - the one that saturates first: its
-    service time per update (:func:`master_service_time`) and its busy time per *worker
-    iteration* ``D`` (``worker_iterations``: every worker's iterations in the run, as the
+def master_demand(servers: Sequence[Any], worker_iterations: int
+                  ) -> tuple[float, float, str] | None:
+    """``(s, D, bound)`` of the server with the most busy time - the one that saturates
+    first: its service time per update (:func:`master_service_time`), its busy time per
+    *worker iteration* ``D`` and the resource that holds it up (:func:`_busy_bound`) (``worker_iterations``: every worker's iterations in the run, as the
     servers' busy time covers the whole run).
 
     ``D`` is what the saturation point needs: ``W`` workers ask ``W / step`` iterations a
@@ -250,12 +268,12 @@ def master_demand(servers: Sequence[Any], worker_iterations: int) -> tuple[float
         updates = len(a.records.get("update", ()))
         if not updates:
             continue
-        busy = _busy(a)
+        busy, bound = _busy_bound(a)
         if busy > 0 and (best is None or busy > best[0]):
-            best = (busy, updates)
+            best = (busy, updates, bound)
     if best is None:
         return None
-    return best[0] / best[1], best[0] / max(worker_iterations, 1)
+    return best[0] / best[1], best[0] / max(worker_iterations, 1), best[2]
 
 
 _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total", "comm_share",
