@@ -322,9 +322,22 @@ class Engine(CollectiveRunner, PointToPoint):
         law's demand of its messages on its busiest link direction; the route is the minimal
         one under adaptive routing)."""
         demand = link_demands(self._msg_log or [], self._plan_routes,
-                              [self.placement[a] for a in self._servers])
+                              [self.placement[a] for a in self._servers], self._step_rates())
         for a in self._servers:
             self.stats[a].link_demand = demand[self.placement[a]]
+
+    def _step_rates(self) -> dict[int, float]:
+        """Per device, the measured step rate of its workers (1 / the time from their mark
+        to their end, summed): the weights of :func:`link_demands`.  A worker without a
+        mark (a run shorter than its warm-up) is left out."""
+        rates: dict[int, float] = {}
+        for i, a in enumerate(self.actors):
+            st = self.stats[i]
+            if a.role != "worker" or st.mark is None or not st.end > st.mark[5]:
+                continue
+            d = self.placement[i]
+            rates[d] = rates.get(d, 0.0) + 1.0 / (st.end - st.mark[5])
+        return rates
 
     def _compute(self, i: int, spec: ActorSpec, op: Compute) -> Handle:
         """Non-blocking compute: runs beside the actor; the handle's event succeeds with the

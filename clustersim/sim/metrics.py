@@ -198,7 +198,8 @@ def _busy(a: Any) -> float:
     at 6.0 workers, where its measured steps give 1.34 ms and 8.8 (QA 15); a simulated
     master of 18.19 ms updates read 18.2-18.7 ms at light loads.  Up to its last update,
     not its end: after it the master only waits for its last answers to arrive.  The link's
-    demand is the same for every exchange of a size: over the whole run."""
+    demand is over the whole run, its messages weighted to the measured steps' mix of
+    peers (:func:`clustersim.sim.linkdemand.link_demands`)."""
     return _busy_bound(a)[0]
 
 
