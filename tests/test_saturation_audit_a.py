@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from clustersim.explore.saturation import master_knee
 from clustersim.report.training import saturation_line
 from clustersim.scenario.schema import load_scenario
@@ -44,3 +46,20 @@ def test_a_master_faster_per_exchange_at_more_workers_is_not_said_to_stop(tmp_pa
     assert (f"past it the simulated throughput still grows: {pts[1].throughput:,.0f} "
             f"samples/s at 63 workers, {pts[1].throughput / ceiling:.0%} of the "
             f"{ceiling:,.0f} samples/s the master's time per step at 8 workers allows") in line
+
+
+def test_the_63_worker_server_is_not_busier_than_time_allows(tmp_path: Path) -> None:
+    """Its link demand per update is taken in the measured steps' mix of peers
+    (tests/test_link_demand_mix.py): the seven workers beside the server step 2.7x as often
+    as the others and none of their exchanges crosses its NIC.  Counted once per step each,
+    the NIC read 9.7 ms per update where the server applied one every 7.7 ms (126 %
+    busy)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO)
+    scn = load_scenario(path)
+    m = simulate_point(scn, scn.algorithm, 63, 0)[0]
+    assert m.service_bound == "link"
+    busy = m.service_time * m.update_rate  # the utilisation law, unclipped
+    assert busy < 1.06, (m.service_time, m.update_rate)  # 1.04: the NIC 96 % busy
+    assert 0.0075 < m.service_time < 0.0085, m.service_time
+    assert np.isclose(m.server_utilization, min(busy, 1.0))
