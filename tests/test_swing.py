@@ -106,6 +106,7 @@ def test_nominal_run_is_the_predictions_own_point(tmp_path):
     assert headline_metrics(own) == alone.moved[0].metrics[1]
     hb = d["headline_band"]
     assert hb["algorithm"] == "Sync EASGD" and hb["workers"] == 272 and hb["runs"] == 2
+    assert hb["variant"] is None  # no variants in the scenario
     assert hb["nominal"] == alone.nominal
     assert hb["inputs"][0]["metrics"] == alone.moved[0].metrics
     assert hb["nominal"]["efficiency"] == point["efficiency"]

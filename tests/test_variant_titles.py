@@ -47,6 +47,8 @@ def test_the_headline_band_is_titled_with_its_variant(scenario, tmp_path, capsys
     data = json.loads(js.read_text())
     assert data["headline_band"]["algorithm"] == "slow · ring"
     assert data["headline_band"]["algorithm"] in data["algorithms"]  # a table's own title
+    # a key of its own, as sensitivity's JSON has it
+    assert data["headline_band"]["variant"] == "slow"
 
 
 def test_sensitivity_names_the_base_variant_it_analysed(scenario, tmp_path, capsys):

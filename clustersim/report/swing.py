@@ -93,7 +93,8 @@ def swing_json(sw: Any) -> dict[str, Any]:
     return {
         "what": "each uncertain input alone over its range, the others at the scenario's "
                 "values (a screening range, not a probability interval)",
-        "algorithm": sw.algorithm, "workers": sw.workers, "runs": sw.runs,
+        "algorithm": sw.algorithm, "variant": sw.variant, "workers": sw.workers,
+        "runs": sw.runs,
         "nominal": sw.nominal,
         "inputs": [{"field": m.input.field, "distribution": m.input.describe(),
                     "values": m.values, "metrics": m.metrics} for m in sw.moved],

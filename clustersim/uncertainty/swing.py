@@ -71,6 +71,9 @@ class Swing:
     runs: int = 0
     #: inputs whose scenario value lies outside their entry: (field, that value)
     outside: list[tuple[str, Any]] = field(default_factory=list)
+    #: the variant measured (``algorithm`` then reads ``VARIANT · TITLE``); None: the
+    #: scenario has no variants
+    variant: str | None = None
 
     def band(self, metric: str) -> tuple[float, float] | None:
         """Lowest and highest value of ``metric`` over every run (None: not in every run)."""
@@ -159,6 +162,7 @@ class SwingPlan:
     moved: list[int]
     scenarios: list[Any]
     outside: list[tuple[str, Any]] = field(default_factory=list)
+    variant: str | None = None
 
 
 def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[UncertainInput],
@@ -171,9 +175,10 @@ def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[Uncert
     workers)."""
     from dataclasses import replace
 
-    from clustersim.uncertainty.focus import focus_raw
+    from clustersim.uncertainty.focus import focus_case
 
-    focus, title = focus_raw(raw, None)
+    focused = focus_case(raw, None)
+    focus, title = focused.raw, focused.title
     moved = [-1]  # the nominal first
     samples = [Sample()]
     tried: list[list[Any]] = []
@@ -191,7 +196,7 @@ def swing_plan(raw: Mapping[str, Any], file: str | None, inputs: Sequence[Uncert
     for i, k in enumerate(moved):
         if k >= 0 and inputs[k].field.split(".", 1)[0] in ("workload", "algorithm"):
             scns[i] = replace(scns[i], platform=base)
-    return SwingPlan(str(title), inputs, tried, moved, scns, off)
+    return SwingPlan(str(title), inputs, tried, moved, scns, off, focused.variant)
 
 
 def swing_result(plan: SwingPlan, metrics: Sequence[dict[str, float | None]],
@@ -201,7 +206,7 @@ def swing_result(plan: SwingPlan, metrics: Sequence[dict[str, float | None]],
     from clustersim.sim.sweep import worker_counts
 
     out = Swing(plan.title, int(worker_counts(plan.scenarios[0])[-1]), metrics[0], runs=runs,
-                outside=list(plan.outside))
+                outside=list(plan.outside), variant=plan.variant)
     for k, inp in enumerate(plan.inputs):
         out.moved.append(Moved(inp, plan.tried[k],
                                [r for j, r in zip(plan.moved, metrics) if j == k]))
