@@ -85,7 +85,6 @@ class Compute(Op):
 
     phase: str = "custom"
     layers: tuple[int, int] | None = None
-    batch: int | None = None
     nbytes: float | None = None
     flops: float | None = None
     seconds: float | None = None
