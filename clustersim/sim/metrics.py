@@ -81,7 +81,7 @@ class PointMetrics:
     saturation_workers: float | None = None
     #: which of the busiest server's resources its ``service_time`` is: "thread",
     #: "processor" or "link" ("" without a server); a link-bound server is where FIFO link
-    #: queues and max-min flows part (report/notes.py: fidelity_note)
+    #: queues and max-min flows part (report/notes.py: switch_note)
     service_bound: str = ""
 
     def to_dict(self) -> dict:
