@@ -179,6 +179,19 @@ def creep(points: Sequence[Any], knee: tuple[float, float, float, int]) -> str |
                 "count here)")
     if thr >= 0.9 * ceiling:
         return None
+    busy = _num(top, "service_time")
+    if busy is not None and busy > 1.1 * knee[1]:
+        from clustersim.units import format_time
+
+        # the master's time per exchange grew with the load: a prefetching master whose
+        # pushes take longer than its update sits through the rest of each (a torus host's
+        # 25 Gb/s link: 32.7 ms per push, 16.4 ms measured at 4 workers; audit D)
+        return (f"past it the simulated throughput levels off lower: {thr:,.0f} samples/s at "
+                f"{workers:,.0f} workers, {thr / ceiling:.0%} of the {ceiling:,.0f} "
+                f"samples/s the knee's figures allow: there the master takes "
+                f"{format_time(busy)} per exchange against {format_time(knee[1])} at "
+                f"{knee[3]:,} worker{'' if knee[3] == 1 else 's'} (under load it waits out "
+                "transfers its update does not cover; the figures above are that point's)")
     return (f"past it the simulated throughput still creeps up: {thr:,.0f} samples/s at "
             f"{workers:,.0f} workers, {thr / ceiling:.0%} of the {ceiling:,.0f} samples/s the "
             "master's time per step allows (it is not kept busy: a link-bound master's "
