@@ -284,10 +284,18 @@ _AVG = ("iteration_time", "throughput", "compute", "comm", "wait", "comm_total",
 #: time-to-accuracy figures averaged over seeds (when every seed has one)
 _TTA = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_target",
         "statistical_efficiency", "goodput")
+#: the servers' figures, averaged over seeds the same way (``staleness_max``: the largest)
+_SERVER = ("update_rate", "server_utilization", "staleness_mean", "staleness_p90",
+           "service_time", "saturation_workers")
 
 
 def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
-    """Mean over seeds, with a 90% interval (5th-95th percentile) of the key metrics."""
+    """Mean over seeds, with a 90% interval (5th-95th percentile) of the key metrics.
+
+    Every figure a seed gives is taken over the seeds: the servers' too (update rate,
+    utilisation, staleness), which had been the first seed's beside a throughput of all of
+    them (4 seeds: 560.1 samples/s, 18.36 updates/s where the seeds' mean is 17.50;
+    audit D)."""
     if len(samples) == 1:
         return samples[0]
     base = PointMetrics(**{k: v for k, v in asdict(samples[0]).items()})
@@ -296,9 +304,12 @@ def summarize(samples: Sequence[PointMetrics]) -> PointMetrics:
         setattr(base, key, float(vals.mean()))
         lo, hi = np.percentile(vals, [5, 95])
         base.interval[key] = (float(lo), float(hi))
-    for key in (*_TTA, "service_time", "saturation_workers"):
+    for key in (*_TTA, *_SERVER):
         vals = [getattr(s, key) for s in samples]
         if all(v is not None for v in vals):
             setattr(base, key, float(np.mean(vals)))
+    tops = [s.staleness_max for s in samples]
+    if all(v is not None for v in tops):
+        base.staleness_max = float(max(tops))  # type: ignore[type-var]
     base.seeds = len(samples)
     return base
