@@ -132,15 +132,9 @@ def summarize(times: Sequence[Sequence[float]], warmup: int = 1) -> tuple[float,
 # -- SimGrid -----------------------------------------------------------------------------------
 def build(workdir: Path) -> Path:
     """Compile ps_bench.c with smpicc (``sg_smpi.SimGridMissing`` without SimGrid)."""
-    import shutil
+    import sg_smpi
 
-    from sg_smpi import SimGridMissing
-    if not shutil.which("smpicc") or not shutil.which("smpirun"):
-        raise SimGridMissing("smpicc/smpirun not found: apt-get install libsimgrid-dev")
-    exe = workdir / "ps_bench"
-    subprocess.run(["smpicc", "-O2", "-o", str(exe), str(SOURCE)], check=True,
-                   capture_output=True, text=True, timeout=120)
-    return exe
+    return sg_smpi.build(workdir, SOURCE)
 
 
 def simgrid_times(exe: Path, case: PsCase, timeout: float = 600) -> list[list[float]]:

@@ -62,12 +62,13 @@ def simgrid_version() -> str:
     return (out.stdout + out.stderr).strip().splitlines()[0] if out.returncode == 0 else "?"
 
 
-def build(workdir: Path) -> Path:
-    """Compile the benchmark once per run (a few seconds)."""
+def build(workdir: Path, source: Path = SOURCE) -> Path:
+    """Compile a benchmark (``source``: the collectives' by default) once per run (a few
+    seconds); the executable is named after the source."""
     if not shutil.which("smpicc") or not shutil.which("smpirun"):
         raise SimGridMissing("smpicc/smpirun not found: apt-get install libsimgrid-dev")
-    exe = workdir / "coll_bench"
-    subprocess.run(["smpicc", "-O2", "-o", str(exe), str(SOURCE)], check=True,
+    exe = workdir / source.stem
+    subprocess.run(["smpicc", "-O2", "-o", str(exe), str(source)], check=True,
                    capture_output=True, text=True, timeout=120)
     return exe
 
