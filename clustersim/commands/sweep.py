@@ -268,8 +268,6 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
                              f"{out / 'points.sqlite'})")
 
 
-
-
 def _summary(scn: Any, points: list, res: Any, rows: list, inputs: list, wall: float,
              executor: str, files: dict, saturation: list, db: Path | None = None,
              counts: Any = None) -> None:

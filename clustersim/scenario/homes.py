@@ -178,7 +178,7 @@ def _near_home(name: str, allowed: tuple[str, ...]) -> str:
                key=lambda n: (alike(n), sorted(n) == sorted(name), -len(n)), default=None)
     if best is None or alike(best) < max(CLOSE_BESIDE_HOME, own + 1e-9):
         return ""  # nothing elsewhere closer than the section's own fields
-    if len(best) < len(name) and not best.startswith(name.lower()[:1]) or len(best) < 3:
+    if (len(best) < len(name) and not best.startswith(name.lower()[:1])) or len(best) < 3:
         # 'at' for 'lat' (network has no latency): a shorter name that does not even start
         # alike is a coincidence of letters, not the field meant (audit C M5)
         return ""

@@ -239,7 +239,7 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
     move = None if m is None else _centre_move(m, moving_rate(ctx.params, p))
     ops = _PerWorker.of(nbytes)
     for k in range(total):
-        prefetched = False
+        prefetched = next_worker is not None  # told "go" during the previous update
         if order == "rank":
             w = k % p
             yield ops.get_request(w)
@@ -248,7 +248,7 @@ def master_server(ctx: ActorContext, variant: str) -> ActorGen:
             w = (yield any_request).src
             yield ops.get_go(w)
         else:
-            w, next_worker, prefetched = next_worker, None, True
+            w, next_worker = next_worker, None
             yield Wait(next_go)
         prev = replies.pop(w, None)
         if prev is not None:
