@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from clustersim._signals import deferred
 from clustersim.errors import InputError, RunFailed
 from clustersim.explore.executors import Result, chunks
 from clustersim.explore.points import Point, Study, run_chunk
@@ -121,7 +122,11 @@ def run_dask(study: Study, points: Sequence[Point], address: str, jobs: int,
             # under the command's one line (a task's own error reaches the client anyway)
             # no more worker processes than tasks (each is a process started up front)
             tasks = len(chunks(points, max(1, jobs), chunk))
-            with _sigint_ignored(), _children_stopped_on_failure():
+            # a SIGTERM is held until the start is done (deferred): cut short, a worker
+            # process still reading its start-up data from this one had printed a
+            # traceback (EOFError) under the command's one line (ci88); once started, the
+            # cluster is bound to a name and closed below as after any signal
+            with _sigint_ignored(), _children_stopped_on_failure(), deferred():
                 cluster = LocalCluster(n_workers=max(1, min(jobs, tasks)), **LOCAL_CLUSTER)
             client = Client(cluster)
         else:
