@@ -40,7 +40,7 @@ def approx(what: str, flat: tuple) -> tuple:
     return flat[0], f"{what}≈{flat[1]}"
 
 
-# -- mpich-3.2: the rule clustersim's mpich had until QA 14 ---------------------------------------
+# -- mpich-3.2: the flat rules clustersim's mpich had until QA 14, SMP on node-aware communicators --
 @pytest.mark.parametrize(("op", "p", "n", "hosts", "want"), [
     ("allreduce", 16, 8, None, RD),
     ("allreduce", 16, 9, None, RD),
@@ -50,15 +50,25 @@ def approx(what: str, flat: tuple) -> tuple:
     ("allreduce", 16, 8192, None, RAB),
     ("allreduce", 1024, 4092, None, RD),               # count 1023 = pof2 - 1
     ("allreduce", 1024, 4096, None, RAB),              # count = pof2
-    ("allreduce", 16, 1 << 20, TWO_BY_8, RAB),         # hosts ignored
+    ("allreduce", 16, 1 << 20, OWN_HOSTS_16, RAB),     # one rank per host: flat
+    # node-aware: SMP at every size (allreduce.c 211-215, audit G H1), the leaders' allreduce
+    # by the flat rule with the real byte count (2 leaders, count >= pof2: Rabenseifner)
+    ("allreduce", 16, 1 << 20, TWO_BY_8, ("hierarchical", "smp(rabenseifner)",
+                                          {"inter": "rabenseifner_mpich"})),
+    ("allreduce", 16, 2048, TWO_BY_8, ("hierarchical", "smp(recursive_doubling)",
+                                       {"inter": "recursive_doubling"})),
+    ("allreduce", 16, 1 << 20, FOUR_BY_4, ("hierarchical", "smp(rabenseifner)",
+                                           {"inter": "rabenseifner_mpich"})),
     ("broadcast", 16, 12287, None, BINOMIAL),
     ("broadcast", 16, 12288, None, SC_RD),             # nbytes < 12288
     ("broadcast", 16, 524287, None, SC_RD),
     ("broadcast", 16, 524288, None, SC_RING),          # nbytes < 524288
     ("broadcast", 12, 12288, None, SC_RING),
-    ("broadcast", 16, 4096, TWO_BY_8, BINOMIAL),
+    ("broadcast", 16, 4096, TWO_BY_8, approx("smp", BINOMIAL)),   # the same SMP gate
+    ("broadcast", 16, 1 << 20, TWO_BY_8, SC_RING),
     ("reduce", 16, 2048, None, BINOMIAL),
-    ("reduce", 16, 2052, TWO_BY_8, RSG),
+    ("reduce", 16, 2052, TWO_BY_8, approx("smp", RSG)),
+    ("reduce", 16, 2052, OWN_HOSTS_16, RSG),
 ])
 def test_mpich_32(op, p, n, hosts, want):
     assert pick("mpich-3.2", op, p, n, hosts) == want

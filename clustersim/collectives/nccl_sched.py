@@ -46,7 +46,8 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128.0 / 120.0, "Simple": 1.0}
 #: payload bytes of one pipeline slot (one ring step of one channel)
 SLOT_BYTES = {"LL": 32 * 1024, "LL128": 576_000, "Simple": 512 * 1024}
-#: channels: NCCL's minimum of 2 rings per communicator (one per direction of a NIC's port)
+#: channels: 2, as NCCL has with one searched ring per NIC (``connect.cc`` doubles the searched
+#: channels: ``nChannels = min(MAXCHANNELS, nChannels * 2)``)
 DEFAULT_CHANNELS = 2
 #: loops beyond this are merged (bigger chunks): keeps a 10 GB buffer to a bounded schedule
 MAX_LOOPS = 256

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from clustersim._gc import paused
 from clustersim.collectives.dbt import dbt_allreduce
@@ -299,7 +300,7 @@ def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
                    hosts: Sequence[int] | None = None, root: int | Sequence[int] = 0,
                    tree: Sequence | None = None, fp16: bool = False,
                    chunks: int | None = None, inter: str | None = None,
-                   library: str | None = None) -> Schedule:
+                   library: str | None = None, machine: Any = None) -> Schedule:
     """The schedule of collective ``op`` by ``algorithm`` on ``ranks`` ranks, ``nbytes`` each.
 
     ``nbytes`` is nccl-tests' *size*: the per-rank buffer for allreduce/broadcast/reduce/p2p/
@@ -315,11 +316,13 @@ def build_schedule(op: str, algorithm: str, ranks: int, nbytes: float, *,
     ``algorithm`` may also name a library - ``mpich``, ``openmpi`` (``openmpi-4.1``,
     ``openmpi-4.0``), ``nccl`` - or ``auto`` (``library``, the platform's declared library,
     else ``mpich``): the library's own decision picks the algorithm (:mod:`.selection`) and
-    the schedule's ``algorithm`` reads ``library→choice``.
+    the schedule's ``algorithm`` reads ``library→choice``.  ``machine`` is what NCCL's
+    topology search finds on the ranks' devices (:func:`.nccl_machine.machine_of`), read by
+    the ``nccl`` selector only (None: its reference node).
     """
     if is_selector(algorithm):
         return select_schedule(op, algorithm, ranks, nbytes, hosts=hosts, root=root,
-                               fp16=fp16, library=library)
+                               fp16=fp16, library=library, machine=machine)
     algo = _lookup(op, algorithm)
     ranks = _as_int(ranks, "ranks", 1)
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real) or \

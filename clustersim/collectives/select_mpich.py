@@ -1,7 +1,9 @@
 """MPICH's default algorithm selection, three generations (read in github pmodels/mpich).
 
 ``mpich-3.2``: ``MPIR_<Coll>_intra`` of MPICH 3.2 (``src/mpi/coll/<coll>.c``), every size
-compared with the CVAR defaults of ``src/mpi/coll/cvars.txt``; ``hosts`` are not looked at:
+compared with the CVAR defaults of each file's ``MPI_T_CVAR_INFO_BLOCK`` (e.g. ``allreduce.c``
+lines 14-17; ``src/mpi/coll/cvars.txt`` exists only from 4.x on, same values).  These are the
+*flat* rules; a node-aware communicator takes the SMP path first (below):
 
 ======================  =====================================================================
 allreduce               ``nbytes <= ALLREDUCE_SHORT_MSG_SIZE`` (2048) or ``count < pof2``:
@@ -24,13 +26,21 @@ reduce                  ``nbytes > REDUCE_SHORT_MSG_SIZE`` (2048) and ``count >=
 gather, scatter         binomial
 ======================  =====================================================================
 
+*SMP (3.2 and 3.3).*  Allreduce, broadcast and reduce take their SMP algorithm on a
+*node-aware* communicator (a host list with some host holding two or more ranks: MPICH's
+``hierarchy_kind`` PARENT, ``commutil.c``) whenever the byte count is at most
+``MPIR_CVAR_MAX_SMP_<COLL>_MSG_SIZE``, whose default 0 means every size (3.2:
+``allreduce.c`` lines 35-38 and 211-215, the same gate in ``bcast.c`` and ``reduce.c``).  In
+3.2 the SMP allreduce's leaders (one rank per host, a flat communicator) then take the flat
+rule with the real byte count: recursive doubling to 2048 B or ``count < pof2``, else
+Rabenseifner.  Only a communicator without a host list, or with one rank per host, takes
+the flat rules above.
+
 ``mpich-3.3``: ``MPIR_<Coll>_intra_auto`` of 3.3.x (``src/mpi/coll/<coll>/<coll>.c``).  Same
-thresholds, but allreduce, broadcast and reduce first set the byte count they compare to 0
-unless ``MPIR_CVAR_MAX_SMP_<COLL>_MSG_SIZE`` is set (default 0; ``allreduce.c:159``).  So
-with default CVARs a *node-aware* communicator (a host list with some host holding two or
-more ranks: MPICH's ``hierarchy_kind`` PARENT, ``commutil.c``) takes the SMP algorithm at
-every size, and a flat allreduce compares 0 with 2048 at ``allreduce.c:186``: recursive
-doubling at every size.  The SMP allreduce is ``hierarchical`` here (reduce in each host,
+thresholds and the same SMP gate, but the zeroed byte count of that gate leaks into the flat
+comparison (``allreduce.c:159``): a flat allreduce compares 0 with 2048 at
+``allreduce.c:186`` - recursive doubling at every size, the leaders' allreduce of the SMP
+algorithm included.  The SMP allreduce is ``hierarchical`` here (reduce in each host,
 allreduce among the host leaders - a flat communicator, so recursive doubling - broadcast in
 each host); the SMP broadcast (below 12288 B or p < 8, or a power of two below 524288 B) and
 reduce have no schedule here: the flat choice is costed and the label says ``smp≈``.
@@ -145,27 +155,38 @@ def _other(c: Context) -> Choice:
     return Choice("direct", "direct")                      # p2p
 
 
+def _allreduce_flat_32(c: Context, ranks: int) -> Choice:
+    """MPICH 3.2's flat allreduce rule on ``ranks`` ranks (``allreduce.c`` line 398)."""
+    pof2 = 1 << (ranks.bit_length() - 1)
+    if c.nbytes <= T["ALLREDUCE_SHORT_MSG_SIZE"] or c.count < pof2:
+        return _RD
+    return _RAB
+
+
 def decide_32(c: Context) -> Choice:
-    """MPICH 3.2 (module docstring): byte thresholds as written, hosts ignored."""
+    """MPICH 3.2 (module docstring): the SMP path on a node-aware communicator, else the
+    byte thresholds as written."""
+    if c.op == "allreduce" and node_aware(c):
+        inter = _allreduce_flat_32(c, c.nodes)  # the leaders: the real byte count
+        return Choice("hierarchical", f"smp({inter.label})", {"inter": inter.algorithm})
     if c.op == "allreduce":
-        if c.nbytes <= T["ALLREDUCE_SHORT_MSG_SIZE"] or c.count < c.pof2:
-            return _RD
-        return _RAB
-    if c.op == "broadcast":
-        return _bcast_flat(c, inclusive=False)
-    if c.op == "reduce":
-        return _reduce_flat(c)
-    return _other(c)
+        return _allreduce_flat_32(c, c.ranks)
+    return _smp_or_flat(c)
 
 
 def decide_33(c: Context) -> Choice:
     """MPICH 3.3.x with default CVARs: the zeroed byte count (module docstring)."""
-    smp = node_aware(c)
     if c.op == "allreduce":
-        if smp:
+        if node_aware(c):
             return Choice("hierarchical", "smp(recursive_doubling)",
                           {"inter": "recursive_doubling"})
         return _RD
+    return _smp_or_flat(c)
+
+
+def _smp_or_flat(c: Context) -> Choice:
+    """Broadcast, reduce and the rest in 3.2 and 3.3 (the SMP gate is the same in both)."""
+    smp = node_aware(c)
     if c.op == "broadcast":
         flat = _bcast_flat(c, inclusive=False)
         # bcast_intra_smp.c: large or non-power-of-two messages run the flat ring version

@@ -24,7 +24,7 @@
 ``openmpi`` = ``openmpi-4.1``: Open MPI 4.1 replaced the rules by tables over communicator size
 and bytes, measured by Mikhail et al. on UTK/ICL machines (``coll_tuned_decision_fixed.c`` of
 4.1.x - read at v4.1.8 - and 5.0.x; allreduce and alltoall are also what SimGrid's
-``smpi_openmpi_selector.cpp`` reproduces).  Four tables are encoded here: allreduce, alltoall,
+``smpi_openmpi_selector.cpp`` reproduces).  All eight tables are encoded here: allreduce, alltoall,
 allgather (keyed by one rank's block, as the source's ``total_dsize = dsize * scount`` is) and
 broadcast, gather and scatter (keyed by one rank's block) and reduce_scatter (by the total).
 Reduce has 4.1's table for commutative operations (the sums of training; the

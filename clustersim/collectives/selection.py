@@ -22,6 +22,7 @@ import dataclasses
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from clustersim.collectives.schedule import Schedule
 from clustersim.errors import InputError
@@ -49,13 +50,16 @@ SELECTOR_ABOUT = {
     "mpich-4": "MPICH 3.4-5.0 ch4 csel defaults (mpir/ and ch4/generic.json); node-aware "
                "compositions",
     "mpich-3.3": "MPICH 3.3 MPIR_*_intra_auto with default CVARs",
-    "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds, hosts ignored: "
-                 "clustersim's mpich until QA 14",
-    "openmpi": "Open MPI's coll_tuned fixed decision, the current rules (= openmpi-4.1)",
+    "mpich-3.2": "MPICH 3.2 MPIR_*_intra rules with the CVAR thresholds; SMP on node-aware "
+                 "communicators (clustersim's mpich until QA 14, without the SMP path)",
+    "openmpi": "Open MPI 4.1's coll_tuned fixed decision (= openmpi-4.1; Open MPI 5.0 runs "
+               "its HAN component instead on multi-node communicators, not modelled)",
     "openmpi-4.1": "Open MPI 4.1/5.0 coll_tuned fixed decision: the tables over communicator "
                    "size and bytes of coll_tuned_decision_fixed.c (v4.1.8), every op",
     "openmpi-4.0": "Open MPI 1.8-4.0 coll_tuned fixed decision (coll_tuned_decision_fixed.c)",
-    "nccl": "NCCL 2.7 cost model (tuning.cc): ring/tree x LL/LL128/Simple, fastest predicted",
+    "nccl": "NCCL 2.7.5 cost model (tuning.cc): ring/tree x LL/LL128/Simple, fastest "
+            "predicted on the platform's node (NVLink or PCI, network speed, LL128 on "
+            "Volta/Ampere NVLink only)",
     "auto": "the platform's declared library (platform field library:), else mpich",
 }
 #: the allreduce rule of the MPICH selectors (their other ops' rules differ: a broadcast row
@@ -64,7 +68,8 @@ SELECTOR_ALLREDUCE = {
     "mpich-4": "recursive doubling to 8 B or count < pof2, else Rabenseifner",
     "mpich-3.3": "flat recursive doubling at every size, SMP (hierarchical) on node-aware "
                  "communicators",
-    "mpich-3.2": "recursive doubling to 2048 B",
+    "mpich-3.2": "recursive doubling to 2048 B or count < pof2, else Rabenseifner; SMP "
+                 "(hierarchical) on node-aware communicators",
 }
 
 
@@ -78,6 +83,9 @@ class Context:
     elem: int               # bytes per element: 4 (fp32) or 2 (fp16)
     nodes: int              # distinct hosts (1 when unknown)
     placed: bool = False    # a host list was given (nodes == 1 is then one host, not unknown)
+    #: what NCCL's topology search finds on the platform (:mod:`.nccl_machine`); None: its
+    #: reference node (read by the ``nccl`` selector only)
+    machine: Any = None
 
     @property
     def count(self) -> int:
@@ -120,8 +128,10 @@ def _deciders() -> dict[str, Callable[[Context], Choice]]:
 
 
 def select(op: str, name: str, ranks: int, nbytes: float, hosts: Sequence[int] | None = None,
-           fp16: bool = False, library: str | None = None) -> tuple[str, Choice]:
-    """(library, choice) of selector ``name`` for this call."""
+           fp16: bool = False, library: str | None = None,
+           machine: Any = None) -> tuple[str, Choice]:
+    """(library, choice) of selector ``name`` for this call (``machine``: the NCCL machine
+    of the ranks' devices, :func:`clustersim.collectives.nccl_machine.machine_of`)."""
     lib = name
     if name == "auto":
         lib = check_library(library, ("platform", "library")) if library else DEFAULT_LIBRARY
@@ -130,19 +140,19 @@ def select(op: str, name: str, ranks: int, nbytes: float, hosts: Sequence[int] |
         raise InputError(f"{lib} has no {op} (its ops: {', '.join(ops)})", path=("algorithm",))
     nodes = len(set(hosts)) if hosts is not None else 1
     ctx = Context(op, int(ranks), float(nbytes) * (0.5 if fp16 else 1.0), 2 if fp16 else 4,
-                  max(1, nodes), hosts is not None)
+                  max(1, nodes), hosts is not None, machine if lib == "nccl" else None)
     return lib, _deciders()[lib](ctx)
 
 
 def select_schedule(op: str, name: str, ranks: int, nbytes: float, *,
                     hosts: Sequence[int] | None, root: int | Sequence[int], fp16: bool,
-                    library: str | None) -> Schedule:
+                    library: str | None, machine: Any = None) -> Schedule:
     """Decide, build the chosen schedule, and name it ``library→label``."""
     from clustersim.collectives.registry import build_schedule
 
     if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or ranks < 1:
         raise InputError(f"ranks must be an integer >= 1, got {ranks!r}", path=("ranks",))
-    lib, choice = select(op, name, ranks, nbytes, hosts, fp16, library)
+    lib, choice = select(op, name, ranks, nbytes, hosts, fp16, library, machine)
     sched = build_schedule(op, choice.algorithm, ranks, nbytes, hosts=hosts, root=root,
                            fp16=fp16, **choice.options)
     meta = {**sched.meta, "library": lib, "selected": choice.algorithm, "label": choice.label}

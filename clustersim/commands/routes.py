@@ -44,6 +44,7 @@ def _platform(scn: Any, policy: str | None, seed: int | None) -> Any:
 def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict[str, Any]]:
     """The schedule's step to show, its number (1-based) and what was chosen."""
     from clustersim.collectives import build_schedule, list_algorithms
+    from clustersim.collectives.nccl_machine import machine_for
     from clustersim.collectives.selection import is_selector
     from clustersim.errors import unknown_name
     from clustersim.scenario.fields import whole_bytes
@@ -73,7 +74,8 @@ def _step(scn: Any, args: argparse.Namespace, plat: Any) -> tuple[Any, int, dict
     hosts = [plat.host(d) for d in range(ranks)]
     try:
         sched = build_schedule(op, alg, ranks, size, hosts=hosts, root=root,
-                               fp16=bool(b and b.fp16))
+                               fp16=bool(b and b.fp16), library=getattr(plat, "library", None),
+                               machine=machine_for(alg, plat, range(ranks)))
     except ValueError as exc:
         raise InputError(str(exc), path=("--algorithm",)) from None
     steps = sched.steps

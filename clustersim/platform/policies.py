@@ -14,7 +14,9 @@ Policies (``routing: {policy: ..., seed: ...}`` on a platform):
   Other seeds model other hash functions/salts: run several to see the spread.
 * ``dmodk`` / ``smodk``: deterministic up-port selection of InfiniBand fat trees (Zahavi,
   "D-Mod-K Routing Providing Non-Blocking Traffic for Shift Permutations on Real Life Fat
-  Trees", CCIT report 776, Technion 2010; OpenSM's ``ftree`` engine routes the same way).  At a
+  Trees", CCIT report 776, Technion 2010).  OpenSM's ``ftree`` engine assigns ports greedily,
+  least loaded first over destinations in order, which gives the same spreading on a complete
+  symmetric tree but not on a partly populated one, where this formula is not what OpenSM does.  At a
   switch with ``w`` minimal next hops to distinct switches (going up), the one taken is
   ``(d // W) mod w`` where ``d`` is the destination's (d-mod-k) or source's (s-mod-k) port
   index and ``W`` the product of the widths of the earlier such choices on the route (the

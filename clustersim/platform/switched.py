@@ -226,7 +226,9 @@ def dragonfly(groups: int, routers_per_group: int, hosts_per_router: int, device
     for the ``arrangement``.  Global links get routing cost ``global_cost`` (default 3 > 2
     local hops) so that minimal routes use exactly one global link between groups, as Cray
     Aries' minimal routing does; hop-count routing would sometimes take two global links
-    through a third group to save a local hop.  Adaptive (UGAL) routing is not modelled.
+    through a third group to save a local hop.  Groups are all-to-all (one local hop), where an
+    Aries group is a 2-D all-to-all of rows and columns (up to two local hops).  Valiant and
+    UGAL routing are routing policies (:mod:`clustersim.platform.policies`).
     Parallel global cables between the same two routers are merged into one link with their
     summed bandwidth.
     """

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 from clustersim.collectives import build_schedule
+from clustersim.collectives.nccl_machine import machine_for
 from clustersim.errors import InputError
 from clustersim.network.fidelity import cost_collective
 from clustersim.scenario.schema import Scenario
@@ -70,7 +71,8 @@ def run_benchmark(scn: Scenario, progress: Callable[[int], None] | None = None
         placement = list(range(ranks))
         hosts = [plat.host(d) for d in placement]
         sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16,
-                               library=getattr(plat, "library", None))
+                               library=getattr(plat, "library", None),
+                               machine=machine_for(alg, plat, placement))
         fid = scn.run.fidelity
         cost = cost_collective(sched, plat, placement, scn.network, fidelity=fid)
         used = getattr(cost, "fidelity", fid)
@@ -104,7 +106,8 @@ def benchmark_trace(scn: Scenario) -> list[tuple[str, list[TraceEvent]]]:
     total = 0
     for alg in b.algorithms:
         sched = build_schedule(b.op, alg, ranks, size, hosts=hosts, root=b.root, fp16=b.fp16,
-                               library=getattr(plat, "library", None))
+                               library=getattr(plat, "library", None),
+                               machine=machine_for(alg, plat, placement))
         total += sum(step.repeat * len({r for t in step.transfers for r in (t.src, t.dst)})
                      for step in sched.steps)
         if total > MAX_TRACE_EVENTS:

@@ -15,6 +15,7 @@ import simpy
 
 from clustersim.algorithms.ops import Collective
 from clustersim.collectives import build_schedule
+from clustersim.collectives.nccl_machine import machine_for
 from clustersim.network.analytic import cost_schedule
 from clustersim.network.flowsim import schedule_process
 from clustersim.sim.inflight import add_span
@@ -180,7 +181,8 @@ class CollectiveRunner:
         if s is None:
             s = build_schedule(name, alg, len(g.devices), nbytes, hosts=list(g.hosts),
                                root=op.root, fp16=op.fp16,
-                               library=getattr(self.platform, "library", None))
+                               library=getattr(self.platform, "library", None),
+                               machine=machine_for(alg, self.platform, g.devices))
             self._sched_cache[key] = s
         return s
 
