@@ -229,7 +229,8 @@ def output_failed(exc: OSError) -> int:
     if exc.errno not in _FULL:
         raise exc
     drop_stdout()
-    with contextlib.suppress(OSError):
-        print(f"failed: cannot write {exc.filename or 'the standard output'}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
+    with contextlib.suppress(OSError):  # a named file (exit 2 in main) is the user's: error
+        print(f"{'error' if exc.filename else 'failed'}: cannot write "
+              f"{exc.filename or 'the standard output'}: {exc.strerror or exc}",
+              file=sys.stderr)
     return 1

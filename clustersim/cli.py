@@ -17,6 +17,7 @@ from clustersim import __version__
 from clustersim._jobs import parse_jobs as _jobs
 from clustersim.commands.listing import KINDS as LIST_KINDS
 from clustersim.commands.parser import Parser as _Parser
+from clustersim.commands.parser import profile_file
 from clustersim.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
@@ -261,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "chart")
     pr.add_argument("--trace", metavar="FILE",
                     help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
-    pr.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
+    pr.add_argument("--calibration", metavar="FILE", type=profile_file,
+                    help="apply a calibration profile (YAML)")
     pr.add_argument("--fidelity", choices=["flow", "analytic", "auto"],
                     help="override run.fidelity")
     pr.add_argument("--seed", type=int, help="override run.seed")
@@ -347,7 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not getattr(args, "func", None):
                 parser.print_help()
                 return EXIT_INPUT
-            code = int(args.func(args) or 0)
+            from clustersim.scenario.inputs import inputs_scope
+
+            with inputs_scope():  # the files it reads: no output may overwrite them
+                code = int(args.func(args) or 0)
             _signals.check()  # a SIGTERM swallowed on the way (a weakref callback) counts
             return code
     except InputError as exc:

@@ -110,6 +110,28 @@ def find_mpiexec(mpiexec: str | os.PathLike[str] | None = None) -> str:
     return path
 
 
+def check_hostfile(hostfile: str | os.PathLike[str]) -> Path:
+    """The hostfile, resolved, or :class:`InputError` naming what is wrong with it.
+
+    Why a function of its own: ``run --real`` and ``calibrate --real`` call it (through
+    :func:`check_rank_count`) before they clear the previous run's traces; checked only in
+    :func:`launch` it came after them, so a typo in the path cost the last run's data
+    (audit E H4), and a folder was said not to exist (M3)."""
+    hf = Path(hostfile).resolve()
+    if hf.is_dir():
+        raise InputError(f"hostfile {str(hostfile)!r} is a directory, expected a file listing "
+                         "the hosts (one per line)", path=("hostfile",))
+    if not hf.is_file():
+        raise InputError(f"hostfile {str(hostfile)!r} does not exist", path=("hostfile",))
+    try:
+        with hf.open("rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"hostfile {str(hostfile)!r} cannot be read ({exc.strerror})",
+                         path=("hostfile",)) from None
+    return hf
+
+
 def check_rank_count(np: int, *, hostfile: object = None, oversubscribe: bool = False,
                      cores: int | None = None, flag: str = "--oversubscribe") -> None:
     """Refuse to start more ranks on this machine than it has cores, unless asked to.
@@ -121,6 +143,7 @@ def check_rank_count(np: int, *, hostfile: object = None, oversubscribe: bool = 
     is checked.
     """
     if hostfile is not None:
+        check_hostfile(hostfile)  # here too: callers check this before clearing any output
         return
     cores = cores or _jobs.usable_cores()
     if np <= cores:
@@ -247,9 +270,7 @@ def launch(
     exe = find_mpiexec(mpiexec)
     hf = None
     if hostfile is not None:
-        hf = Path(hostfile).resolve()
-        if not hf.is_file():
-            raise InputError(f"hostfile {str(hostfile)!r} does not exist", path=("hostfile",))
+        hf = check_hostfile(hostfile)
     logs = Path(log_dir).resolve()
     logs.mkdir(parents=True, exist_ok=True)
     for r in range(np):  # stale files of an earlier run would confuse the blame

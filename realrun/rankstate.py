@@ -132,8 +132,9 @@ def blame_hang(states: dict[int, RankState | None]) -> tuple[int | None, str]:
         return s.rank, (f"was {what} for {time.time() - s.since:.1f} s while {others} other "
                         f"rank(s) waited for it in communication")
     s = min(live, key=lambda s: (s.n, s.rank))
-    return s.rank, (f"all ranks were waiting in communication (deadlock?); rank {s.rank} is "
-                    f"the least advanced ({s.n} operations done, waiting in {s.op or '?'})")
+    # a predicate, as the other reasons are: the caller writes "rank N <reason>" (audit E L2)
+    return s.rank, (f"is the least advanced of ranks all waiting in communication "
+                    f"(deadlock?): {s.n} operations done, waiting in {s.op or '?'}")
 
 
 def check_world(size: int, library: str) -> None:

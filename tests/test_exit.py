@@ -56,8 +56,9 @@ def test_retain_keeps_nothing_for_in_process_callers():
 
 
 def test_console_script_end_to_end(tmp_path):
-    """As installed (``clustersim.cli:console_main``): the table whole on a pipe, the JSON
-    written, exit 0; bad input still exits 2 with one message; a closed pipe 141."""
+    """As installed (``clustersim.console:main``, which calls ``clustersim.cli:
+    console_main``): the table whole on a pipe, the JSON written, exit 0; bad input still
+    exits 2 with one message; a closed pipe 141."""
     out = tmp_path / "o.json"
     run = ("import sys; from clustersim.cli import console_main; "
            "sys.argv = ['clustersim', *sys.argv[1:]]; sys.exit(console_main())")

@@ -169,12 +169,13 @@ needs_full = pytest.mark.skipif(not __import__("os").path.exists("/dev/full"),
 ])
 def test_also_full_device_output_exits_2(capsys, argv):
     """Also seen: an output option on a full device exited 1; it is the user's to change,
-    as every other unwritable output is: exit 2, the same one-line message."""
+    as every other unwritable output is: exit 2, one line that begins "error:" as every
+    input error's does (audit E L5: it began "failed:", the prefix of exit 1)."""
     from clustersim.cli import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err == "failed: cannot write /dev/full: No space left on device\n"
+    assert err == "error: cannot write /dev/full: No space left on device\n"
 
 
 def test_also_full_disk_names_the_regular_file(tmp_path, capsys, monkeypatch):
@@ -209,7 +210,7 @@ def test_also_full_disk_names_the_regular_file(tmp_path, capsys, monkeypatch):
     csv = tmp_path / "o.csv"
     assert main(["predict", ALEXNET, *SMALL, "-q", "--csv", str(csv)]) == 2
     err = capsys.readouterr().err
-    assert err == f"failed: cannot write {csv}: No space left on device\n"
+    assert err == f"error: cannot write {csv}: No space left on device\n"
     assert list(tmp_path.iterdir()) == []
 
 

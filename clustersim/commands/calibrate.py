@@ -26,6 +26,7 @@ MPI process is ended, the traces so far are kept and the command that fits them 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import textwrap
 from pathlib import Path
@@ -217,8 +218,22 @@ def _check(args: argparse.Namespace) -> None:
                              path=("plan",))
     from clustersim.report.output import check_outputs
 
-    # before minutes of measuring: an output that cannot be written is an input error now
-    check_outputs({"--out": args.out, "--json": args.json})
+    # before minutes of measuring: an output that cannot be written is an input error now,
+    # and so is one that would replace what is fitted (a trace, the platform: audit E H1)
+    check_outputs({"--out": args.out, "--json": args.json}, inputs=_inputs(args))
+
+
+def _inputs(args: argparse.Namespace) -> list[Path]:
+    """The files this calibration reads: traces (a folder: every file in it), ``--runs``,
+    ``--scenarios`` and the ``--platform`` file."""
+    out: list[Path] = []
+    for t in [*args.traces, *([args.runs] if args.runs else [])]:
+        p = Path(t)
+        out += [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else [p]
+    out += [Path(f) for f in args.scenarios or []]
+    with contextlib.suppress(InputError):  # an unknown name is refused where it is loaded
+        out.append(platform_path(args.platform))
+    return out
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

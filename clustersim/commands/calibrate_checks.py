@@ -62,9 +62,11 @@ def check_rank_counts(args: argparse.Namespace, scenarios: Sequence[str | Path],
     """
     if not args.real and not run_here:  # nothing starts here: realrun is not needed
         return
-    from realrun.launch import check_rank_count
+    from realrun.launch import check_hostfile, check_rank_count
 
     over = bool(getattr(args, "oversubscribe", False))
+    if getattr(args, "hostfile", None) is not None:  # before any trace of DIR is cleared
+        check_hostfile(args.hostfile)
     if args.real:
         try:
             check_rank_count(args.np, hostfile=args.hostfile, oversubscribe=over)

@@ -51,6 +51,10 @@ def cmd_convergence(args: argparse.Namespace) -> int:
                          f"{args.confidence!r}")
     if args.out is not None and os.path.isdir(args.out):
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
+    from clustersim.report.output import check_outputs
+
+    # the log itself is no place for the snippet (audit E H1)
+    check_outputs({"--out": args.out, "--json": args.json}, inputs=[args.convergence])
     log = read_log(args.convergence)
     overall = estimate(log, args.confidence)
     if not overall.b_simple > 0 or not overall.grad_sq > 0:

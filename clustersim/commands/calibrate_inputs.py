@@ -43,7 +43,10 @@ def load_traces(items: list[str], statistic: str
     for f in trace_files(items):
         try:
             head, evs = read_jsonl(f)
-        except (OSError, UnicodeDecodeError, TypeError, ValueError) as exc:
+        except UnicodeDecodeError as exc:  # the codec's own words were the message (L1)
+            raise InputError(f"cannot read trace: it is not UTF-8 text (byte {exc.start}); a "
+                             "trace is the JSON lines a real run writes", file=str(f)) from None
+        except (OSError, TypeError, ValueError) as exc:
             raise InputError(f"cannot read trace: {exc}", file=str(f)) from None
         rank = head.get("rank", len(headers))
         headers.setdefault(int(rank), head)

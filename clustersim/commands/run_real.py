@@ -22,6 +22,7 @@ import textwrap
 from typing import Any
 
 from clustersim._jobs import parse_count
+from clustersim.commands.parser import profile_file
 from clustersim.errors import InputError
 
 __all__ = ["add_parser", "cmd_run"]
@@ -70,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "%(default)s)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="traces, logs and metrics.json (default %(default)s)")
-    p.add_argument("--calibration", metavar="FILE",
+    p.add_argument("--calibration", metavar="FILE", type=profile_file,
                    help="predict with this calibration profile for the comparison")
     p.add_argument("--json", metavar="FILE", help="write measured + predicted as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no table")
@@ -107,7 +108,10 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{run.iterations - run.warmup} measured steps ({asked.warmup} + "
               f"{asked.iterations - asked.warmup} asked): whole exchange periods",
               file=sys.stderr)
-    check_outputs({"--json": args.json})
+    # the profile now, not after the run: a bad one is bad input, before any process starts
+    # and before --json and --out are cleared (audit E H3)
+    calibrated = _calibrated(setup, args.calibration, args.quiet)
+    check_outputs({"--json": args.json}, inputs=[args.calibration])
     from pathlib import Path
 
     from realrun.arrays import check_backend
@@ -146,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # a second signal: skip the rest, end with the first's code
             _say("stopped again: partial metrics not written")
         raise exc from None
-    predicted = _predict(setup, args.calibration)
+    predicted = _predict(setup, calibrated)
     if args.json:
         from clustersim.report.output import write_json
 
@@ -175,15 +179,19 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr)
 
 
-def _predict(setup: Any, calibration: str | None) -> Any:
-    """The simulator's prediction for the point that ran."""
+def _calibrated(setup: Any, calibration: str | None, quiet: bool) -> Any:
+    """The point's scenario with the ``--calibration`` profile applied (read and checked)."""
+    if not calibration:
+        return setup.scenario
+    from clustersim.calibration.applyprofile import apply_profile
+
+    return apply_profile(setup.scenario, calibration, quiet=quiet)
+
+
+def _predict(setup: Any, scn: Any) -> Any:
+    """The simulator's prediction for the point that ran, on the (calibrated) scenario."""
     from clustersim.sim.sweep import simulate_point
 
-    scn = setup.scenario
-    if calibration:
-        from clustersim.calibration.applyprofile import apply_profile
-
-        scn = apply_profile(scn, calibration)
     m, _ = simulate_point(scn, setup.algorithm, setup.workers, scn.run.seed)
     return m
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from clustersim.commands.parser import profile_file
 from clustersim.errors import InputError
 
 EXIT_OK = 0
@@ -130,7 +131,7 @@ def add_parser(sub: Any) -> None:
                         "(default: the base case's)")
     p.add_argument("--plot", metavar="FILE", help="write a tornado chart (offline HTML)")
     p.add_argument("--json", metavar="FILE", help="write the indices as JSON")
-    p.add_argument("--calibration", metavar="FILE",
+    p.add_argument("--calibration", metavar="FILE", type=profile_file,
                    help="a calibration profile: applied, its covariance blocks uncertain too")
     p.add_argument("--seed", type=int, help="override run.seed (also seeds the design)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",

@@ -253,7 +253,13 @@ def _check_cache_path(db: Path, out: Path, files: dict, given: bool) -> None:
     the CSV overwrite the cache (and the next run advise deleting the user's CSV)."""
     import os
 
+    from clustersim.scenario.inputs import inputs_read
+
     cache = os.path.realpath(db)  # a link to an output file is that file
+    if cache in inputs_read():  # then "delete the file to start a new cache" (audit E)
+        raise InputError(f"--cache {db} is an input of this command (the scenario or a file "
+                         f"it names): the point cache is a file of its own; give another "
+                         f"--cache file")
     for flag, f in (("--out", out), *((k, v) for k, v in files.items() if v)):
         target = os.path.realpath(f)
         inside = flag != "--out" and cache.startswith(target.rstrip(os.sep) + os.sep)

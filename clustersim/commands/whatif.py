@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clustersim.commands.parser import profile_file
+
 __all__ = ["add_parser", "add_cache_options", "open_cache", "cmd_whatif"]
 
 
@@ -96,7 +98,8 @@ def add_parser(sub: Any) -> None:
     wi.add_argument("--latency", default="1,10", metavar="FACTORS",
                     help="link latency factors, each 0.001 to 1000 and once, at most 12 with 1x "
                          "(default %(default)s)")
-    wi.add_argument("--calibration", metavar="FILE", help="apply a calibration profile (YAML)")
+    wi.add_argument("--calibration", metavar="FILE", type=profile_file,
+                    help="apply a calibration profile (YAML)")
     wi.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")
     add_cache_options(wi)

@@ -28,7 +28,7 @@ import math
 import os
 import secrets
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,15 @@ def path_problem(exc: BaseException) -> str:
 
 def _target(path: str | Path) -> Path:
     p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        # a device, FIFO, pipe or socket, written in place by the name given: resolved,
+        # /dev/stdout into a pipe became /proc/PID/fd/pipe:[N], a path that does not exist,
+        # and "cannot create files in '/proc/PID/fd'" (audit E M1)
+        return p
     return p.resolve() if p.is_symlink() else p
 
 
@@ -102,14 +111,21 @@ def need_charts(flag: str) -> None:
                          f"install 'clustersim[charts]'")
 
 
-def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
+def check_outputs(outputs: Mapping[str, str | Path | None],
+                  inputs: Iterable[str | Path | None] = ()) -> None:
     """Raise :class:`InputError` naming the option for the first output that cannot be written.
 
     ``outputs`` maps an option (``--json``) to its path (``None``: not asked for; an empty
     path was asked for, and is refused: ``--json ''`` wrote nothing, silently).  Writability
     is tested by creating (and removing) a temporary file or directory where the output will
-    go - the only test that also holds for root and for file systems such as ``/proc``.
+    go - the only test that also holds for root and for file systems such as ``/proc``.  An
+    output that is one of the command's inputs - ``inputs``, or any file read so far in the
+    command's :func:`~clustersim.scenario.yamlio.inputs_scope` (the scenario, the files it
+    names, a profile) - is refused: it would be replaced (audit E H1).
     """
+    from clustersim.scenario.inputs import inputs_read
+
+    read = inputs_read() | {os.path.realpath(i) for i in inputs if i}
     seen: dict[str, str] = {}
     for flag, raw in outputs.items():
         if raw is None:
@@ -124,11 +140,24 @@ def check_outputs(outputs: Mapping[str, str | Path | None]) -> None:
             if key in seen:
                 raise _cannot(flag, raw, f"{seen[key]} writes the same file")
             seen[key] = flag
+            if os.path.realpath(p) in read and not _is_stream(p):
+                raise _cannot(flag, raw, "it is an input of this command (the scenario, a "
+                                         "file it names or a file given to read); writing "
+                                         "it would replace it - name another file")
             why = unwritable(p)
         except (OSError, RuntimeError) as exc:  # a name too long, a link loop (QA 10 H4)
             raise _cannot(flag, raw, path_problem(exc)) from None
         if why is not None:
             raise _cannot(flag, raw, why)
+
+
+def _is_stream(p: Path) -> bool:
+    """A device, FIFO, pipe or socket (``/dev/null`` may be read and written by one command)."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def unwritable(p: Path) -> str | None:

@@ -38,6 +38,7 @@ import yaml
 
 from clustersim._yaml import SafeLoader
 from clustersim.errors import InputError
+from clustersim.scenario.inputs import note_input
 from clustersim.scenario.rateunits import check_document
 from clustersim.scenario.yamldialect import install
 
@@ -76,6 +77,7 @@ def note_files(files: Mapping[str, str]) -> None:
     in every open block: a memo handing out an earlier parse reads no file itself."""
     for seen in _RECORDS:
         seen.update(files)
+    any(map(note_input, files))  # the command's inputs too (clustersim.scenario.inputs)
 
 
 def files_changed(files: Mapping[str, str]) -> bool:
@@ -88,10 +90,9 @@ def files_changed(files: Mapping[str, str]) -> bool:
 def file_digest(path: str | Path | None) -> str | None:
     """The file's SHA-256, read again only when its size or modification time changed;
     None when there is no such file."""
-    try:
+    st = None
+    with contextlib.suppress(OSError):
         st = os.stat(path) if path is not None else None
-    except OSError:
-        st = None
     return None if st is None else _digest_at(str(path), st.st_mtime_ns, st.st_size)
 
 
@@ -126,8 +127,6 @@ class _Loader(SafeLoader):
 
 
 install(_Loader)  # YAML 1.2 core schema: see clustersim.scenario.yamldialect
-
-
 _MERGE = "tag:yaml.org,2002:merge"
 
 
@@ -326,6 +325,7 @@ def load_yaml(path: str | Path, *, what: str = "file") -> Any:
     if len(data) > MAX_BYTES:
         raise InputError(f"{what} is larger than {MAX_BYTES // 1024} KiB; a scenario or "
                          f"platform file is a few kB", file=str(path))
+    note_input(p)
     if _RECORDS:
         digest = hashlib.sha256(data).hexdigest()
         for seen in _RECORDS:

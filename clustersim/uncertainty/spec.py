@@ -40,6 +40,7 @@ from typing import Any
 
 from clustersim.errors import InputError, unknown_name
 from clustersim.uncertainty.choice import parse_choice
+from clustersim.uncertainty.fieldunits import check_field_unit, plain
 
 __all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "as_quantity",
            "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
@@ -149,6 +150,8 @@ def _number(value: Any, path: tuple) -> tuple[float, str | None]:
         raise InputError(f"must be a number, not {value}", path=path)
     if isinstance(value, (int, float)):
         v = float(value)
+    elif isinstance(value, str) and plain(value):
+        v = float(value)  # a number quoted ("8"): read as "8 s" before, a time (audit E H5)
     elif isinstance(value, str):
         for unit in ("time", "bandwidth", "size", "flops"):
             try:
@@ -214,6 +217,7 @@ def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
     hint = {"normal": "mean, sd", "lognormal": "median, sigma",
             "triangular": "low, mode, high"}.get(dist, "low, high")
     params, unit = _numbers(raw[dist], n, p, hint)
+    check_field_unit(name, unit, raw[dist], p)
     if dist in ("range", "uniform", "loguniform") and not params[0] < params[1]:
         raise InputError(f"low ({params[0]:g}) must be smaller than high ({params[1]:g})",
                          path=p)
@@ -231,7 +235,8 @@ def _parse_one(name: str, raw: Any, path: tuple) -> UncertainInput:
                          "without units", path=(*p, 1))
     inp = UncertainInput(name, dist, params, str(kind), None, None, about, unit)
     if "clip" in raw:
-        clip, _ = _numbers(raw["clip"], 2, (*path, "clip"), "low, high", unit)
+        clip, cunit = _numbers(raw["clip"], 2, (*path, "clip"), "low, high", unit)
+        check_field_unit(name, cunit, raw["clip"], (*path, "clip"))
         if not clip[0] < clip[1]:
             raise InputError("low must be smaller than high", path=(*path, "clip"))
         inp = UncertainInput(name, dist, params, str(kind), clip, None, about, unit)
