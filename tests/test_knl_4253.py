@@ -1,11 +1,15 @@
-"""The paper's headline figures emerge from the KNL scenarios (You, Buluc, Demmel, SC17).
+"""Reproduction targets: the paper's headline figures from the KNL scenarios (You, Buluc,
+Demmel, SC17).
 
 Targets (docs/references.md; tolerances are the issue's): Sync EASGD's weak-scaling
 efficiency on 4,253 KNL cores is 91.5% +- 3 points; original EASGD spends 87% of its time
 communicating and Sync EASGD 14% (+- 5 points each); Sync EASGD is 5.3x (+- 20%) faster.
-Nothing here is fitted at test time: the scenarios state their model (GoogLeNet, 8 images per
-core, tau = 1, 2% compute noise) and platform (topologies/cori_knl_cores.yaml), and the
-figures are what the simulator makes of them.  Communication share is counted as the paper's
+These are reproductions, not predictions: the paper fixes the core count only, and the
+scenarios' model (GoogLeNet, 8 images per core, tau = 1, 2% compute noise), platform
+(topologies/cori_knl_cores.yaml) and, for the 87%/14%/5.3x, the scale (6 nodes) are our
+choices, under which the figures land where the paper's are; how far those choices move them
+is printed under predict's table and in docs/algorithms.md.  So the tests pin what the
+simulator makes of those choices (a regression), not an independent agreement.  Communication share is counted as the paper's
 time breakdown does: everything a worker does besides computing, 1 - worker utilisation.
 """
 

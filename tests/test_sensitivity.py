@@ -82,7 +82,7 @@ def test_command_on_the_headline_scenario_is_deterministic(tmp_path, capsys):
     res = json.loads(a)
     assert set(res["metrics"]["efficiency"]["names"]) == {
         "workload.batch_per_worker", "algorithm.tau", "workload.jitter",
-        "algorithm.allreduce"}
+        "algorithm.allreduce", "workload.compute.efficiency", "workload.model"}
     assert (tmp_path / "t.html").read_text().startswith("<!DOCTYPE html>")
 
 

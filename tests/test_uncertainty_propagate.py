@@ -75,7 +75,7 @@ def test_predict_uncertainty_is_deterministic_and_says_which_interval(tmp_path, 
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes()
     unc = json.loads(a)["uncertainty"]
-    assert unc["samples"] == 4 and len(unc["inputs"]) == 4
+    assert unc["samples"] == 4 and len(unc["inputs"]) == 6
     eff = unc["algorithms"]["Sync EASGD"][-1]["efficiency"]
     assert 0 < eff["p05"] <= eff["median"] <= eff["p95"] <= 1.0 + 1e-9
     # the smallest point is the reference of scaling efficiency: 100% in every sample

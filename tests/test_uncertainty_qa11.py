@@ -37,10 +37,18 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def _three_inputs() -> str:
+    """theano_mpi_alexnet's text without its socket-link entry (added after these figures
+    were pinned; audit H): the figures below are of the other three inputs."""
+    text = (ROOT / "scenarios" / "theano_mpi_alexnet.yaml").read_text()
+    return "\n".join(ln for ln in text.splitlines()
+                     if not ln.strip().startswith("platform.node.intersocket.")) + "\n"
+
+
 def _at_the_end(tmp_path: Path) -> Path:
     """theano_mpi_alexnet with its link efficiency's nominal 0.42 at the lower end of its
     range: every sample is faster than the nominal."""
-    text = (ROOT / "scenarios" / "theano_mpi_alexnet.yaml").read_text()
+    text = _three_inputs()
     line = next(ln for ln in text.splitlines()
                 if ln.strip().startswith("network.efficiency: {normal"))
     path = tmp_path / "alex_end.yaml"
@@ -132,7 +140,9 @@ SENS_NOTE = (
 
 
 def test_sensitivity_at_a_small_n_says_its_indices_are_noise(tmp_path, capsys):
-    args = ["sensitivity", "theano_mpi_alexnet", "-n", "4", "--set", "sweep.workers=[1,8]",
+    three = tmp_path / "alex3.yaml"
+    three.write_text(_three_inputs())
+    args = ["sensitivity", str(three), "-n", "4", "--set", "sweep.workers=[1,8]",
             "-j", "1", "--wide"]
     assert main([*args, "--json", str(tmp_path / "s.json")]) == 0
     out = _flat(capsys.readouterr().out)
