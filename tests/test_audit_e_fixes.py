@@ -215,3 +215,11 @@ def test_json_to_stdout_into_a_pipe(scn: Path) -> None:
 def test_an_empty_calibration_is_refused(scn: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["predict", str(scn), "-q", "--calibration", ""]) == 2
     assert "an empty file name" in capsys.readouterr().err
+
+
+def test_a_null_strategy_is_named_as_yaml_writes_it(scn: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    """L4: ``--set algorithm.strategy=`` (null) said ``unknown strategy 'None'``."""
+    assert main(["predict", str(scn), "-q", "--set", "algorithm.strategy="]) == 2
+    err = capsys.readouterr().err
+    assert "unknown strategy null (allowed:" in err and "'None'" not in err

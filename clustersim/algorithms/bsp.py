@@ -202,8 +202,8 @@ def _validate(params: dict, path: tuple) -> None:
 
     allowed = sorted(set(STRATEGIES) | set(list_algorithms()["allreduce"]))
     if params["strategy"] not in allowed:
-        raise unknown_name("strategy", str(params["strategy"]), allowed,
-                           path=(*path, "strategy"))
+        # as written: unknown_name shows a non-string as YAML does (null, not 'None')
+        raise unknown_name("strategy", params["strategy"], allowed, path=(*path, "strategy"))
 
 
 def _actors(job: JobInfo) -> list[ActorSpec]:
