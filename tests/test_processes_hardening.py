@@ -83,9 +83,13 @@ def test_trim_leaves_a_closed_trace_alone(tmp_path):
 
 
 # --- too many ranks for this machine ---------------------------------------------------------
-def test_rank_count_limits():
+def test_rank_count_limits(tmp_path):
     check_rank_count(4, cores=4)
-    check_rank_count(4253, cores=2, hostfile="hosts")  # a cluster: not ours to judge
+    hosts = tmp_path / "hosts"  # the hostfile must exist: checked here since audit E (H4)
+    hosts.write_text("node1\nnode2\n")
+    check_rank_count(4253, cores=2, hostfile=str(hosts))  # a cluster: not ours to judge
+    with pytest.raises(InputError, match="does not exist"):
+        check_rank_count(4253, cores=2, hostfile=str(tmp_path / "none"))
     with pytest.raises(InputError, match="5 MPI ranks but this machine has 4 core"):
         check_rank_count(5, cores=4)
     check_rank_count(OVERSUBSCRIBE_LIMIT * 4, cores=4, oversubscribe=True)
