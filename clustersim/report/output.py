@@ -67,14 +67,10 @@ def path_problem(exc: BaseException) -> str:
 
 def _target(path: str | Path) -> Path:
     p = Path(path)
-    try:
-        mode = os.stat(p).st_mode
-    except OSError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        # a device, FIFO, pipe or socket, written in place by the name given: resolved,
-        # /dev/stdout into a pipe became /proc/PID/fd/pipe:[N], a path that does not exist,
-        # and "cannot create files in '/proc/PID/fd'" (audit E M1)
+    if _is_stream(p):
+        # written in place by the name given: resolved, /dev/stdout into a pipe became
+        # /proc/PID/fd/pipe:[N], a path that does not exist, and "cannot create files in
+        # '/proc/PID/fd'" (audit E M1)
         return p
     return p.resolve() if p.is_symlink() else p
 

@@ -10,36 +10,22 @@ the wrong kind - ``network.overhead: {uniform: [1 KiB, 2 KiB]}``, ``workload.jit
 from __future__ import annotations
 
 from clustersim.errors import InputError
+from clustersim.uncertainty.choice import _UNIT_NAMES, _is_bare
 
-__all__ = ["check_field_unit", "plain"]
-
-_UNIT_NAMES = {"time": "a time", "bandwidth": "a bandwidth", "size": "a size",
-               "flops": "a compute rate"}
-
-
-def plain(text: str) -> bool:
-    """A number written as text (``"8"``, ``"1e-6"``): no unit."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-#: a field's kind (:func:`clustersim.explore.rangeunits.field_kind`) -> the unit family
-_FAMILY = {"time": "time", "size": "size", "bandwidth": "bandwidth", "compute rate": "flops"}
+__all__ = ["check_field_unit"]
 
 
 def check_field_unit(name: str, unit: str | None, raw: list, path: tuple) -> None:
     """Values with a unit must be of the kind the field reads, as a sweep range's ends must:
     the value set into the field is the SI number, so ``network.overhead: {uniform: [1 KiB,
     2 KiB]}`` was 1,024-2,048 *seconds* per message, exit 0 (audit E H5)."""
-    from clustersim.explore.rangeunits import field_kind  # explore imports this module
+    # explore imports this module; _PARSER: a field's kind -> the family parse_quantity names
+    from clustersim.explore.rangeunits import _PARSER, field_kind
 
     kind = field_kind(name)
-    if unit is None or unit == _FAMILY.get(kind or ""):
+    if unit is None or unit == _PARSER.get(kind or ""):
         return
-    i, v = next((i, v) for i, v in enumerate(raw) if isinstance(v, str) and not plain(v))
+    i, v = next((i, v) for i, v in enumerate(raw) if isinstance(v, str) and not _is_bare(v))
     if kind is None:
         raise InputError(f"{name} takes plain numbers (no time, size, bandwidth or compute "
                          f"rate), not {v!r}", path=(*path, i))

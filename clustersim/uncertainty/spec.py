@@ -39,8 +39,8 @@ from statistics import NormalDist
 from typing import Any
 
 from clustersim.errors import InputError, unknown_name
-from clustersim.uncertainty.choice import parse_choice
-from clustersim.uncertainty.fieldunits import check_field_unit, plain
+from clustersim.uncertainty.choice import _UNIT_NAMES, _is_bare, parse_choice
+from clustersim.uncertainty.fieldunits import check_field_unit
 
 __all__ = ["UncertainInput", "parse_uncertain", "bounds", "clip_mass", "as_quantity",
            "DISTRIBUTIONS", "FORBIDDEN_TOP", "FORBIDDEN_RUN", "MIN_CLIP_MASS"]
@@ -74,8 +74,6 @@ MIN_CLIP_MASS = 1e-6
 #: z of the 1e-7 quantile: where a normal "has mass", for the message of a refused clip
 _Z_EXTENT = -NormalDist().inv_cdf(1e-7)
 _Z95 = NormalDist().inv_cdf(0.95)
-_UNIT_NAMES = {"time": "a time", "bandwidth": "a bandwidth", "size": "a size",
-               "flops": "a compute rate"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ def _number(value: Any, path: tuple) -> tuple[float, str | None]:
         raise InputError(f"must be a number, not {value}", path=path)
     if isinstance(value, (int, float)):
         v = float(value)
-    elif isinstance(value, str) and plain(value):
+    elif isinstance(value, str) and _is_bare(value):
         v = float(value)  # a number quoted ("8"): read as "8 s" before, a time (audit E H5)
     elif isinstance(value, str):
         for unit in ("time", "bandwidth", "size", "flops"):
