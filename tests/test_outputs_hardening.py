@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clustersim import fsio
 from clustersim.cli import main
 from clustersim.report import output
 
@@ -93,7 +94,7 @@ def test_all_or_none_when_the_second_output_fails(tmp_path, monkeypatch):
     that existed keeps its old content."""
     old = tmp_path / "old.json"
     old.write_text("previous\n")
-    real_stage = output._stage
+    real_stage = fsio._stage
     calls = []
 
     def fail_second(path, data, made):
@@ -102,11 +103,11 @@ def test_all_or_none_when_the_second_output_fails(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_stage(path, data, made)
 
-    monkeypatch.setattr(output, "_stage", fail_second)
+    monkeypatch.setattr(fsio, "_stage", fail_second)
     with pytest.raises(OSError, match="No space"):
         output.write_outputs([(tmp_path / "new" / "a.csv", "a\n"), (tmp_path / "b.csv", "b\n")])
     assert _listing(tmp_path) == ["old.json"]
-    monkeypatch.setattr(output, "_stage", real_stage)
+    monkeypatch.setattr(fsio, "_stage", real_stage)
 
     real_replace = os.replace
     n = []

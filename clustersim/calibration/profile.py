@@ -197,7 +197,7 @@ def dump_profile(prof: Profile) -> str:
 
 
 def write_profile(prof: Profile, path: str | Path) -> None:
-    from clustersim.report.output import atomic_write
+    from clustersim.fsio import atomic_write
 
     atomic_write(path, dump_profile(prof))
 

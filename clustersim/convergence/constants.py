@@ -17,7 +17,8 @@ from typing import Any
 from clustersim._yaml import safe_load
 from clustersim.errors import InputError, PathPart
 
-__all__ = ["Constants", "load_constants", "load_constants_file", "parse_constants"]
+__all__ = ["Constants", "load_constants", "load_constants_file", "parse_constants",
+           "shipped_statuses"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ class Constants:
 def _shipped_constants(name: str = "constants.yaml") -> Constants:
     text = resources.files("clustersim.convergence").joinpath(name).read_text()
     return load_constants(safe_load(text)["constants"])
+
+
+@lru_cache(maxsize=1)
+def shipped_statuses() -> dict[str, str]:
+    """``{name: status}`` of the shipped ``constants.yaml`` (``theory`` or ``assumed``).
+
+    Why: the tables said "theory" for all of them, while two (k_d, k_g: every local-SGD,
+    EASGD tau > 1 and gossip figure) are assumed weights (audit I M2)."""
+    text = resources.files("clustersim.convergence").joinpath("constants.yaml").read_text()
+    return {k: str(v.get("status", "")) if isinstance(v, Mapping) else ""
+            for k, v in safe_load(text)["constants"].items()}
 
 
 def emulation_constants() -> Constants:

@@ -91,6 +91,8 @@ class ConvergenceResult:
     batch_eff: float = 0.0
     extra: float = 0.0
     lag_steps: float = 0.0
+    #: elastic and gossip runs: the steps are a lone worker's (the cap in :func:`predict`)
+    lone_capped: bool = False
 
 
 def _never(profile: ConvergenceProfile, stats: RunStats, note: str, batch_eff: float = 0.0,
@@ -118,6 +120,7 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
     k = constants or profile.constants or load_constants()
     stale = staleness_term(stats.staleness, stats.momentum, k.k_s, k.k_m)
     extra, lag_steps, b_eff, per_step = 0.0, 0.0, stats.batch, stats.batch
+    beta = None
     if stats.kind in ("async", "hybrid"):
         extra = stale
     elif stats.kind == "elastic":
@@ -153,13 +156,30 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
                       f"{b_eff:g} takes a step beyond the stable range (c K >= 2 in "
                       f"McCandlish's quadratic model)", batch_eff=b_eff, extra=extra)
     steps = s_min * factor + lag_steps
+    capped = False
+    if stats.kind == "gossip" or (stats.kind == "elastic" and beta == 1.0):
+        # Replicas that average (local SGD: the centre becomes the replicas' mean) or mix
+        # (gossip) are never slower than one of them alone: in McCandlish's quadratic model
+        # the SGD map is linear in the error, so averaging commutes with it and only removes
+        # noise (L(mean x_i) <= mean L(x_i)).  The drift and mixing terms are first order in
+        # the delay and grow without bound (D(d) ~ 4d/pi): averaging every 1,000 steps was
+        # predicted 5x slower than never averaging (audit I H2).  Cap at a lone worker's
+        # steps, at its own batch under the profile's LR rule.  A run whose LR rule diverges
+        # stays divergent (above).  Not EASGD with beta < 1: its evaluated model is the
+        # centre, a moving average that lags, and its workers are pulled towards it - no
+        # lone worker bounds that (docs/convergence.md, "Known to be wrong").
+        lone = s_min * steps_integral(profile.noise, stats.batch, rule=profile.lr_rule,
+                                      ref_batch=profile.ref_batch)
+        if lone < steps:
+            steps, b_eff, extra, lag_steps, capped = lone, stats.batch, 0.0, 0.0, True
     samples = steps * per_step
     eff = profile.ref_samples / samples
     return ConvergenceResult(
         steps_to_target=steps, samples_to_target=samples,
         epochs_to_target=samples / profile.dataset_size if profile.dataset_size else None,
         time_to_target=steps * stats.update_time, statistical_efficiency=eff,
-        goodput=stats.throughput * eff, batch_eff=b_eff, extra=extra, lag_steps=lag_steps)
+        goodput=stats.throughput * eff, batch_eff=b_eff, extra=extra, lag_steps=lag_steps,
+        lone_capped=capped)
 
 
 def progress_curve(profile: ConvergenceProfile, result: ConvergenceResult,

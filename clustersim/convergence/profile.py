@@ -203,6 +203,11 @@ def shipped_profiles() -> dict[str, dict[str, Any]]:
     return dict(safe_load(text)["profiles"])
 
 
+#: target metrics that are fractions (accuracy-like): a value above 1 cannot be reached
+#: (audit I L1: a top-1 target of 1.5 printed a time to reach it)
+FRACTION_METRICS = ("top1", "top5", "accuracy", "signal_learned")
+
+
 def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
            base: Path | None = None) -> ConvergenceProfile:
     for key in raw:
@@ -221,6 +226,9 @@ def _build(model: str, raw: Mapping[str, Any], path: Sequence[PathPart],
             raise _fail("target must be {metric: NAME, value: NUMBER} or a number",
                         (*path, "target"))
         metric, value = target["metric"], _positive(target["value"], (*path, "target", "value"))
+        if metric in FRACTION_METRICS and value > 1.0:
+            raise _fail(f"target value {value:g} for {metric}: a fraction, allowed 0 < value "
+                        f"<= 1 (e.g. 0.75 for 75 %)", (*path, "target", "value"))
     else:
         metric, value = "target", _positive(target, (*path, "target"))
     ref_batch = _positive(raw["ref_batch"], (*path, "ref_batch"))

@@ -20,33 +20,16 @@ import math
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.scenario.fieldkinds import FIELD_PARSER, field_kind
 from clustersim.scenario.fields import as_float
-from clustersim.scenario.rateunits import rate_kind
 from clustersim.units import UNIT_EXAMPLES, UnitError, missing_unit, parse_quantity
 
 __all__ = ["field_kind", "range_end"]
 
-#: fields whose parsers read a size (``as_size``/``parse_size``: a bucket, a fusion buffer, a
-#: device's memory, a transport's inline size, a layer's or a sample's bytes) or a time that
-#: the unit rule leaves out (a fusion cycle), by last key
-_MORE_KINDS = {
-    **dict.fromkeys(("bucket", "threshold", "bucket_cap", "first_bucket", "memory", "inline",
-                     "mem_bytes", "bytes_per_sample"), "size"),
-    "cycle_time": "time",
-}
-#: a field's kind -> the name of the parser (:func:`clustersim.units.parse_quantity`) and of
-#: what :func:`~clustersim.uncertainty.spec.as_quantity` reports for it
-_PARSER = {"time": "time", "size": "size", "bandwidth": "bandwidth", "compute rate": "flops"}
+_PARSER = FIELD_PARSER
 _KIND_OF = {v: k for k, v in _PARSER.items()}
 _SI = {"time": "seconds", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
 _EXAMPLES = {**UNIT_EXAMPLES, "size": "'64 MiB', '1 GB', '8 kb'"}
-
-
-def field_kind(name: str) -> str | None:
-    """The quantity the field ``name`` (an axis name, dotted) reads: ``"time"``, ``"size"``,
-    ``"bandwidth"`` or ``"compute rate"``; None for a field of plain numbers (and for
-    ``workers``, a count)."""
-    return rate_kind(name) or _MORE_KINDS.get(name.rsplit(".", 1)[-1].strip())
 
 
 def range_end(value: Any, path: tuple, name: str) -> float:

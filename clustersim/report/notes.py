@@ -209,7 +209,16 @@ def target_line(scn: Any) -> str | None:
     assumed = any(mentions_noise_scale(a) for a in prof.assumed)
     ref = (f"{prof.epochs:g} epochs" if prof.epochs is not None
            else f"{prof.ref_steps:,.0f} steps") + f" at batch {prof.ref_batch:g}"
-    consts = "the scenario's" if prof.constants is not None else "theory (constants.yaml)"
+    if prof.constants is not None:
+        consts = "the scenario's"
+    else:
+        from clustersim.convergence.constants import shipped_statuses
+
+        by: dict[str, list[str]] = {}
+        for name, status in shipped_statuses().items():
+            by.setdefault(status or "unstated", []).append(name.replace("_", " ")
+                                                           if name == "gossip_share" else name)
+        consts = "; ".join(f"{s} {', '.join(n)}" for s, n in by.items()) + " (constants.yaml)"
     if prof.constants_warnings:  # calibrate --emulation wrote them into the file
         said = list(prof.constants_warnings[:3])
         more = len(prof.constants_warnings) - len(said)

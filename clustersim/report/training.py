@@ -20,7 +20,8 @@ def _ms(seconds: float) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
+    # "+ 0.0" turns a -0.0 rounding residue (1 - utilisation at one worker) into 0.0
+    return "—" if x is None else f"{round(100 * x, 1) + 0.0:.1f}%"
 
 
 def _rate(x: float | None) -> str:
@@ -257,6 +258,12 @@ def _print_comparison(console: Console, result: Any, wide: bool = False,
             never.setdefault(p.tta_note, []).append(title)
     for note, titles in never.items():
         console.print(f"never reaches the target: {escape(', '.join(titles))} — {escape(note)}")
+    capped = [t for t, p in rows if "lone_worker_cap" in (p.convergence_terms or {})]
+    if capped:
+        console.print(f"as fast as one worker alone: {escape(', '.join(capped))} — their "
+                      "exchanges are too rare to help, and the convergence model's drift term "
+                      "would predict worse; averaging never hurts, so the steps are capped at a "
+                      "lone worker's (docs/convergence.md)")
     return hidden
 
 

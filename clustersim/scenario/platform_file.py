@@ -82,7 +82,7 @@ def _is_file(p: Path) -> bool:
 def _not_a_file(paths: list[Path], name: str, path: tuple) -> None:
     """Refuse a platform path that is there but is no readable file: a directory, a device or
     a link loop had been "not found", beside a name that ls shows (QA 10 M8)."""
-    from clustersim.report.output import path_problem
+    from clustersim.fsio import path_problem
 
     for c in paths:
         try:

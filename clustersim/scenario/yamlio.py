@@ -302,7 +302,7 @@ def _short(path: str | Path) -> str:
 
 def load_yaml(path: str | Path, *, what: str = "file") -> Any:
     """Parse a YAML file; syntax errors and missing files become :class:`InputError`."""
-    from clustersim.report.output import path_problem
+    from clustersim.fsio import path_problem
 
     p = Path(path)
     try:

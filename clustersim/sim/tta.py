@@ -11,8 +11,9 @@ kind        one step is                   update_time (simulated s) and batch
 ==========  ============================  ==================================================
 sync        one iteration of every worker iteration time; global batch (sum over workers)
             (``bsp`` averaging weights every k > 1 steps: elastic, tau = k, beta = 1)
-async       one update of the server      tau x batch per worker (DOWNPOUR pushes tau steps)
-            (every shard once)            samples per update / samples per second
+async       one local step of a worker    batch per worker / samples per second; a push
+            (DOWNPOUR: a push is tau      carries tau steps, so staleness in pushes x tau
+            of them; tau = 1: one update)
 elastic     one local step of every       p x batch / samples per second; batch per worker
             worker
 gossip      one local step of every       p x batch / samples per second; batch per worker
@@ -87,14 +88,22 @@ def run_stats(kind: str, name: str, params: Mapping[str, Any], optimizer: str, w
     if kind in ("async", "hybrid"):
         if metrics.throughput <= 0:
             return None
-        per = float(params.get("tau", 1)) * batch
         if kind == "hybrid":
             per = float(params.get("k", 1)) * group * batch
-        # one update carries `per` samples, so updates come at throughput / per: the same
-        # window as the samples/s column, and time to target = samples to target / samples
-        # per second
-        return RunStats(kind, workers, per, per / metrics.throughput, metrics.throughput,
-                        staleness=staleness, momentum=mu, group=group)
+            # one update carries `per` samples, so updates come at throughput / per: the
+            # same window as the samples/s column, and time to target = samples to target /
+            # samples per second
+            return RunStats(kind, workers, per, per / metrics.throughput,
+                            metrics.throughput, staleness=staleness, momentum=mu, group=group)
+        # DOWNPOUR with tau > 1: a push carries tau local SGD steps at the worker's batch,
+        # not one step at tau x batch (one worker is then plain sequential SGD, whatever tau;
+        # costed as one big-batch step it was up to 2x slower, audit I H1).  The step unit
+        # is one local step: batch / samples per second each, and a push that saw s pushes
+        # of others land is s x tau steps stale.
+        tau = float(params.get("tau", 1))
+        return RunStats(kind, workers, batch, batch / metrics.throughput, metrics.throughput,
+                        staleness=[s * tau for s in staleness] if tau != 1 else staleness,
+                        momentum=mu, group=group)
     if metrics.throughput <= 0:
         return None
     # a step of every worker: p x batch samples, at the measured samples per second (the
@@ -206,6 +215,8 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
     m.tta_note = res.note
     m.convergence_terms = {"batch_eff": float(res.batch_eff), "extra": float(res.extra),
                            "lag_steps": float(res.lag_steps)}
+    if res.lone_capped:  # only then: the key's presence is the flag (tables, JSON)
+        m.convergence_terms["lone_worker_cap"] = 1.0
 
 
 def finite(x: float | None) -> float | None:

@@ -4,12 +4,14 @@ Why a module of its own: the value set into the field is the SI number drawn, so
 the wrong kind - ``network.overhead: {uniform: [1 KiB, 2 KiB]}``, ``workload.jitter:
 {uniform: [10 ms, 20 ms]}`` - passed every check and the prediction ran with 1,024-2,048
 *seconds* per message, exit 0.  A sweep's range already refused it
-(:mod:`clustersim.explore.rangeunits`, whose idea of what a field reads is used here).
+(:mod:`clustersim.explore.rangeunits`); both read what a field is from
+:mod:`clustersim.scenario.fieldkinds`.
 """
 
 from __future__ import annotations
 
 from clustersim.errors import InputError
+from clustersim.scenario.fieldkinds import FIELD_PARSER, field_kind
 from clustersim.uncertainty.choice import _UNIT_NAMES, _is_bare
 
 __all__ = ["check_field_unit"]
@@ -19,11 +21,8 @@ def check_field_unit(name: str, unit: str | None, raw: list, path: tuple) -> Non
     """Values with a unit must be of the kind the field reads, as a sweep range's ends must:
     the value set into the field is the SI number, so ``network.overhead: {uniform: [1 KiB,
     2 KiB]}`` was 1,024-2,048 *seconds* per message, exit 0 (audit E H5)."""
-    # explore imports this module; _PARSER: a field's kind -> the family parse_quantity names
-    from clustersim.explore.rangeunits import _PARSER, field_kind
-
     kind = field_kind(name)
-    if unit is None or unit == _PARSER.get(kind or ""):
+    if unit is None or unit == FIELD_PARSER.get(kind or ""):
         return
     i, v = next((i, v) for i, v in enumerate(raw) if isinstance(v, str) and not _is_bare(v))
     if kind is None:
