@@ -159,6 +159,10 @@ def test_set_key_too_deep(capsys):
 def test_set_accepts_yaml12_numbers(capsys):
     code, err = run(capsys, XBAR, "--set", "run.iterations=1e2")
     assert code == 0, err
+    # and it is the integer 100, not a string or a float (audit J L3)
+    from clustersim.scenario.schema import load_scenario
+
+    assert load_scenario(XBAR, sets=["run.iterations=1e2"]).run.iterations == 100
 
 
 def test_platform_too_large_in_total(capsys):

@@ -102,6 +102,49 @@ def _groups() -> list[tuple[str, str, str]]:
     return list(seen)
 
 
+def _why_not_compared(group: tuple[str, str, str]) -> str | None:
+    """None for a group compared case by case; else why not: SMPI's algorithm has no
+    clustersim counterpart ("no mapping"), sends other messages than clustersim's at every
+    recorded size ("pattern"), or is routed differently on the fat tree ("routing")."""
+    platform, op, alg = group
+    if ALGORITHMS.get((op, alg)) is None:
+        return "no mapping"
+    if group in ROUTING_GAPS:
+        return "routing"
+    rows = [r for r in ROWS if (r.platform, r.op, r.algorithm) == group
+            and r.protocol == "rendezvous"]
+    if not any(resolve_case(op, alg, r.ranks, r.size)[1] for r in rows):
+        return "pattern"
+    return None
+
+
+#: the groups left out of the case-by-case comparison, and why; audit J M3: they were
+#: skipped at run time on every machine, so they could never fail.  Now a change either way
+#: (clustersim gains SMPI's pairwise all-to-all, a mapping breaks) fails
+#: :func:`test_the_groups_left_out_are_the_recorded_ones` until this list is updated.
+NOT_COMPARED = {
+    **dict.fromkeys([("crossbar16", "bcast", "ompi"), ("dragonfly64", "allgather", "ring"),
+                     ("dragonfly64", "allreduce", "ompi_ring_segmented"),
+                     ("dragonfly64", "allreduce", "rab1"), ("dragonfly64", "alltoall", "pair"),
+                     ("dragonfly64", "bcast", "ompi"), ("fattree16", "allgather", "ring"),
+                     ("fattree16", "allreduce", "ompi_ring_segmented"),
+                     ("fattree16", "allreduce", "rab1"), ("fattree16", "alltoall", "pair"),
+                     ("fattree16", "bcast", "ompi")], "pattern"),
+    **dict.fromkeys([("fattree16", "allgather", "mpich"), ("fattree16", "allgather", "ompi"),
+                     ("fattree16", "allgather", "rdb"), ("fattree16", "allreduce", "mpich"),
+                     ("fattree16", "allreduce", "ompi"), ("fattree16", "allreduce", "rab_rdb"),
+                     ("fattree16", "allreduce", "rdb"), ("fattree16", "alltoall", "mpich"),
+                     ("fattree16", "alltoall", "ring"),
+                     ("fattree16", "bcast", "scatter_rdb_allgather")], "routing"),
+}
+
+
+def test_the_groups_left_out_are_the_recorded_ones() -> None:
+    got = {g: why for g in _groups() if (why := _why_not_compared(g)) is not None}
+    assert got == NOT_COMPARED
+    assert len(_groups()) - len(got) == 47  # the groups compared case by case
+
+
 def test_recorded_data_is_small_and_complete() -> None:
     assert 800 <= len(ROWS) <= 1800
     assert {r.platform for r in ROWS if r.op == "p2p"} == set(PLATFORMS)
@@ -129,20 +172,14 @@ def test_point_to_point_latency_and_bandwidth(platform: str) -> None:
         assert abs(err + envelope) < 1e-6, (r, err)
 
 
-@pytest.mark.parametrize(("platform", "op", "alg"), _groups())
+@pytest.mark.parametrize(("platform", "op", "alg"),
+                         [g for g in _groups() if g not in NOT_COMPARED])
 def test_exact_algorithms_match_simgrid(platform: str, op: str, alg: str) -> None:
-    m = ALGORITHMS.get((op, alg))
-    if m is None:
-        pytest.skip(f"{op}/{alg}: no mapping")
-    if (platform, op, alg) in ROUTING_GAPS:
-        pytest.skip(f"{platform} {op}/{alg}: SimGrid's fat-tree down-cable routing "
-                    "(test_fat_tree_gap_is_the_down_cable)")
     rows = [r for r in ROWS if (r.platform, r.op, r.algorithm) == (platform, op, alg)
             and r.protocol == "rendezvous"]
     cases = [(r, resolve_case(op, alg, r.ranks, r.size)) for r in rows]
     cases = [(r, cs) for r, (cs, exact, _) in cases if exact]
-    if not cases:
-        pytest.skip(f"{op}/{alg}: not the same message pattern as clustersim's ({m.note})")
+    assert cases
     missing = {cs for _, cs in cases if not available(op, cs)}
     assert not missing, f"clustersim lacks {op} {sorted(missing)}"
     over = CASE_TOL_OVERRIDE.get((platform, op, alg))

@@ -167,3 +167,26 @@ def test_no_analytic_twin_for_an_emulation_off_its_profiles_settings() -> None:
     assert twin_mismatch(spec(lr=0.2)) == "lr 0.2 (profile: 0.1)"
     assert twin_mismatch(SimpleNamespace(task="gaussian", target=0.9, task_settings={})) \
         is None  # no profile, nothing to compare
+
+
+def test_staleness_p90_is_the_90th_percentile_of_a_spread_out_run() -> None:
+    """audit J M1: the table's "staleness mean/p90" had no test where the percentile
+    matters.  Staleness 0, 1, ..., 9 over the measured steps: mean 4.5, max 9, and the 90th
+    percentile by linear interpolation between order statistics (numpy's default, the
+    method Hyndman & Fan 1996 number 7): 8 + 0.1 x (9 - 8) = 8.1."""
+    from clustersim.trace import TraceEvent
+    from clustersim.trace_metrics import measured_metrics
+
+    ev = []
+    for k in range(11):
+        ev.append(TraceEvent(0, "worker", "record", float(k), float(k), "iteration", value=k))
+        ev.append(TraceEvent(0, "worker", "compute", float(k), k + 0.9, "compute"))
+        if k:  # the warm-up step's push stays out
+            ev.append(TraceEvent(1, "server", "record", k + 0.95, k + 0.95, "staleness",
+                                 value=float((7 * k) % 10)))  # 7, 4, 1, 8, ...: 0-9, shuffled
+    ev += [TraceEvent(0, "worker", "record", 11.0, 11.0, "actor_end", value=1),
+           TraceEvent(1, "server", "record", 11.0, 11.0, "actor_end", value=0)]
+    m = measured_metrics(ev, algorithm="x", batch=1, warmup=1)
+    assert m.staleness_mean == pytest.approx(4.5, abs=1e-12)
+    assert m.staleness_p90 == pytest.approx(8.1, abs=1e-12)
+    assert m.staleness_max == 9.0

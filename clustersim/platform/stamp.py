@@ -134,7 +134,7 @@ def stamp(b: PlatformBuilder, tpl: Template, prefixes: Sequence[str], hosts: Seq
     if not nodes.keys().isdisjoint(names) or len(set(names)) < len(names):
         taken = next(n for k, n in enumerate(names) if n in nodes or n in names[:k])
         raise InputError(f"duplicate node {taken!r}")
-    for name in {n for outs in outside for n in outs}:
+    for name in dict.fromkeys(n for outs in outside for n in outs):  # file order (audit J L4)
         if name not in ids:
             raise InputError(f"a machine plugs into unknown node {name!r}")
     nodes.update(zip(names, [{**a, "host": h} if "host" in a else dict(a)
