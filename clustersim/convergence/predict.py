@@ -157,17 +157,19 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
                       f"McCandlish's quadratic model)", batch_eff=b_eff, extra=extra)
     steps = s_min * factor + lag_steps
     capped = False
-    if stats.kind == "gossip" or (stats.kind == "elastic" and beta == 1.0):
-        # Replicas that average (local SGD: the centre becomes the replicas' mean) or mix
-        # (gossip) are never slower than one of them alone: in McCandlish's quadratic model
-        # the SGD map is linear in the error, so averaging commutes with it and only removes
-        # noise (L(mean x_i) <= mean L(x_i)).  The drift and mixing terms are first order in
+    if stats.kind == "elastic" and beta == 1.0:
+        # Replicas that average (local SGD: the centre becomes the replicas' mean) are never
+        # slower than one of them alone: in McCandlish's quadratic model the SGD map is
+        # linear in the error, so averaging commutes with it and only removes noise
+        # (L(mean x_i) <= mean L(x_i)).  The drift and mixing terms are first order in
         # the delay and grow without bound (D(d) ~ 4d/pi): averaging every 1,000 steps was
         # predicted 5x slower than never averaging (audit I H2).  Cap at a lone worker's
         # steps, at its own batch under the profile's LR rule.  A run whose LR rule diverges
         # stays divergent (above).  Not EASGD with beta < 1: its evaluated model is the
         # centre, a moving average that lags, and its workers are pulled towards it - no
-        # lone worker bounds that (docs/convergence.md, "Known to be wrong").
+        # lone worker bounds that.  Not gossip either: its mixing constant k_g is fitted on
+        # emulated gossip runs (constants_emulation.yaml) with the term uncapped, and a cap
+        # would change what that fit means (docs/convergence.md, "Known to be wrong").
         lone = s_min * steps_integral(profile.noise, stats.batch, rule=profile.lr_rule,
                                       ref_batch=profile.ref_batch)
         if lone < steps:
