@@ -20,11 +20,11 @@ from typing import Any
 
 from clustersim.errors import InputError
 from clustersim.explorer import chart
-from clustersim.explorer.chart import NONE, sort_key
+from clustersim.explorer.chart import ANY, NONE, sampled_axis, sort_key
 from clustersim.explorer.table import FACTORS, INPUTS, metric_choices
 
 __all__ = ["Explorer", "make_app", "figure", "options", "default_value", "labelled", "page_factors",
-           "NONE"]
+           "value_label", "ANY", "NONE"]
 
 
 @dataclass
@@ -198,19 +198,45 @@ def labelled(col: str, opts: list[str]) -> list[Any]:
     chart's ticks and the what-if page call ``1x`` and ``0.25x`` (QA 10)."""
     from clustersim.report.whatif_panel import factor_label
 
-    if col not in FACTORS:
-        return opts
     out = []
     for o in opts:
-        kind, num = sort_key(o)  # a number: its factor label; text: as it is
-        out.append({"label": factor_label(num) if kind == 0 else o, "value": o})
+        kind, num = sort_key(o)  # a number: its factor label, or with its unit; text: as it is
+        if o == ANY or kind != 0:
+            label = o
+        elif col in FACTORS:
+            label = factor_label(num)
+        else:
+            label = value_label(col, num)
+        out.append({"label": label, "value": o})
     return out
+
+
+def value_label(col: str, num: float) -> str:
+    """A number of the column ``col`` as a person reads it: with its unit where the field
+    reads a time, a size, a bandwidth or a compute rate (``1.17 GB/s``, not the table's SI
+    ``1168219009.2090118``, audit K H1), else in at most 6 significant digits."""
+    from clustersim.scenario.fieldkinds import field_kind
+    from clustersim.units import format_bandwidth, format_size, format_time
+
+    kind = field_kind(col)
+    if kind == "bandwidth":
+        return format_bandwidth(num)
+    if kind == "time":
+        return format_time(num)
+    if kind == "size":
+        return format_size(num)
+    if kind == "compute rate":
+        return f"{num / 1e12:.4g} TFLOP/s"
+    return f"{int(num):,}" if num.is_integer() and abs(num) < 1e15 else f"{num:.6g}"
 
 
 def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
     """A fixed control's start: the scenario's own value where the table has it (1x for the
     network factors: not the largest, which would show a changed network unannounced), else
     the largest worker count (where the network matters), else the first value."""
+    if ANY in opts and sampled_axis(ex.table, col):  # every value (audit K H1)
+        return ANY
+    opts = [o for o in opts if o != ANY]
     want = ex.defaults.get(col)
     if want is not None:
         for o in opts:
@@ -250,7 +276,7 @@ def make_app(ex: Explorer, title: str) -> Any:
             message = ex.message if running else ""
         controls = []
         for col in ex.inputs:
-            opts = options(table, col)
+            opts = [ANY, *options(table, col)]
             controls.append(html.Div([
                 html.Label(col, htmlFor={"type": "fix", "axis": col}),
                 dcc.Dropdown(id={"type": "fix", "axis": col}, options=labelled(col, opts),
@@ -335,6 +361,6 @@ def make_app(ex: Explorer, title: str) -> Any:
         if ver == seen:  # nothing new: leave the chart (and the user's zoom) alone; an ALL
             # output takes one no_update per control (a bare one fails the whole callback)
             return (*progress, *status, no_update, [no_update] * len(ex.inputs))
-        return (*progress, *status, ver, [labelled(c, options(table, c)) for c in ex.inputs])
+        return (*progress, *status, ver, [labelled(c, [ANY, *options(table, c)]) for c in ex.inputs])
 
     return app

@@ -14,9 +14,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["NONE", "figure", "no_rows", "sort_key"]
+__all__ = ["ANY", "MANY", "NONE", "figure", "no_rows", "sampled_axis", "sort_key"]
 
 NONE = "(none)"
+#: a fixed control's "every value": a sampled (Sobol', LHS) design has about one row per value
+#: of each continuous axis, so fixing it to one value left one point or none (audit K H1)
+ANY = "(any)"
+#: an input with more distinct values than this reads as sampled: its control starts at
+#: :data:`ANY`, its points are drawn as a scatter, and as a colour it is a continuous scale
+MANY = 12
 HEIGHT = 560  # the chart without facets, and a facet grid of up to two rows (px)
 ROW = 230  # px per facet row past two
 WRAP = 3  # facets per row
@@ -38,9 +44,23 @@ def sort_key(v: Any) -> tuple[int, Any]:
 def _slice(table: Any, fixed: dict[str, Any], free: set[str]) -> Any:
     df = table
     for col, val in fixed.items():
-        if col not in free and val is not None and col in df.columns:
+        if col not in free and val is not None and val != ANY and col in df.columns:
             df = df[df[col].astype(str) == str(val)]
     return df
+
+
+def sampled_axis(df: Any, col: str) -> bool:
+    """Whether the input ``col`` reads as a sampled (Sobol', LHS) axis: numbers only, with more
+    than :data:`MANY` distinct values, or at least 4 and more than half as many as the table
+    has rows (a 12-point design: a value per row; a grid repeats each value across the other
+    axes' combinations)."""
+    try:
+        vals = df[col].dropna().unique()
+    except TypeError:  # unhashable cells (a list column): not an axis of numbers
+        return False
+    if not all(sort_key(v)[0] == 0 for v in vals):
+        return False
+    return len(vals) > MANY or (len(vals) >= 4 and 2 * len(vals) > len(df))
 
 
 def _named(col: str, val: Any) -> str:
@@ -61,7 +81,8 @@ def no_rows(fixed: dict[str, Any], free: set[str],
     sweep's other axes only, so at another value (``workload.batch_per_worker 64`` where the
     scenario has 128) computing answered "already in the table" and the chart stayed empty
     (QA 7a M4).  The hint then names the values where computing helps."""
-    held = [_named(c, v) for c, v in fixed.items() if c not in free and v is not None]
+    held = [_named(c, v) for c, v in fixed.items()
+            if c not in free and v is not None and v != ANY]
     head = f"no rows for {', '.join(held) or 'this choice'}"
     if computed_at is None:
         return f"{head}: pick another value"
@@ -108,19 +129,30 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
             df = df.assign(**{c: df[c] / size for c in (col, f"{col}_lo", f"{col}_hi")
                               if c in df.columns})
         titles[col] = metric_title(col, scale[1] if scale else None)
-    kw: dict[str, Any] = {"x": x, "y": y, "markers": True, "template": "plotly_white",
+    kw: dict[str, Any] = {"x": x, "y": y, "template": "plotly_white",
                           "labels": {c: t for c, (t, _f) in titles.items()}}
-    if color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
+    # a line joins the points of one series along x; where the choices leave several rows per
+    # (x, colour, facet) - an axis left at "(any)", a sampled design - a line would zigzag
+    # between unrelated points: a scatter then (audit K H1)
+    keys = [c for c in (x, color, facet) if c != NONE]
+    scatter = bool(df.duplicated(subset=keys).any()) or any(
+        v == ANY and c in df.columns and c not in free and df[c].nunique() > 1
+        for c, v in fixed.items())
+    if color != NONE and sampled_axis(table, color):  # a sampled input: a colour scale
+        scatter = True
+        kw.update(color=color, color_continuous_scale="Viridis")
+        kw["labels"][color] = color
+    elif color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
         df = df.assign(_colour=df[color].astype(str))
         # each value keeps its style whatever the chart shows: taken from the whole table's
         # values (a metric that one algorithm lacks had shifted the others' colours), in
         # the what-if page's palette and dashes
         every = [str(v) for v in sorted(table[color].dropna().unique(), key=sort_key)]
         style = {v: series_style(i) for i, v in enumerate(every)}
-        kw.update(color="_colour", line_dash="_colour",
-                  color_discrete_map={v: c for v, (c, _d) in style.items()},
-                  line_dash_map={v: d for v, (_c, d) in style.items()},
+        kw.update(color="_colour", color_discrete_map={v: c for v, (c, _d) in style.items()},
                   category_orders={"_colour": every})
+        if not scatter:
+            kw.update(line_dash="_colour", line_dash_map={v: d for v, (_c, d) in style.items()})
         kw["labels"]["_colour"] = color
     rows = 0
     if facet != NONE:
@@ -130,7 +162,7 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     if f"{y}_lo" in df.columns and f"{y}_hi" in df.columns:
         kw["error_y"] = df[f"{y}_hi"] - df[y]
         kw["error_y_minus"] = df[y] - df[f"{y}_lo"]
-    fig = px.line(df, **kw)
+    fig = px.scatter(df, **kw) if scatter else px.line(df, markers=True, **kw)
     title, fmt = titles[y]
     fig.update_yaxes(title_text=title, tickformat=fmt, rangemode="tozero")
     xtitle = x
@@ -141,8 +173,11 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     if x in ("workers", "bandwidth_factor", "latency_factor"):
         text = ([f"{v:,}" for v in vals] if x == "workers" else [f"{v:g}x" for v in vals])
         fig.update_xaxes(type="log", tickvals=vals, ticktext=text)
-    elif 1 < len(vals) <= 12 and all(sort_key(v)[0] == 0 for v in vals):  # a numeric axis: its
-        fig.update_xaxes(tickvals=vals)  # values, not ticks between them (64, 128; not 70)
+    elif (1 < len(vals) <= MANY and all(sort_key(v)[0] == 0 for v in vals)
+          and not sampled_axis(table, x)):  # a numeric grid axis:
+        fig.update_xaxes(tickvals=vals)  # its values, not ticks between them (64, 128; not 70)
+    elif vals and all(sort_key(v)[0] == 0 and float(v).is_integer() for v in vals):
+        fig.update_xaxes(tickformat=",d")  # a count: no 140.5 between 140 and 141
     if rows:
         _facet_grid(fig, xtitle, title, rows)
     else:
