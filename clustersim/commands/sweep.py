@@ -217,10 +217,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     rows = tidy_rows(study, points, res.results)
     inputs = input_columns(study)
     cols = [*inputs, *(c for c in (rows[0] if rows else METRICS) if c not in inputs)]
-    meta = {"scenario": scn.name, "inputs": inputs, "points": len(points),
+    from clustersim.report.tables import column_units
+
+    units = column_units(cols)
+    meta = {"scenario": scn.name, "inputs": inputs, "points": len(points), "units": units,
             **design_description(study.spec)}
     try:
-        write_outputs([(files["--parquet"], lambda: parquet_bytes(rows, cols, inputs, scn.name)),
+        write_outputs([(files["--parquet"],
+                        lambda: parquet_bytes(rows, cols, inputs, scn.name, units)),
                        (files["--csv"], lambda: csv_bytes(rows, cols)),
                        (files["--json"], lambda: json_bytes(meta, rows, cols))])
     except OSError as exc:

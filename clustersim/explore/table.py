@@ -111,13 +111,15 @@ def _arrow_type(values: list[Any]) -> Any:
 
 
 def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
-                  inputs: Sequence[str] = (), scenario: str = "") -> bytes:
+                  inputs: Sequence[str] = (), scenario: str = "",
+                  units: Mapping[str, str] | None = None) -> bytes:
     """Typed columns (int64, float64, bool, string; a mixed column as text); no index, no
     pandas metadata: the bytes depend on the rows only (and on the pyarrow version).
     ``inputs``: the sweep's axes, named in the schema metadata ``clustersim.inputs`` so that
     a reader (``clustersim explore``) tells them from the metrics without guessing - an
     integer counter such as ``sim_events`` looks like an axis.  ``scenario``: its name, as
-    ``clustersim.scenario`` (``explore TABLE --scenario S`` checks that S is the table's)."""
+    ``clustersim.scenario`` (``explore TABLE --scenario S`` checks that S is the table's).
+    ``units``: a column's unit, as its field's metadata ``unit`` (the values are SI)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -131,7 +133,8 @@ def parquet_bytes(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
         elif t == pa.float64():
             vals = [None if v is None else float(v) for v in vals]
         arrays.append(pa.array(vals, type=t))
-        fields.append(pa.field(c, t))
+        unit = (units or {}).get(c)
+        fields.append(pa.field(c, t, metadata={b"unit": unit.encode()} if unit else None))
     meta = {b"clustersim.inputs": ",".join(inputs).encode()} if inputs else {}
     if scenario:
         meta[b"clustersim.scenario"] = scenario.encode()

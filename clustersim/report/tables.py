@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import groupby
 
 from rich.console import Console
@@ -132,4 +132,35 @@ def with_bands(rows: list[dict], unc: dict | None, columns: dict[str, str]) -> l
                  for k, v in band.items() if isinstance(v, dict)
                  for q in ("median", "p05", "p95")}
         out.append({**r, **extra})
+    return out
+
+
+#: a CSV column name's suffix -> the unit of its values (the tables' SI values)
+_SUFFIX_UNITS = (("_samples_per_s", "samples/s"), ("_B_per_s", "bytes/s"), ("_per_s", "1/s"),
+                 ("_fraction", "fraction (0-1)"), ("_s", "s"), ("_B", "bytes"),
+                 ("_versions", "versions"), ("_steps", "steps"), ("_samples", "samples"),
+                 ("_epochs", "epochs"), ("_updates", "updates"))
+#: what a scenario field reads (:func:`clustersim.scenario.fieldkinds.field_kind`) -> the SI
+#: unit a sweep's table holds it in
+_KIND_UNITS = {"time": "s", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
+
+
+def column_units(columns: Iterable[str]) -> dict[str, str]:
+    """``{column: unit}`` for a sweep table's columns whose unit is known: a metric's, from the
+    unit its ``predict --csv`` name carries (``throughput`` -> samples/s), and an axis's
+    that reads a quantity (``platform.link.bandwidth`` -> bytes/s, ``network.overhead`` ->
+    s).  Why: the sweep's Parquet, CSV and JSON carry bare names and SI numbers, and
+    "3.868876e+09" under ``platform.link.bandwidth`` left the unit to a guess (audit K M1);
+    the Parquet fields carry it in their metadata, the JSON in ``units``."""
+    from clustersim.scenario.fieldkinds import field_kind
+
+    out: dict[str, str] = {}
+    for col in columns:
+        csv = TRAINING_CSV_COLUMNS.get(col)
+        if csv is not None:
+            unit = next((u for suffix, u in _SUFFIX_UNITS if csv.endswith(suffix)), None)
+        else:
+            unit = _KIND_UNITS.get(field_kind(col) or "")
+        if unit is not None:
+            out[col] = unit
     return out
