@@ -192,6 +192,9 @@ REGISTRY: dict[str, AlgorithmDef] = {}
 
 
 def register(defn: AlgorithmDef) -> AlgorithmDef:
+    """Add an algorithm to the registry under its name (a second one of the same name is a
+    programming error: scenarios name algorithms, so a silent replacement would change what
+    a scenario means); returns it, so that it can be used as a module-level statement."""
     if defn.name in REGISTRY:
         raise ValueError(f"algorithm {defn.name!r} registered twice")
     REGISTRY[defn.name] = defn
@@ -204,6 +207,8 @@ def _load_all() -> None:
 
 
 def get_algorithm(name: str, **loc: Any) -> AlgorithmDef:
+    """The registered algorithm ``name``, or an input error naming the allowed names
+    (``loc``: where in the scenario the name was read, for the message)."""
     _load_all()
     try:
         return REGISTRY[name]

@@ -70,6 +70,16 @@ def _named(col: str, val: Any) -> str:
     return f"{col} {val}"
 
 
+def _legend_name(col: str) -> Any:
+    """A colour value's legend entry: a network factor as the controls write it (``1x``, not
+    ``1.0``: audit K L2), anything else as its text."""
+    if col not in ("bandwidth_factor", "latency_factor"):
+        return str
+    from clustersim.report.whatif_panel import factor_label
+
+    return lambda v: factor_label(n[1]) if (n := sort_key(v))[0] == 0 else str(v)
+
+
 def no_rows(fixed: dict[str, Any], free: set[str],
             computed_at: dict[str, Any] | None) -> str:
     """What the chart says when the fixed values select no rows: the combination, and what
@@ -143,11 +153,12 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
         kw.update(color=color, color_continuous_scale="Viridis")
         kw["labels"][color] = color
     elif color != NONE:  # as text: a discrete colour (and dash) per value, numbers included
-        df = df.assign(_colour=df[color].astype(str))
+        name = _legend_name(color)
+        df = df.assign(_colour=df[color].map(name))
         # each value keeps its style whatever the chart shows: taken from the whole table's
         # values (a metric that one algorithm lacks had shifted the others' colours), in
         # the what-if page's palette and dashes
-        every = [str(v) for v in sorted(table[color].dropna().unique(), key=sort_key)]
+        every = [name(v) for v in sorted(table[color].dropna().unique(), key=sort_key)]
         style = {v: series_style(i) for i, v in enumerate(every)}
         kw.update(color="_colour", color_discrete_map={v: c for v, (c, _d) in style.items()},
                   category_orders={"_colour": every})

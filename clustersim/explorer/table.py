@@ -283,8 +283,14 @@ def metric_choices(metrics: Sequence[str]) -> list[str]:
     not as fixed controls either: they vary with the point (events and flows grow with the
     workers), so fixing one would only hide rows.  A table of nothing but such counters
     keeps them all: an empty metric list would leave the page nothing to draw."""
-    shown = [m for m in metrics if m not in BOOKKEEPING]
+    shown = [m for m in metrics if m not in BOOKKEEPING and m not in _INPUT_LIKE]
     return shown or list(metrics)
+
+
+#: metric columns that restate an input, not a result: the batch each worker ran (the
+#: sweep's ``workload.batch_per_worker`` axis, or the scenario's), the platform's device count
+#: (audit K L3: offered as a metric, a flat line or the axis itself)
+_INPUT_LIKE = frozenset({"batch_per_worker", "devices"})
 
 
 #: unit of a CSV column name's suffix (:data:`clustersim.report.tables.TRAINING_CSV_COLUMNS`)

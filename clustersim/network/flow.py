@@ -138,7 +138,7 @@ class FlowNetwork(RouteCosting, MaxMinSharing):
         self.recomputations = 0
 
     @classmethod
-    def for_platform(cls, env: simpy.Environment, platform,
+    def for_platform(cls, env: simpy.Environment, platform: Any,
                      params: NetworkParams = NetworkParams()) -> FlowNetwork:
         """A network over a :class:`~clustersim.platform.model.Platform`'s link resources
         (their classes included, for ``params.protocols``); under an adaptive routing policy,

@@ -35,6 +35,7 @@ import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["NetworkParams", "Segment", "ANY_CLASS", "EXECUTIONS", "TRANSPORT_KEY",
            "bottleneck_class"]
@@ -228,7 +229,7 @@ class NetworkParams:
             decided[k, t] = key if key in tables and k not in own else k
         return tuple(map(decided.__getitem__, zip(kinds, transports)))
 
-    def platform_keys(self, platform) -> tuple[str, ...] | None:
+    def platform_keys(self, platform: Any) -> tuple[str, ...] | None:
         """:meth:`link_keys` of a platform's links, memoised on the platform."""
         kinds = getattr(platform, "link_kind", None)
         if not self.tabled or kinds is None:

@@ -34,8 +34,9 @@ Why it is built this way:
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -59,7 +60,8 @@ _REL_TOL = 1e-12
 _THETA_SLACK = 1 - 1e-9
 
 
-def call_at(env: simpy.Environment, delay: float, priority: int, callback) -> None:
+def call_at(env: simpy.Environment, delay: float, priority: int,
+            callback: Callable[[simpy.Event], Any]) -> None:
     """Schedule ``callback(event)`` after ``delay`` at ``priority`` (a bare, already-succeeded
     event: what :class:`simpy.Timeout` does, but with a chosen priority)."""
     ev = simpy.Event(env)

@@ -7,6 +7,8 @@ through ``c - 1`` virtual nodes in the expanded graph, so plain BFS levels are e
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["bfs_py", "bfs_c", "reverse_matrix"]
@@ -31,7 +33,7 @@ def bfs_py(radj: list[list[int]], nexp: int, ncore: int, ct: int) -> np.ndarray:
     return np.array(full[:ncore], dtype=np.int32)
 
 
-def bfs_c(rev, ct: int, pos: np.ndarray, arange: np.ndarray, ncore: int) -> np.ndarray:
+def bfs_c(rev: Any, ct: int, pos: np.ndarray, arange: np.ndarray, ncore: int) -> np.ndarray:
     """The same distances by :func:`scipy.sparse.csgraph.breadth_first_order` over ``rev``
     (:func:`reverse_matrix`); levels are read off the BFS order, along which predecessor
     positions never decrease.  ``pos`` and ``arange`` are scratch arrays of the expanded size.
@@ -50,7 +52,7 @@ def bfs_c(rev, ct: int, pos: np.ndarray, arange: np.ndarray, ncore: int) -> np.n
     return full[:ncore]
 
 
-def reverse_matrix(radj: list[list[int]], nexp: int):
+def reverse_matrix(radj: list[list[int]], nexp: int) -> Any:
     """The reversed expanded graph (adjacency lists ``radj``) as a scipy CSR matrix."""
     from scipy.sparse import csr_matrix
 

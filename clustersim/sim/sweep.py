@@ -50,8 +50,7 @@ class SweepResult:
     #: :class:`~clustersim.sim.emulate.EmulationResult` per sweep point, in the same order
     emulation: dict[str, list[EmulationResult]] = field(default_factory=dict)
     #: beside each emulated point: the analytic model's time to the same target for the same
-    #: run (inf where it says never; None where it predicts none: no twin for the run), so
-    #: a user sees where the two agree
+    #: run (inf: it says never; None: no twin for the run), to show where the two agree
     emulation_analytic: dict[str, list[float | None]] = field(default_factory=dict)
 
     def trace_events(self) -> list[TraceEvent]:
@@ -60,6 +59,7 @@ class SweepResult:
 
 
 def worker_counts(scn: Scenario) -> tuple[int, ...]:
+    """The sweep's worker counts, else one point with every device of the platform."""
     if scn.sweep is not None:
         return scn.sweep.workers
     return (scn.platform.num_devices,)
@@ -101,6 +101,7 @@ def place_actors(num_workers: int, num_servers: int, num_devices: int,
 
 def build_job(scn: Scenario, alg: AlgorithmSpec, defn: AlgorithmDef, workers: int, seed: int,
               costs: CostModel) -> JobInfo:
+    """One point as plain data for an algorithm's ``build`` (it never reads the scenario)."""
     run = scn.run
     plat = scn.platform
     return JobInfo(
@@ -120,6 +121,7 @@ def build_job(scn: Scenario, alg: AlgorithmSpec, defn: AlgorithmDef, workers: in
 
 def simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
                    trace: bool = False) -> tuple[PointMetrics, RunResult]:
+    """One point's metrics and run: these arguments alone decide it (any executor, order)."""
     # the cyclic garbage collector waits until the point is done (set-up included: its
     # thousands of actors, stats and mailboxes would trigger full collections of the whole
     # platform graph; see Engine.run)

@@ -22,7 +22,7 @@ paper's equations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -124,7 +124,8 @@ def sync_centre(centre: np.ndarray, workers: list[np.ndarray] | np.ndarray, beta
     return (1.0 - beta) * centre + beta * mean
 
 
-def nesterov_step(x: np.ndarray, v: np.ndarray, grad_at, lr: float, delta: float
+def nesterov_step(x: np.ndarray, v: np.ndarray,
+                  grad_at: Callable[[np.ndarray], np.ndarray], lr: float, delta: float
                   ) -> tuple[np.ndarray, np.ndarray]:
     """EAMSGD's local step: ``v <- delta v - lr grad(x + delta v)``, ``x <- x + v``."""
     v_new = delta * v - lr * grad_at(x + delta * v)
