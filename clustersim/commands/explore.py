@@ -24,12 +24,12 @@ from clustersim.errors import InputError
 _DESCRIPTION = (
     "Serve a live explorer of a scenario's sweep (simulated at the given network factors) or "
     "of a Parquet table of results: pick x, metric, colour and facet, fix the other axes, "
-    "compute new bandwidth/latency factors on request. Every point it simulates, with a "
-    "table (--scenario) too, is kept in the what-if point cache (--cache below), not in a "
-    "sweep's own DIR/points.sqlite: a what-if point's key includes its bandwidth and latency "
-    "factors, which a sweep point has not, so a later 'clustersim sweep' does not reuse the "
-    "points computed here, and this page does not reuse a sweep's. The points run on this "
-    "machine's process pool (-j), never on a sweep's Dask or MPI executor.")
+    "compute new bandwidth/latency factors on request, and, for a sweep's table with "
+    "--scenario, grow the sweep itself (more samples, more axis values, as --set items). "
+    "Bandwidth/latency points are kept in the what-if point cache (--cache below); a grown "
+    "sweep runs through the sweep's own point cache (points.sqlite beside the table) on "
+    "this machine's process pool (-j) or a Dask cluster (--dask), so only its new points "
+    "are simulated and a later 'clustersim sweep' with the same change reads them.")
 #: the factors a scenario is simulated at when the page starts (``--bandwidth``/``--latency``)
 _BANDWIDTHS, _LATENCIES = "0.5,1,2", "1"
 
@@ -112,6 +112,16 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
         defaults["algorithm"] = scn.algorithm.title if scn.algorithm is not None else None
         title = scn.name
     ex = Explorer(table=df, inputs=ins, metrics=mets, defaults=defaults)
+    if scn is not None and "df" in st:
+        from pathlib import Path
+
+        from clustersim.explorer.extend import SweepExtender
+        from clustersim.sim.sweep import default_jobs
+
+        ex.extend = SweepExtender(
+            scenario=args.scenario, sets=list(args.set or []), inputs=list(ins),
+            cache=None if args.no_cache else Path(path).parent / "points.sqlite",
+            jobs=args.jobs or default_jobs(), dask=args.dask)
     if scn is not None:
         ex.compute = lambda bw, lat, adv: _cells(scn, study, args, [(bw, lat)], adv)
         ex.total = lambda: count_tasks(scn)
@@ -240,6 +250,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from clustersim.explorer.server import bind, is_local, serve
 
     _inputs(args)  # a missing or bad input first, then the port, then the simulations
+    if args.dask is not None:
+        if not (_is_parquet(args.source) and args.scenario):
+            raise InputError("--dask runs a grown sweep: it applies to a sweep's Parquet table "
+                             "with --scenario (a scenario's bandwidth/latency points run on "
+                             "the local process pool, -j)")
+        from clustersim.explore.dask_exec import check_dask_address
+
+        check_dask_address(args.dask)
     sock = bind(args.host, args.port)  # before the simulations: a port in use fails at once
     if not is_local(sock):
         _warn_public(args.host, sock.getsockname()[1])
@@ -317,6 +335,10 @@ def add_parser(sub: Any) -> None:
     ex.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                     help="processes for the simulations (default: CLUSTERSIM_JOBS or the usable "
                          "cores)")
+    ex.add_argument("--dask", metavar="ADDRESS",
+                    help="with a sweep's table and --scenario: grow the sweep on this Dask "
+                         "scheduler (tcp://host:port, or 'local' for a LocalCluster of -j "
+                         "workers) instead of the local process pool")
     from clustersim.commands.whatif import add_cache_options
 
     add_cache_options(ex)

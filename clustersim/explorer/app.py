@@ -48,6 +48,8 @@ class Explorer:
     todo: int = 0
     message: str = ""
     version: int = 0
+    #: runs the table's sweep with the page's changes (:mod:`clustersim.explorer.extend`)
+    extend: Any = None
     #: counts the changes of ``message``: a page's poll shows the message only when it has
     #: changed since that page last showed it, so a page's own answer (an invalid factor)
     #: stays until the next event instead of being overwritten by the next poll
@@ -305,6 +307,13 @@ def make_app(ex: Explorer, title: str) -> Any:
                               style={"marginLeft": "1em"}),
                 html.Span(message, id="status", style={"marginLeft": "1em"}),
             ], style={"display": "block" if ex.compute else "none"}),
+            html.Div([
+                html.B("grow the sweep (as --set): "),
+                dcc.Input(id="grow", type="text", autoComplete="off", value="",
+                          placeholder="sweep.sample.n=32; sweep.axes.workers=[4, 8, 16]",
+                          style={"width": "28em"}),
+                html.Button("run", id="run", n_clicks=0, style={"marginLeft": "1em"}),
+            ], style={"display": "block" if ex.extend else "none", "marginTop": "0.4em"}),
             dcc.Interval(id="tick", interval=500),
             dcc.Store(id="version", data=version),
             dcc.Store(id="said", data=said),
@@ -340,6 +349,13 @@ def make_app(ex: Explorer, title: str) -> Any:
             return said, no_update, no_update
         with ex.lock:
             return said, str(ex.done), str(max(ex.todo, 1))
+
+    @app.callback(Output("status", "children", allow_duplicate=True),
+                  Input("run", "n_clicks"), State("grow", "value"), prevent_initial_call=True)
+    def _grow(_n, text):
+        from clustersim.explorer.extend import start_extend
+
+        return start_extend(ex, text)
 
     @app.callback(Output("progress", "value"), Output("progress", "max"),
                   Output("status", "children"), Output("said", "data"),
