@@ -96,11 +96,30 @@ class Explorer:
                 where = (f" at {where} (the scenario's own: new points are computed there)"
                          if where else "")
                 return f"bandwidth {bw:g}x, latency {lat:g}x is already in the table{where}"
+
+        def job(advance: Callable[[int], None]) -> tuple[Any, str]:
+            rows = self.compute(bw, lat, advance)  # type: ignore[misc]
+            for col in self.inputs:  # an axis the computed rows lack: the scenario's value
+                if col not in rows.columns:
+                    rows[col] = self.defaults.get(col, "(scenario)")
+            return (pd.concat([self.table, rows], ignore_index=True),
+                    f"added bandwidth {bw:g}x, latency {lat:g}x ({len(rows)} rows)")
+
+        return self.background(self.total(), f"computing bandwidth {bw:g}x, latency {lat:g}x",
+                               job, "clustersim-explore-compute")
+
+    def background(self, todo: int, message: str,
+                   job: Callable[[Callable[[int], None]], tuple[Any, str]], name: str) -> str:
+        """Run ``job(advance)`` in a thread of its own (one at a time); it returns the new
+        table and the page's message.  Shared by the bandwidth/latency cells and a grown
+        sweep (:mod:`clustersim.explorer.extend`).  The new rows, the message, the progress
+        and the version change in one locked step: a poll in between would show "added"
+        beside a progress bar not yet full."""
         with self.lock:
             if self.running:
                 return "a computation is already running"
-            self.done, self.todo = 0, max(1, self.total())
-            self.message = f"computing bandwidth {bw:g}x, latency {lat:g}x"
+            self.done, self.todo = 0, max(1, todo)
+            self.message = message
             self.said += 1
 
         def advance(n: int = 1) -> None:
@@ -108,27 +127,20 @@ class Explorer:
                 self.done += n
 
         def work() -> None:
-            # the new rows, the message, the progress and the version change in one locked
-            # step: a poll in between would show "added" beside a progress bar not yet full
             try:
-                rows = self.compute(bw, lat, advance)
-                for col in self.inputs:  # an axis the computed rows lack: the scenario's value
-                    if col not in rows.columns:
-                        rows[col] = self.defaults.get(col, "(scenario)")
-                table = pd.concat([self.table, rows], ignore_index=True)
-                message = f"added bandwidth {bw:g}x, latency {lat:g}x ({len(rows)} rows)"
+                table, said = job(advance)
             except Exception as exc:  # shown on the page; the app keeps serving
-                table, message = None, f"failed: {exc}"
+                table, said = None, f"failed: {exc}"
             with self.lock:
                 if table is not None:
                     self.table = table
-                self.message = message
+                self.message = said
                 self.said += 1
                 self.done = self.todo
                 self.version += 1
 
-        threading.Thread(target=work, daemon=True, name="clustersim-explore-compute").start()
-        return self.message
+        threading.Thread(target=work, daemon=True, name=name).start()
+        return message
 
 
 def page_factors(bw: Any, lat: Any) -> tuple[float, float]:

@@ -98,8 +98,6 @@ def start_extend(ex: Any, text: Any) -> str:
     :class:`~clustersim.explorer.app.Explorer` with ``extend`` set); a message for the page.
     The new rows join the table (a row of the same inputs replaced), at the network as
     written (1x), so every control sees them."""
-    import threading
-
     import pandas as pd
 
     ext = ex.extend
@@ -109,37 +107,16 @@ def start_extend(ex: Any, text: Any) -> str:
         study, points = ext.plan(text)
     except InputError as exc:
         return str(exc)
-    with ex.lock:
-        if ex.running:
-            return "a computation is already running"
-        ex.done, ex.todo = 0, max(1, len(points))
-        ex.message = f"running the sweep with {'; '.join(parse_changes(text))}: " \
-                     f"{len(points)} points (those in the point cache are read back)"
-        ex.said += 1
+    def job(advance: Callable[[int], None]) -> tuple[Any, str]:
+        rows = ext.run(study, points, advance)
+        for col in ("bandwidth_factor", "latency_factor"):
+            if col in ex.inputs and col not in rows.columns:
+                rows[col] = 1.0
+        keep = [c for c in ex.inputs if c in rows.columns]
+        table = pd.concat([ex.table, rows], ignore_index=True)
+        table = table.drop_duplicates(subset=keep, keep="last").reset_index(drop=True)
+        return table, f"the sweep now has {len(rows)} rows here ({len(table)} in the table)"
 
-    def advance(n: int = 1) -> None:
-        with ex.lock:
-            ex.done += n
-
-    def work() -> None:
-        try:
-            rows = ext.run(study, points, advance)
-            for col in ("bandwidth_factor", "latency_factor"):
-                if col in ex.inputs and col not in rows.columns:
-                    rows[col] = 1.0
-            keep = [c for c in ex.inputs if c in rows.columns]
-            table = pd.concat([ex.table, rows], ignore_index=True)
-            table = table.drop_duplicates(subset=keep, keep="last").reset_index(drop=True)
-            message = f"the sweep now has {len(rows)} rows here ({len(table)} in the table)"
-        except Exception as exc:  # shown on the page; the app keeps serving
-            table, message = None, f"failed: {exc}"
-        with ex.lock:
-            if table is not None:
-                ex.table = table
-            ex.message = message
-            ex.said += 1
-            ex.done = ex.todo
-            ex.version += 1
-
-    threading.Thread(target=work, daemon=True, name="clustersim-explore-sweep").start()
-    return ex.message
+    return ex.background(len(points), f"running the sweep with {'; '.join(parse_changes(text))}"
+                         f": {len(points)} points (those in the point cache are read back)",
+                         job, "clustersim-explore-sweep")
