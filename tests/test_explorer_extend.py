@@ -72,9 +72,14 @@ def test_more_samples_read_the_old_points_back_and_simulate_the_new(swept) -> No
 
 def test_a_change_that_adds_a_column_is_refused(swept) -> None:
     from clustersim.errors import InputError
+    from clustersim.explorer.table import sampled_inputs
 
     scn, out = swept
-    _df, _ins, ext = _extender(scn, out)
+    df, _ins, ext = _extender(scn, out)
+    assert sampled_inputs(out / "sweep.parquet", list(df.columns)) == {
+        "workers", "platform.link.bandwidth"}  # from sweep.json: both are ranges
+    with pytest.raises(InputError, match="not a change of the sweep's design"):
+        ext.plan("sweep.sample.n=8; workload.batch_per_worker=256")  # audit L M1
     with pytest.raises(InputError, match="changes the table's columns .*network.overhead"):
         ext.plan("sweep.axes={workers: {from: 2, to: 16}, network.overhead: [1 us, 2 us]}")
     with pytest.raises(InputError, match="not KEY=VALUE"):

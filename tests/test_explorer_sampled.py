@@ -65,3 +65,39 @@ def test_a_grid_keeps_its_lines_and_its_value_controls() -> None:
     assert default_value(ex, "workers", [ANY, *options(df, "workers")]) == "4"
     fig = figure(ex, "workers", "throughput", "algorithm", NONE, {"algorithm": "a"})
     assert [t.mode for t in fig.data] == ["lines+markers"] * 2
+
+
+def test_the_sweeps_own_design_says_which_axes_are_sampled() -> None:
+    """audit L H2: with a compare entry an 8-point design's values repeat once per
+    algorithm, and counting distinct values took its axes for a grid's; the sweep's JSON
+    (``sampled_inputs``) says which are sampled, whatever the table's shape."""
+    n = 8
+    df = pd.DataFrame({"algorithm": ["ring"] * n + ["tree"] * n,
+                       "workers": list(range(2, 2 + n)) * 2, "seed": [0] * (2 * n)})
+    df["throughput"] = df["workers"] * 10.0
+    ex = Explorer(df, ["algorithm", "workers", "seed"], ["throughput"])
+    opts = [ANY, *options(df, "workers")]
+    assert default_value(ex, "workers", opts) == "9"  # by shape alone: a grid
+    ex.sampled = frozenset({"workers"})
+    assert default_value(ex, "workers", opts) == ANY
+
+
+def test_computed_rows_leave_a_numeric_axis_numeric() -> None:
+    """audit L H2: rows computed for a network factor lack a sweep's sampled axis; they took
+    the text "(scenario)", which made the column text and hid its values' order."""
+    import time
+
+    df = pd.DataFrame({"algorithm": ["a", "a"], "platform.link.bandwidth": [1e9, 2e9],
+                       "bandwidth_factor": [1.0, 1.0], "latency_factor": [1.0, 1.0],
+                       "throughput": [1.0, 2.0]})
+    ins = ["algorithm", "platform.link.bandwidth", "bandwidth_factor", "latency_factor"]
+    new = pd.DataFrame({"algorithm": ["a"], "bandwidth_factor": [2.0],
+                        "latency_factor": [1.0], "throughput": [3.0]})
+    ex = Explorer(df, ins, ["throughput"], compute=lambda bw, lat, adv: new.copy(),
+                  total=lambda: 1)
+    ex.start(2.0, 1.0)
+    deadline = time.monotonic() + 30
+    while ex.version == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    col = ex.table["platform.link.bandwidth"]
+    assert col.dtype.kind == "f" and col.isna().sum() == 1 and not ex.running

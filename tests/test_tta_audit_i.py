@@ -108,7 +108,7 @@ def test_the_capped_run_is_flagged_in_the_table_and_json() -> None:
 
     from rich.console import Console
 
-    from clustersim.report.training import _print_comparison
+    from clustersim.report.training import print_training
     from clustersim.scenario.schema import PROJECT_ROOT, load_scenario
     from clustersim.sim.sweep import run_sweep
 
@@ -120,8 +120,8 @@ def test_the_capped_run_is_flagged_in_the_table_and_json() -> None:
     assert p.convergence_terms.get("lone_worker_cap") == 1.0
     assert "lone_worker_cap" not in res.points[next(iter(res.points))][-1].convergence_terms
     out = io.StringIO()
-    _print_comparison(Console(file=out, width=300), res)
-    assert "as fast as one worker alone: w1000" in out.getvalue()
+    print_training(Console(file=out, width=300), scn, res)
+    assert "as fast as one worker alone: w1000 at 8 workers" in out.getvalue()
 
 
 @pytest.mark.parametrize("tau, workers", [(1, 4), (4, 1), (4, 4)])
@@ -161,3 +161,21 @@ def test_stale_bulk_pushes_diverge_in_the_model_and_in_the_arithmetic() -> None:
     res = analytic_for_emulation(scn, alg, 16, em.result, staleness=stale)
     assert res is not None and math.isinf(res.steps_to_target)
 
+
+
+def test_the_cap_is_local_sgds_not_any_beta_that_rounds_to_one() -> None:
+    """audit L H1: keyed on beta == 1.0, the cap caught Async EASGD at 17 workers (its beta
+    1 - 0.1^17 rounds to 1.0): 5.2x faster for one more worker.  It is local SGD's only."""
+    prof = load_profile("resnet50")
+    steps = {}
+    for p in (16, 17):
+        st = run_stats("elastic", "async_easgd", {"tau": 1000, "alpha": 0.9}, "sgd", p, 64.0,
+                       _metrics(p, 64.0), [1.0] * 5)
+        res = predict(prof, st)
+        assert not res.lone_capped
+        steps[p] = res.steps_to_target
+    assert steps[17] == pytest.approx(steps[16], rel=0.01)
+    for beta in (1.0, 0.999999):  # a user's beta 1 on Sync EASGD: pulled, not reset
+        res = predict(prof, run_stats("elastic", "sync_easgd", {"tau": 1000, "beta": beta},
+                                      "sgd", 8, 64.0, _metrics(8, 64.0), []))
+        assert not res.lone_capped and res.steps_to_target > S_MIN * (1 + B_NOISE / 64)

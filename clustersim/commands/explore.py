@@ -112,6 +112,12 @@ def load(args: argparse.Namespace) -> tuple[Any, str]:
         defaults["algorithm"] = scn.algorithm.title if scn.algorithm is not None else None
         title = scn.name
     ex = Explorer(table=df, inputs=ins, metrics=mets, defaults=defaults)
+    if "df" in st:
+        import pyarrow.parquet as pq  # the file's own columns (the factors may be added)
+
+        from clustersim.explorer.table import sampled_inputs
+
+        ex.sampled = sampled_inputs(path, pq.read_schema(path).names) & set(ins)
     if scn is not None and "df" in st:
         from pathlib import Path
 

@@ -73,6 +73,9 @@ class RunStats:
     gossip_prob: float | None = None
     peers: Sequence[Sequence[int]] | None = None
     group: int = 1
+    #: elastic only: local SGD, the replicas reset to their mean at every exchange (``bsp``
+    #: averaging weights every k steps) - the one elastic form a lone worker bounds
+    local_sgd: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class ConvergenceResult:
     batch_eff: float = 0.0
     extra: float = 0.0
     lag_steps: float = 0.0
-    #: elastic and gossip runs: the steps are a lone worker's (the cap in :func:`predict`)
+    #: local SGD: the steps are a lone worker's (the cap in :func:`predict`)
     lone_capped: bool = False
 
 
@@ -120,7 +123,6 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
     k = constants or profile.constants or load_constants()
     stale = staleness_term(stats.staleness, stats.momentum, k.k_s, k.k_m)
     extra, lag_steps, b_eff, per_step = 0.0, 0.0, stats.batch, stats.batch
-    beta = None
     if stats.kind in ("async", "hybrid"):
         extra = stale
     elif stats.kind == "elastic":
@@ -157,7 +159,7 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
                       f"McCandlish's quadratic model)", batch_eff=b_eff, extra=extra)
     steps = s_min * factor + lag_steps
     capped = False
-    if stats.kind == "elastic" and beta == 1.0:
+    if stats.kind == "elastic" and stats.local_sgd:
         # Replicas that average (local SGD: the centre becomes the replicas' mean) are never
         # slower than one of them alone: in McCandlish's quadratic model the SGD map is
         # linear in the error, so averaging commutes with it and only removes noise
@@ -167,7 +169,9 @@ def predict(profile: ConvergenceProfile, stats: RunStats,
         # steps, at its own batch under the profile's LR rule.  A run whose LR rule diverges
         # stays divergent (above).  Not EASGD with beta < 1: its evaluated model is the
         # centre, a moving average that lags, and its workers are pulled towards it - no
-        # lone worker bounds that.  Not gossip either: its mixing constant k_g is fitted on
+        # lone worker bounds that, at beta = 1 either (the workers are pulled, not reset;
+        # keyed on the algorithm, not on a beta that rounds to 1.0 at 17 asynchronous
+        # workers: audit L H1).  Not gossip either: its mixing constant k_g is fitted on
         # emulated gossip runs (constants_emulation.yaml) with the term uncapped, and a cap
         # would change what that fit means (docs/convergence.md, "Known to be wrong").
         lone = s_min * steps_integral(profile.noise, stats.batch, rule=profile.lr_rule,

@@ -20,7 +20,7 @@ from typing import Any
 
 from clustersim.errors import InputError
 from clustersim.explorer import chart
-from clustersim.explorer.chart import ANY, NONE, sampled_axis, sort_key
+from clustersim.explorer.chart import ANY, NONE, sampled_axis, sort_key, value_label
 from clustersim.explorer.table import FACTORS, INPUTS, metric_choices
 
 __all__ = ["Explorer", "make_app", "figure", "options", "default_value", "labelled", "page_factors",
@@ -50,6 +50,11 @@ class Explorer:
     version: int = 0
     #: runs the table's sweep with the page's changes (:mod:`clustersim.explorer.extend`)
     extend: Any = None
+    #: a Sobol'/LHS sweep's sampled axes (:func:`~clustersim.explorer.table.sampled_inputs`)
+    sampled: frozenset[str] = frozenset()
+    #: a background computation from its start to its rows joining the table (the progress
+    #: bar is full a moment before: a second start in between raced it, audit L M2)
+    busy: bool = False
     #: counts the changes of ``message``: a page's poll shows the message only when it has
     #: changed since that page last showed it, so a page's own answer (an invalid factor)
     #: stays until the next event instead of being overwritten by the next poll
@@ -75,7 +80,7 @@ class Explorer:
     @property
     def running(self) -> bool:
         """Whether a computation is under way (read under :attr:`lock`)."""
-        return bool(self.todo) and self.done < self.todo
+        return self.busy or (bool(self.todo) and self.done < self.todo)
 
     def start(self, bw: float, lat: float) -> str:
         """Begin computing one cell in the background; a message for the page."""
@@ -100,8 +105,11 @@ class Explorer:
         def job(advance: Callable[[int], None]) -> tuple[Any, str]:
             rows = self.compute(bw, lat, advance)  # type: ignore[misc]
             for col in self.inputs:  # an axis the computed rows lack: the scenario's value
-                if col not in rows.columns:
-                    rows[col] = self.defaults.get(col, "(scenario)")
+                if col not in rows.columns:  # (unknown: NaN in a numeric column, whose
+                    # values a "(scenario)" text made a column of text, audit L H2)
+                    numeric = self.table[col].dtype.kind in "fiu"
+                    rows[col] = self.defaults.get(col, float("nan") if numeric
+                                                  else "(scenario)")
             return (pd.concat([self.table, rows], ignore_index=True),
                     f"added bandwidth {bw:g}x, latency {lat:g}x ({len(rows)} rows)")
 
@@ -118,7 +126,7 @@ class Explorer:
         with self.lock:
             if self.running:
                 return "a computation is already running"
-            self.done, self.todo = 0, max(1, todo)
+            self.done, self.todo, self.busy = 0, max(1, todo), True
             self.message = message
             self.said += 1
 
@@ -138,6 +146,7 @@ class Explorer:
                 self.said += 1
                 self.done = self.todo
                 self.version += 1
+                self.busy = False
 
         threading.Thread(target=work, daemon=True, name=name).start()
         return message
@@ -225,30 +234,11 @@ def labelled(col: str, opts: list[str]) -> list[Any]:
     return out
 
 
-def value_label(col: str, num: float) -> str:
-    """A number of the column ``col`` as a person reads it: with its unit where the field
-    reads a time, a size, a bandwidth or a compute rate (``1.17 GB/s``, not the table's SI
-    ``1168219009.2090118``, audit K H1), else in at most 6 significant digits."""
-    from clustersim.scenario.fieldkinds import field_kind
-    from clustersim.units import format_bandwidth, format_size, format_time
-
-    kind = field_kind(col)
-    if kind == "bandwidth":
-        return format_bandwidth(num)
-    if kind == "time":
-        return format_time(num)
-    if kind == "size":
-        return format_size(num)
-    if kind == "compute rate":
-        return f"{num / 1e12:.4g} TFLOP/s"
-    return f"{int(num):,}" if num.is_integer() and abs(num) < 1e15 else f"{num:.6g}"
-
-
 def default_value(ex: Explorer, col: str, opts: list[str]) -> str | None:
     """A fixed control's start: the scenario's own value where the table has it (1x for the
     network factors: not the largest, which would show a changed network unannounced), else
     the largest worker count (where the network matters), else the first value."""
-    if ANY in opts and sampled_axis(ex.table, col):  # every value (audit K H1)
+    if ANY in opts and (col in ex.sampled or sampled_axis(ex.table, col)):  # audit K H1
         return ANY
     opts = [o for o in opts if o != ANY]
     want = ex.defaults.get(col)
@@ -265,7 +255,7 @@ def figure(ex: Explorer, x: str, y: str, color: str, facet: str, fixed: dict[str
     """The chart for the current choices over the explorer's table
     (:func:`clustersim.explorer.chart.figure`)."""
     return chart.figure(ex.table, ex.inputs, ex.metrics, x, y, color, facet, fixed,
-                        ex.computed_at())
+                        ex.computed_at(), ex.sampled)
 
 
 def make_app(ex: Explorer, title: str) -> Any:

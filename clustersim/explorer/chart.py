@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["ANY", "MANY", "NONE", "figure", "no_rows", "sampled_axis", "sort_key"]
+from clustersim.scenario.fieldkinds import field_kind
+
+__all__ = ["ANY", "MANY", "NONE", "figure", "no_rows", "sampled_axis", "sort_key",
+           "value_label"]
 
 NONE = "(none)"
 #: a fixed control's "every value": a sampled (Sobol', LHS) design has about one row per value
@@ -80,6 +83,28 @@ def _legend_name(col: str) -> Any:
     return lambda v: factor_label(n[1]) if (n := sort_key(v))[0] == 0 else str(v)
 
 
+#: what a field reads -> the unit of the SI numbers a table holds it in
+_SI_UNIT = {"time": "s", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
+
+
+def value_label(col: str, num: float) -> str:
+    """A number of the column ``col`` as a person reads it: with its unit where the field
+    reads a time, a size, a bandwidth or a compute rate (``1.17 GB/s``, not the table's SI
+    ``1168219009.2090118``, audit K H1), else in at most 6 significant digits."""
+    from clustersim.units import format_bandwidth, format_size, format_time
+
+    kind = field_kind(col)
+    if kind == "bandwidth":
+        return format_bandwidth(num)
+    if kind == "time":
+        return format_time(num)
+    if kind == "size":
+        return format_size(num)
+    if kind == "compute rate":
+        return f"{num / 1e12:.4g} TFLOP/s"
+    return f"{int(num):,}" if num.is_integer() and abs(num) < 1e15 else f"{num:.6g}"
+
+
 def no_rows(fixed: dict[str, Any], free: set[str],
             computed_at: dict[str, Any] | None) -> str:
     """What the chart says when the fixed values select no rows: the combination, and what
@@ -108,8 +133,8 @@ def no_rows(fixed: dict[str, Any], free: set[str],
 
 
 def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, color: str,
-           facet: str, fixed: dict[str, Any], computed_at: dict[str, Any] | None = None
-           ) -> Any:
+           facet: str, fixed: dict[str, Any], computed_at: dict[str, Any] | None = None,
+           sampled: frozenset[str] = frozenset()) -> Any:
     """The chart for the current choices (a plotly figure); a message in place of the chart
     when the fixed values select no rows (a combination not computed, an empty table;
     :func:`no_rows`).  A duration metric is drawn in the unit it reads in (hours, days:
@@ -148,7 +173,7 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     scatter = bool(df.duplicated(subset=keys).any()) or any(
         v == ANY and c in df.columns and c not in free and df[c].nunique() > 1
         for c, v in fixed.items())
-    if color != NONE and sampled_axis(table, color):  # a sampled input: a colour scale
+    if color != NONE and (color in sampled or sampled_axis(table, color)):  # a colour scale
         scatter = True
         kw.update(color=color, color_continuous_scale="Viridis")
         kw["labels"][color] = color
@@ -181,11 +206,17 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
         xtitle, xfmt = titles[x]
         fig.update_xaxes(title_text=xtitle, tickformat=xfmt)
     vals = sorted(df[x].unique(), key=sort_key) if x in inputs else []
-    if x in ("workers", "bandwidth_factor", "latency_factor"):
+    unit = _SI_UNIT.get(field_kind(x) or "") if x in inputs else None
+    if unit is not None:  # an axis read in SI: its unit, ticks 5G not 5B (audit L)
+        xtitle = f"{x} ({unit})"
+        fig.update_xaxes(title_text=xtitle, tickformat="~s")
+    if x in ("workers", "bandwidth_factor", "latency_factor") and len(vals) > MANY:
+        fig.update_xaxes(type="log")  # a sampled count: the axis's own ticks, not each value
+    elif x in ("workers", "bandwidth_factor", "latency_factor"):
         text = ([f"{v:,}" for v in vals] if x == "workers" else [f"{v:g}x" for v in vals])
         fig.update_xaxes(type="log", tickvals=vals, ticktext=text)
     elif (1 < len(vals) <= MANY and all(sort_key(v)[0] == 0 for v in vals)
-          and not sampled_axis(table, x)):  # a numeric grid axis:
+          and x not in sampled and not sampled_axis(table, x)):  # a numeric grid axis:
         fig.update_xaxes(tickvals=vals)  # its values, not ticks between them (64, 128; not 70)
     elif vals and all(sort_key(v)[0] == 0 and float(v).is_integer() for v in vals):
         fig.update_xaxes(tickformat=",d")  # a count: no 140.5 between 140 and 141

@@ -37,6 +37,11 @@ def parse_changes(text: Any) -> list[str]:
     bad = next((s for s in items if "=" not in s), None)
     if bad is not None:
         raise InputError(f"{bad!r} is not KEY=VALUE (e.g. sweep.sample.n=32)")
+    other = next((s for s in items if not s.split("=", 1)[0].strip().startswith("sweep.")), None)
+    if other is not None:  # audit L M1: rows of another configuration joined the table unmarked
+        raise InputError(f"{other!r} is not a change of the sweep's design: the page grows the "
+                         "sweep (sweep.sample..., sweep.axes...); another field changes what "
+                         "every row means - run 'clustersim sweep --set ...' for that")
     return items
 
 
@@ -118,5 +123,7 @@ def start_extend(ex: Any, text: Any) -> str:
         return table, f"the sweep now has {len(rows)} rows here ({len(table)} in the table)"
 
     return ex.background(len(points), f"running the sweep with {'; '.join(parse_changes(text))}"
-                         f": {len(points)} points (those in the point cache are read back)",
+                         f": {len(points)} points" + (" (those in the point cache "
+                         f"{ext.cache} are read back)" if ext.cache is not None else
+                         " (--no-cache: every one simulated)"),
                          job, "clustersim-explore-sweep")

@@ -40,7 +40,7 @@ from clustersim.errors import InputError
 
 __all__ = ["INPUTS", "FACTORS", "METRIC_NAMES", "BOOKKEEPING", "sweep_table", "compute_cells",
            "read_table", "split_columns", "metric_choices", "metric_title", "time_scale",
-           "sweep_meta", "EMULATED", "unhashable_columns"]
+           "sweep_meta", "sampled_inputs", "EMULATED", "unhashable_columns"]
 
 #: input columns of a table built here, in the order the app offers them
 INPUTS = ("algorithm", "workers", "bandwidth_factor", "latency_factor")
@@ -228,6 +228,23 @@ def sweep_meta(path: str | Path, columns: Sequence[str]) -> dict[str, Any] | Non
     if named:
         out["scenario"] = named
     return out
+
+
+def sampled_inputs(path: str | Path, columns: Sequence[str]) -> frozenset[str]:
+    """The columns of a Sobol'/LHS sweep's sampled axes (a range, not a list of values),
+    from the sweep's JSON beside the table; empty for a grid or a table without it.
+
+    Why from the design and not the table's shape: with a ``compare`` entry, seeds or computed
+    network factors every sampled value repeats, and a count of distinct values took an
+    8-point design's axes for a grid's (audit L H2)."""
+    from clustersim.explore.table import axis_column
+
+    head = sweep_meta(path, columns) or {}
+    axes = head.get("axes")
+    if head.get("design") in (None, "grid") or not isinstance(axes, dict):
+        return frozenset()
+    return frozenset(n if n == "workers" else axis_column(n)  # workers: the case's column
+                     for n, a in axes.items() if isinstance(a, dict))
 
 
 def _parquet_scenario(path: str | Path) -> str | None:

@@ -156,11 +156,15 @@ def column_units(columns: Iterable[str]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for col in columns:
+        if col.endswith(("_lo", "_hi")):  # an interval's end: its metric's unit (audit L)
+            col, end = col[:-3], col
+        else:
+            end = col
         csv = TRAINING_CSV_COLUMNS.get(col)
         if csv is not None:
             unit = next((u for suffix, u in _SUFFIX_UNITS if csv.endswith(suffix)), None)
         else:
             unit = _KIND_UNITS.get(field_kind(col) or "")
         if unit is not None:
-            out[col] = unit
+            out[end] = unit
     return out

@@ -22,6 +22,14 @@ __all__ = ["tornado_figures", "tornado_html", "band_figures", "band_html"]
 _CONFIG = {"displaylogo": False, "responsive": True}
 
 
+def _whisker(m: Mapping[str, Any], key: str, order: list[int]) -> dict[str, Any]:
+    """An index's 95 % interval, a dark line on its own bar, not below 0 (an index is a
+    share of variance; the symmetric bootstrap interval ran below zero: audit L)."""
+    conf = [m[f"{key}_conf"][i] for i in order]
+    return {"type": "data", "array": conf, "symmetric": False, "color": "#333333",
+            "arrayminus": [min(c, max(0.0, m[key][i])) for c, i in zip(conf, order)]}
+
+
 def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
     """One horizontal bar chart per metric, inputs sorted by their total index (or mu*)."""
     import plotly.graph_objects as go
@@ -38,13 +46,11 @@ def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
             fig.add_trace(go.Bar(y=names, x=[m["ST"][i] for i in order], orientation="h",
                                  name="ST (total, with interactions)",
                                  marker={"color": COLOURS[0]},
-                                 error_x={"type": "data", "array": [m["ST_conf"][i]
-                                                                    for i in order]}))
+                                 error_x=_whisker(m, "ST", order)))
             fig.add_trace(go.Bar(y=names, x=[m["S1"][i] for i in order], orientation="h",
                                  name="S1 (first order, alone)",
                                  marker={"color": COLOURS[1]},
-                                 error_x={"type": "data", "array": [m["S1_conf"][i]
-                                                                    for i in order]}))
+                                 error_x=_whisker(m, "S1", order)))
             axis = "Sobol index (share of the metric's variance)"
         else:
             fig.add_trace(go.Bar(y=names, x=[m["mu_star"][i] for i in order],

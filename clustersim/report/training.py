@@ -184,6 +184,13 @@ def print_training(console: Console, scn: Any, result: Any, wide: bool = False) 
         console.print(f"[dim]stat. eff. above 100% (up to {top}): an effective batch below "
                       "the profile's reference batch needs fewer samples to the target than "
                       "the reference did (docs/convergence.md)[/dim]")
+    capped = [f"{t} at {p.workers:,}" for t, pts in result.points.items() for p in pts
+              if "lone_worker_cap" in (p.convergence_terms or {})]
+    if capped:  # every table's, a lone algorithm's too (audit L M3)
+        console.print(f"as fast as one worker alone: {escape(', '.join(capped))} workers — "
+                      "the exchanges are too rare to help, and the convergence model's drift "
+                      "term would predict worse; averaging never hurts, so the steps are "
+                      "capped at a lone worker's (docs/convergence.md)")
     if len(result.points) > 1:
         _print_comparison(console, result, wide, omitted)
     if getattr(result, "emulation", None):
@@ -258,12 +265,6 @@ def _print_comparison(console: Console, result: Any, wide: bool = False,
             never.setdefault(p.tta_note, []).append(title)
     for note, titles in never.items():
         console.print(f"never reaches the target: {escape(', '.join(titles))} — {escape(note)}")
-    capped = [t for t, p in rows if "lone_worker_cap" in (p.convergence_terms or {})]
-    if capped:
-        console.print(f"as fast as one worker alone: {escape(', '.join(capped))} — their "
-                      "exchanges are too rare to help, and the convergence model's drift term "
-                      "would predict worse; averaging never hurts, so the steps are capped at a "
-                      "lone worker's (docs/convergence.md)")
     return hidden
 
 
