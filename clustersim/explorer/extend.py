@@ -112,6 +112,7 @@ def start_extend(ex: Any, text: Any) -> str:
         study, points = ext.plan(text)
     except InputError as exc:
         return str(exc)
+
     def job(advance: Callable[[int], None]) -> tuple[Any, str]:
         rows = ext.run(study, points, advance)
         for col in ("bandwidth_factor", "latency_factor"):
