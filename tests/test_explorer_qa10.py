@@ -33,7 +33,10 @@ def test_sweep_counters_are_not_offered_as_metrics(tmp_path):
     assert set(COUNTERS) <= set(mets) and not set(COUNTERS) & set(ins)
     page = make_app(Explorer(df, ins, mets), "t").layout()
     y, x = _options(page, "y"), _options(page, "x")
-    assert "throughput" in y and "iteration_time" in y and "devices" in y
+    assert "throughput" in y and "iteration_time" in y
+    # restatements of inputs are no metrics (audit K L3): the platform's device count, and
+    # the batch each worker ran
+    assert "devices" not in y and "batch_per_worker" not in y
     for col in COUNTERS:
         assert col not in y and col not in x, col
     assert x == [*ins, *y]
@@ -78,13 +81,17 @@ def test_factor_controls_read_as_factors_with_their_values_unchanged():
     app = make_app(ex, "t")
     page = app.layout()
     bw = _find(page, {"type": "fix", "axis": "bandwidth_factor"})
-    assert list(bw.options) == [{"label": "0.25x", "value": "0.25"},
+    # every control offers "(any)" first (audit K H1)
+    assert list(bw.options) == [{"label": "(any)", "value": "(any)"},
+                                {"label": "0.25x", "value": "0.25"},
                                 {"label": "1x", "value": "1.0"},
                                 {"label": "2x", "value": "2.0"}]
     assert bw.value == "1.0"
     lat = _find(page, {"type": "fix", "axis": "latency_factor"})
-    assert list(lat.options) == [{"label": "1x", "value": "1.0"}] and lat.value == "1.0"
-    assert list(_find(page, {"type": "fix", "axis": "workers"}).options) == ["1", "2"]
+    assert list(lat.options) == [{"label": "(any)", "value": "(any)"},
+                                 {"label": "1x", "value": "1.0"}] and lat.value == "1.0"
+    assert [o["label"] for o in _find(page, {"type": "fix", "axis": "workers"}).options] == [
+        "(any)", "1", "2"]
     callbacks = {k: v["callback"].__wrapped__ for k, v in app.callback_map.items()}
     chart = callbacks["chart.figure"]
     fig = chart("workers", "throughput", "algorithm", "(none)", ["a", "2", "0.25", "1.0"], 0)
@@ -95,10 +102,12 @@ def test_factor_controls_read_as_factors_with_their_values_unchanged():
     tick = next(f for k, f in callbacks.items() if "said.data" in k)
     out = tick(1, 0, ex.said)
     assert out[-2] == ex.version and out[-1][ex.inputs.index("bandwidth_factor")] == [
-        {"label": f"{v:g}x", "value": str(v)} for v in (0.25, 1.0, 2.0, 4.0)]
+        {"label": "(any)", "value": "(any)"},
+        *({"label": f"{v:g}x", "value": str(v)} for v in (0.25, 1.0, 2.0, 4.0))]
     assert tick(2, ex.version, ex.said)[-1] == [no_update] * len(ex.inputs)
     from clustersim.explorer.app import labelled
 
-    assert labelled("workers", ["1", "2"]) == ["1", "2"]
+    assert labelled("workers", ["1", "4253"]) == [{"label": "1", "value": "1"},
+                                                  {"label": "4,253", "value": "4253"}]
     assert labelled("bandwidth_factor", ["(scenario)"]) == [{"label": "(scenario)",
                                                              "value": "(scenario)"}]
