@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from clustersim.scenario.fieldkinds import field_kind
+from clustersim.scenario.fieldkinds import field_kind, si_unit
 
 __all__ = ["ANY", "MANY", "NONE", "figure", "no_rows", "sampled_axis", "sort_key",
            "value_label"]
@@ -81,10 +81,6 @@ def _legend_name(col: str) -> Any:
     from clustersim.report.whatif_panel import factor_label
 
     return lambda v: factor_label(n[1]) if (n := sort_key(v))[0] == 0 else str(v)
-
-
-#: what a field reads -> the unit of the SI numbers a table holds it in
-_SI_UNIT = {"time": "s", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
 
 
 def value_label(col: str, num: float) -> str:
@@ -206,7 +202,7 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
         xtitle, xfmt = titles[x]
         fig.update_xaxes(title_text=xtitle, tickformat=xfmt)
     vals = sorted(df[x].unique(), key=sort_key) if x in inputs else []
-    unit = _SI_UNIT.get(field_kind(x) or "") if x in inputs else None
+    unit = si_unit(x) if x in inputs else None
     if unit is not None:  # an axis read in SI: its unit, ticks 5G not 5B (audit L)
         xtitle = f"{x} ({unit})"
         fig.update_xaxes(title_text=xtitle, tickformat="~s")

@@ -140,9 +140,6 @@ _SUFFIX_UNITS = (("_samples_per_s", "samples/s"), ("_B_per_s", "bytes/s"), ("_pe
                  ("_fraction", "fraction (0-1)"), ("_s", "s"), ("_B", "bytes"),
                  ("_versions", "versions"), ("_steps", "steps"), ("_samples", "samples"),
                  ("_epochs", "epochs"), ("_updates", "updates"))
-#: what a scenario field reads (:func:`clustersim.scenario.fieldkinds.field_kind`) -> the SI
-#: unit a sweep's table holds it in
-_KIND_UNITS = {"time": "s", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
 
 
 def column_units(columns: Iterable[str]) -> dict[str, str]:
@@ -152,7 +149,7 @@ def column_units(columns: Iterable[str]) -> dict[str, str]:
     s).  Why: the sweep's Parquet, CSV and JSON carry bare names and SI numbers, and
     "3.868876e+09" under ``platform.link.bandwidth`` left the unit to a guess (audit K M1);
     the Parquet fields carry it in their metadata, the JSON in ``units``."""
-    from clustersim.scenario.fieldkinds import field_kind
+    from clustersim.scenario.fieldkinds import si_unit
 
     out: dict[str, str] = {}
     for col in columns:
@@ -164,7 +161,7 @@ def column_units(columns: Iterable[str]) -> dict[str, str]:
         if csv is not None:
             unit = next((u for suffix, u in _SUFFIX_UNITS if csv.endswith(suffix)), None)
         else:
-            unit = _KIND_UNITS.get(field_kind(col) or "")
+            unit = si_unit(col)
         if unit is not None:
             out[end] = unit
     return out

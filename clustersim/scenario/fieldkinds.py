@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from clustersim.scenario.rateunits import rate_kind
 
-__all__ = ["FIELD_PARSER", "field_kind"]
+__all__ = ["FIELD_PARSER", "field_kind", "si_unit"]
 
 #: fields whose parsers read a size (``as_size``/``parse_size``: a bucket, a fusion buffer, a
 #: device's memory, a transport's inline size, a layer's or a sample's bytes) or a time that
@@ -34,3 +34,14 @@ def field_kind(name: str) -> str | None:
     ``"bandwidth"`` or ``"compute rate"``; None for a field of plain numbers (and for
     ``workers``, a count)."""
     return rate_kind(name) or _MORE_KINDS.get(name.rsplit(".", 1)[-1].strip())
+
+
+#: what a field reads -> the unit of the SI numbers a sweep's table holds it in
+_SI_UNITS = {"time": "s", "size": "bytes", "bandwidth": "bytes/s", "compute rate": "FLOP/s"}
+
+
+def si_unit(name: str) -> str | None:
+    """The unit of the field ``name``'s SI values in a table (``platform.link.bandwidth`` ->
+    ``bytes/s``); None for a field of plain numbers.  One map for the sweep's column units
+    and the explorer's axis titles."""
+    return _SI_UNITS.get(field_kind(name) or "")
