@@ -80,7 +80,7 @@ class Explorer:
     @property
     def running(self) -> bool:
         """Whether a computation is under way (read under :attr:`lock`)."""
-        return self.busy or (bool(self.todo) and self.done < self.todo)
+        return self.busy  # set from a start to the rows joining: covers done < todo too
 
     def start(self, bw: float, lat: float) -> str:
         """Begin computing one cell in the background; a message for the page."""
