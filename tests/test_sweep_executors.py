@@ -254,3 +254,31 @@ def test_no_more_pool_processes_than_tasks(tmp_path: Path, monkeypatch) -> None:
     assert sizes == [2]
     assert main([*common, "-j", "1", "--out", str(tmp_path / "b")]) == 0
     assert (tmp_path / "a/sweep.csv").read_bytes() == (tmp_path / "b/sweep.csv").read_bytes()
+
+
+def test_a_stop_while_a_batch_is_stored_reports_what_the_cache_holds(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    """A Ctrl-C that lands while a finished batch is stored: the count the driver prints is
+    the count the cache holds (the stop had been acted on between the store and the count,
+    and the message said 64 rows kept of 128 stored: the CI of 2026-11-30)."""
+    from clustersim.explore.cache import PointCache
+
+    real = PointCache.put_many
+    stored: list[int] = []
+
+    def store_then_interrupt(self, items) -> None:
+        real(self, items)
+        stored.append(1)
+        if len(stored) == 2:  # the second batch: Ctrl-C arrives as it is written
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(PointCache, "put_many", store_then_interrupt)
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL)
+    out = tmp_path / "o"
+    code = main(["sweep", str(path), "-j", "1", "--chunk", "1", "--out", str(out), "-q"])
+    assert code == 130
+    kept = _cached_rows(out / "points.sqlite")
+    assert kept == 2  # the batch stored when the signal came is kept (one point a batch)
+    err = capsys.readouterr().err
+    assert f"{kept} of 4 points are kept in the point cache" in err, err

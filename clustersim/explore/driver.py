@@ -113,12 +113,15 @@ def _usable(row: dict[str, Any]) -> bool:
 def _take(batch: list[tuple[int, dict[str, Any]]], out: Outcome, cache: PointCache | None,
           keys: dict[int, str], advance: Callable[[int], Any] | None) -> None:
     """One finished chunk into the cache (first: it is what survives a stop), the outcome
-    and the progress bar."""
-    if cache is not None:
-        with deferred():
+    and the progress bar - all three under one deferred() block, so a stop (Ctrl-C) lands
+    before or after them, never between: the count the driver reports on a stop is the
+    count the cache holds (a stop between the store and the count had said 64 rows kept
+    of 128 stored)."""
+    with deferred():
+        if cache is not None:
             cache.put_many((keys[i], row) for i, row in batch)
-    for i, row in batch:
-        out.results[i] = row
-    out.ran += sum("skipped" not in row for _i, row in batch)
-    if advance is not None:
-        advance(len(batch))
+        for i, row in batch:
+            out.results[i] = row
+        out.ran += sum("skipped" not in row for _i, row in batch)
+        if advance is not None:
+            advance(len(batch))
