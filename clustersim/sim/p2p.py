@@ -88,7 +88,7 @@ class PointToPoint:
             dts = [drain / (float(self.platform.capacity[lk]) * eff) for lk in route]
         else:
             dts = [0.0] * len(route)
-        return (*plan, self._plan_routes.add(src_dev, dst_dev, route, dts))
+        return (*plan, self._plan_routes.add(src_dev, dst_dev, route, dts, nbytes))
 
     def _start_send(self, i: int, op: Send) -> simpy.Event | None:
         """Start a point-to-point message; the returned event fires when it has arrived
