@@ -16,8 +16,15 @@ checkouts simulate every point.  ``--cached`` times this checkout alone instead:
 page with an empty cache, then the same page again from that cache (every point read back),
 and checks that the two pages are the same bytes.
 
+``--extended`` times this checkout alone: the page as it is made by default (a master-based
+method's points past its master's saturation extended, not simulated:
+clustersim/sim/saturated.py) and with ``--exact`` (every point simulated), alternating, each
+with an empty cache, and prints the largest relative difference of the throughput and
+efficiency the two pages plot.
+
 Run: python bench/bench_whatif.py --before /work/main [--runs 3] [--scenario knl_4253]
      python bench/bench_whatif.py --cached [--runs 3]
+     python bench/bench_whatif.py --extended [--runs 3]
 """
 
 from __future__ import annotations
@@ -37,17 +44,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_once(checkout: Path, scenario: str, out: Path, cache: Path | None = None
-             ) -> tuple[float, float]:
+def run_once(checkout: Path, scenario: str, out: Path, cache: Path | None = None,
+             extra: tuple[str, ...] = ()) -> tuple[float, float]:
     """(wall s, CPU s) of one ``clustersim whatif`` in a child process using ``checkout``,
-    with the point cache in ``cache`` (None: a new, empty one)."""
+    with the point cache in ``cache`` (None: a new, empty one) and ``extra`` options."""
     if cache is None:
         cache = Path(tempfile.mkdtemp(prefix="whatif-cache-"))
     env = dict(os.environ, PYTHONPATH=str(checkout), CLUSTERSIM_CACHE_DIR=str(cache))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "clustersim", "whatif", scenario, "-o", str(out), "-q"],
-                   cwd=checkout, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "clustersim", "whatif", scenario, "-o", str(out), "-q",
+                    *extra], cwd=checkout, env=env, check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -78,9 +85,13 @@ def main() -> int:
     ap.add_argument("--scenario", default="scenarios/knl_4253.yaml")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--check", action="store_true", help="compare the pages' numbers")
+    ap.add_argument("--extended", action="store_true",
+                    help="time this checkout's default page against its --exact page")
     args = ap.parse_args()
     if args.cached:
         return cached(args.scenario, args.runs)
+    if args.extended:
+        return extended(args.scenario, args.runs)
     if args.before is None:
         ap.error("give --before CHECKOUT or --cached")
     figures: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
@@ -128,6 +139,44 @@ def cached(scenario: str, runs: int) -> int:
     ratio = statistics.median(w for w, _ in cold) / statistics.median(w for w, _ in warm)
     print(f"  ratio (wall, medians): {ratio:.1f}x; pages identical: {same}")
     return 0 if same else 1
+
+
+def _series(html: str, figure: int) -> dict[tuple[str, float], float]:
+    """``{(series name, x): y}`` of one figure of a page (bands and unnamed traces left
+    out; of several cells' traces of one series, the first, the page's 1x position)."""
+    found = re.findall(r"Plotly\.newPlot\(\"[^\"]+\", (\[.*?\]), \{", html)
+    out: dict[tuple[str, float], float] = {}
+    for trace in json.loads(found[figure]):
+        if trace.get("fill") == "toself" or not trace.get("name"):
+            continue
+        for x, y in zip(trace.get("x") or [], trace.get("y") or []):
+            out.setdefault((trace["name"], float(x)), float(y))
+    return out
+
+
+def extended(scenario: str, runs: int) -> int:
+    """The default page (points past saturation extended) against ``--exact``."""
+    figs: dict[str, list[tuple[float, float]]] = {"extended": [], "exact": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = {"extended": Path(tmp) / "extended.html", "exact": Path(tmp) / "exact.html"}
+        for _ in range(runs):
+            for name, extra in (("extended", ()), ("exact", ("--exact",))):
+                figs[name].append(run_once(ROOT, scenario, outs[name], extra=extra))
+        pages = {k: v.read_text() for k, v in outs.items()}
+    print(f"clustersim whatif {scenario}  ({os.cpu_count()} cores, {runs} runs, empty caches)")
+    for name in ("extended", "exact"):
+        walls = [w for w, _ in figs[name]]
+        print(f"  {name:8s}: wall median {statistics.median(walls):6.2f} s "
+              f"(min {min(walls):.2f}, max {max(walls):.2f}), "
+              f"CPU median {statistics.median(c for _, c in figs[name]):6.2f} s")
+    ratio = (statistics.median(w for w, _ in figs["exact"])
+             / statistics.median(w for w, _ in figs["extended"]))
+    print(f"  speed-up (wall, medians): {ratio:.1f}x")
+    for k, what in ((0, "throughput"), (1, "efficiency")):
+        a, b = _series(pages["extended"], k), _series(pages["exact"], k)
+        worst = max(abs(a[key] - b[key]) / abs(b[key]) for key in b if b[key])
+        print(f"  {what} at the 1x position: largest difference {100 * worst:.4f} %")
+    return 0
 
 
 if __name__ == "__main__":

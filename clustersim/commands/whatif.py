@@ -69,7 +69,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     total = grid_size(scn, bws, lats)
     try:
         with _progress(total, "what-if grid", not args.quiet) as advance:
-            grid = whatif_grid(scn, bws, lats, advance, cache=cache)
+            grid = whatif_grid(scn, bws, lats, advance, cache=cache, extend=not args.exact)
     finally:
         if cache is not None:
             cache.close()
@@ -78,6 +78,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         print(f"wrote {out} ({cells} grid position{'' if cells == 1 else 's'}, each a whole "
               "sweep; open it in a browser, "
               "it works offline)")
+        if scn.benchmark is None:
+            from clustersim.report.whatif import extended_count
+
+            ext, _all = extended_count(grid)
+            if ext:
+                print(f"{ext} of {_all} points are past their master's saturation: extended "
+                      "from the saturated point, not simulated (--exact simulates them)")
         if cache is not None and cache.hits:
             print(f"{cache.hits} of {total} points from the cache {cache.path} (the same "
                   f"scenario, factors, seed and code; --no-cache simulates them again)")
@@ -103,5 +110,11 @@ def add_parser(sub: Any) -> None:
     wi.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a scenario field, as in predict (repeatable)")
     add_cache_options(wi)
+    wi.add_argument("--exact", action="store_true",
+                    help="simulate every point; by default a master-based method's points "
+                         "past the worker count where its master is busy all the time are "
+                         "extended from that point (steady state of a saturated master: "
+                         "throughput and update rate stay, iteration time and staleness grow "
+                         "with the workers; marked on the page; docs/exploration.md)")
     wi.add_argument("-q", "--quiet", action="store_true", help="no progress, no message")
     wi.set_defaults(func=cmd_whatif)

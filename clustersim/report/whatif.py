@@ -75,9 +75,12 @@ def grid_points(bandwidths: Sequence[float], latencies: Sequence[float]
 
 def whatif_grid(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[float],
                 advance: Callable[[int], None] = lambda n=1: None,
-                jobs: int | None = None, cache: Any = None) -> dict[str, Any]:
+                jobs: int | None = None, cache: Any = None,
+                extend: bool = False) -> dict[str, Any]:
     """Simulate every point of :func:`grid_points` (training scenarios: through
-    ``cache``, a :class:`~clustersim.report.whatif_cells.CellCache`, when given).
+    ``cache``, a :class:`~clustersim.report.whatif_cells.CellCache`, when given; with
+    ``extend``, points past a master's saturation are extended, not simulated:
+    :func:`~clustersim.report.whatif_cells.simulate_cells`).
 
     Returns ``{"cells": {(bw, lat): {algorithm: [point dicts]}}, ...}`` for training scenarios
     and ``{"cells": {(bw, lat): [benchmark rows]}, ...}`` for collective benchmarks.
@@ -97,7 +100,7 @@ def whatif_grid(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[
         return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
     from clustersim.report.whatif_cells import simulate_cells
 
-    cells = simulate_cells(scn, combos, advance, jobs, cache)
+    cells = simulate_cells(scn, combos, advance, jobs, cache, extend=extend)
     return {"cells": cells, "bandwidths": bandwidths, "latencies": latencies}
 
 
@@ -157,18 +160,24 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                                     color, a))
                 owners[0].append(k)
                 banded = True
+            marks = _extension_marks(pts)
             thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=names[a],
                                      mode="lines+markers", line=line, legendgroup=a,
-                                     hovertemplate="%{x} workers: %{y:,.0f} samples/s"))
+                                     hovertemplate="%{x} workers: %{y:,.0f} samples/s"
+                                     + marks.pop("suffix", ""), **marks))
+            marks = _extension_marks(pts)
             eff.add_trace(go.Scatter(x=w, y=[100 * p["efficiency"] for p in pts], name=names[a],
                                      mode="lines+markers", line=line, legendgroup=a,
-                                     hovertemplate="%{x} workers: %{y:.1f}%"))
+                                     hovertemplate="%{x} workers: %{y:.1f}%"
+                                     + marks.pop("suffix", ""), **marks))
             owners[0].append(k)
             owners[1].append(k)
+        marks = _extension_marks([data[a][-1] for a in algs])
         for part, color in (("compute", "#4C78A8"), ("comm", "#F58518"), ("wait", "#9D9D9D")):
             brk.add_trace(go.Bar(y=[names[a] for a in algs], x=[1e3 * data[a][-1][part] for a in algs],
                                  name=part, orientation="h", marker_color=color,
-                                 hovertemplate="%{y}: %{x:.2f} ms"))
+                                 hovertemplate="%{y}: %{x:.2f} ms" + marks.get("suffix", ""),
+                                 customdata=marks.get("customdata")))
             owners[2].append(k)
     counts = sorted({p["workers"] for a in algs for p in grid["cells"][combos[0]][a]})
     xw = {"title": {"text": "workers"}, "type": "log", "tickvals": counts,
@@ -213,6 +222,26 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
         figs.append(tta[0])
         owners.append(tta[1])
     return figs, owners
+
+
+def _extension_marks(pts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A series' hollow markers and hover line for its points extended past the master's
+    saturation (``extended_from``), nothing for a series simulated throughout (its trace
+    is the same bytes as before there were extended points)."""
+    ext = [p.get("extended_from") for p in pts]
+    if not any(ext):
+        return {}
+    return {"marker": {"symbol": ["circle-open" if e else "circle" for e in ext],
+                       "size": [9 if e else 6 for e in ext]},
+            "customdata": [f"extended from {e:,} workers, not simulated (master saturated)"
+                           if e else "simulated" for e in ext],
+            "suffix": "<br>%{customdata}"}
+
+
+def extended_count(grid: dict[str, Any]) -> tuple[int, int]:
+    """(points extended past their master's saturation, all points) of a training grid."""
+    pts = [p for cell in grid["cells"].values() for series in cell.values() for p in series]
+    return sum(1 for p in pts if p.get("extended_from")), len(pts)
 
 
 def _factor_ticks(values: Sequence[float]) -> list[float]:
@@ -307,11 +336,18 @@ def whatif_html(scn: Scenario, grid: dict[str, Any]) -> str:
     line = assumed_line(assumed_figures(scn))
     assumptions = "".join(f"<li>{_esc(a)}</li>" for a in (*scn.assumptions,
                                                            *([line] if line else [])))
+    ext, total = (0, 0) if scn.benchmark is not None else extended_count(grid)
+    extended = (
+        f" {ext} of its {total} points, hollow markers, are not simulated: a master-based "
+        "method's points past the worker count where its master is already busy all the "
+        "time are extended from that point (the master's rate stays; iteration time and "
+        "staleness grow with the workers). <code>clustersim whatif --exact</code> simulates "
+        "them." if ext else "")
     before = (
         f"<h1>What if: {_esc(scn.name)}</h1>{about}"
         f"<p>Platform: {_esc(scn.platform.describe())}. Every position of the panel is a "
         "full simulation with all link bandwidths / latencies scaled by that factor; the "
-        "panel drives every chart.</p>"
+        f"panel drives every chart.{extended}</p>"
         + panel_html(grid["bandwidths"], grid["latencies"])
     )
     after = f"<h3>Assumptions</h3><ul>{assumptions}</ul>" if assumptions else ""

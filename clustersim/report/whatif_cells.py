@@ -2,8 +2,9 @@
 per-point cache, so that a page asked again, or with more factors, only simulates the points
 it has not simulated before.
 
-Why a cache here: a what-if grid is tens to hundreds of full simulations (192 for
-``scenarios/knl_4253.yaml``: six cells of 32 points, ~9 s on two cores), most of which a
+Why a cache here: a what-if grid is tens to hundreds of full simulations (192 points for
+``scenarios/knl_4253.yaml``: six cells of 32, 106 of them simulated and 86 extended past
+their master's saturation: :mod:`clustersim.report.whatif_waves`), most of which a
 user asks for again - the same page after a ``git pull`` of the docs, one more bandwidth
 factor, ``explore`` after ``whatif``.  A point's result depends on its scenario, its seed,
 the two factors and the code, nothing else, so it can be kept under a digest of exactly
@@ -126,12 +127,21 @@ def _metrics(row: dict[str, Any]) -> Any:
 
 def simulate_cells(scn: Any, combos: Sequence[Cell],
                    advance: Callable[[int], None] = lambda n=1: None,
-                   jobs: int | None = None, cache: CellCache | None = None
-                   ) -> dict[Cell, dict[str, list[dict[str, Any]]]]:
+                   jobs: int | None = None, cache: CellCache | None = None,
+                   extend: bool = False) -> dict[Cell, dict[str, list[dict[str, Any]]]]:
     """Every point of every cell (the scenario with its links' bandwidth and latency scaled
     by the cell's factors), on one process pool, heaviest first; ``{cell: {title: [point
-    dicts in workers order]}}``.  ``advance(1)`` once per point, cached or simulated."""
+    dicts in workers order]}}``.  ``advance(1)`` once per point, cached or simulated.
+
+    ``extend``: a master-based case's points past the first worker count where its master
+    is saturated are extended from that point (:mod:`clustersim.sim.saturated`), not
+    simulated; their dicts say so (``"extended_from"``: the workers of the point they came
+    from).  The cases then run in waves: every other point and each such case's smallest
+    count first, then each case's next count until one is saturated.  Which points are
+    extended depends on the simulated points alone, never on what the cache holds, so a
+    page is the same bytes from the cache or not."""
     from clustersim.report.whatif import scaled_scenario
+    from clustersim.report.whatif_waves import ExtensionWaves
     from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
 
     cases: list[Any] = []
@@ -146,23 +156,30 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
         cases += mine
     results: dict[tuple[int, int, int], Any] = {}
     keys: dict[tuple[int, int, int], str] = {}
-    todo = tasks
+    hits: dict[str, dict[str, Any]] = {}
     if cache is not None:
         cell_of = [k for k, (a, b) in enumerate(spans) for _ in range(a, b)]
         for ci, w, r, seed in tasks:
             keys[(ci, w, r)] = cache.key(ci - spans[cell_of[ci]][0], w, seed,
                                          combos[cell_of[ci]])
         hits = cache.get_many(list(keys.values()))
+
+    def from_cache(wave: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+        """The wave's points the cache lacks (the others into ``results``)."""
+        if cache is None:
+            return wave
         todo = []
-        for t in tasks:
+        for t in wave:
             row = hits.get(keys[t[:3]])
             m = None if row is None else _metrics(row)
             if m is None:
                 todo.append(t)
             else:
                 results[t[:3]] = m
-                cache.hits += 1
+                cache.hits += 1  # type: ignore[union-attr]
                 advance(1)
+        return todo
+
     pending: list[tuple[str, dict[str, Any]]] = []
     last = time.monotonic()
 
@@ -174,21 +191,35 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
             pending.clear()
             last = time.monotonic()
 
+    waves = ExtensionWaves(cases, tasks) if extend else None
+    wave = tasks if waves is None else waves.first
     try:
-        run_tasks(cases, todo, results, jobs, advance,
-                  store=store if cache is not None and todo else None)
+        while wave:
+            todo = from_cache(wave)
+            run_tasks(cases, todo, results, jobs, advance,
+                      store=store if cache is not None and todo else None)
+            wave = [] if waves is None else waves.next(results, advance)
     finally:
         if cache is not None and pending:  # what was done before an error or a signal
             cache.put_many(pending)
+    extended = {} if waves is None else waves.extended
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for cell, (a, b) in zip(combos, spans):
         res = assemble_sweep(cases[a:b], results, first=a,
                              emulate=None if cache is None else _cached_emulation(cache, cell,
                                                                                   a))
         cells[(float(cell[0]), float(cell[1]))] = {
-            t: [_with_emulation(p.to_dict(), res, t, i) for i, p in enumerate(pts)]
-            for t, pts in res.points.items()}
+            t: [_marked(_with_emulation(p.to_dict(), res, t, i), extended.get((ci, p.workers)))
+                for i, p in enumerate(pts)]
+            for ci, (t, pts) in enumerate(res.points.items(), start=a)}
     return cells
+
+
+def _marked(point: dict[str, Any], base: int | None) -> dict[str, Any]:
+    """The point, with ``"extended_from"`` where it was extended, not simulated."""
+    if base is not None:
+        point["extended_from"] = base
+    return point
 
 
 def _cached_emulation(cache: CellCache, cell: Cell, first: int

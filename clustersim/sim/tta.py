@@ -40,6 +40,7 @@ from typing import Any
 from clustersim.convergence import ConvergenceProfile, ConvergenceResult, RunStats, predict
 
 __all__ = ["run_stats", "emulation_stats", "point_convergence", "attach_convergence",
+           "attach_from_stats",
            "TTA_FIELDS"]
 
 #: the metrics a point gains when its workload has a convergence profile
@@ -190,19 +191,31 @@ def attach_convergence(m: Any, profile: ConvergenceProfile, alg: Any, job: Any,
     parameters, the job's batch and the hybrid's group size."""
     from clustersim.algorithms.base import get_algorithm
 
-    defn = get_algorithm(alg.name)
     params = dict(alg.params)
     stale = [float(v) for v in run.records("staleness", measured=True)]
     group = 1
-    if defn.convergence == "hybrid":
+    if get_algorithm(alg.name).convergence == "hybrid":
         from clustersim.algorithms.hybrid import worker_groups
 
         # a hybrid algorithm without hybrid's own `group` parameter groups by machine, as
         # hybrid's default does (a KeyError otherwise, for one written from the guide)
         group = max(1, round(job.workers / len(worker_groups(job, params.get("group",
                                                                             "node")))))
-    stats = run_stats(defn.convergence, alg.name, params, optimizer, job.workers,
-                      float(job.batch), m, stale, group)
+    attach_from_stats(m, profile, alg, job.workers, float(job.batch), stale, optimizer, group)
+
+
+def attach_from_stats(m: Any, profile: ConvergenceProfile, alg: Any, workers: int,
+                      batch: float, staleness: list[float], optimizer: str,
+                      group: int = 1) -> None:
+    """:func:`attach_convergence` from a point's figures instead of its run: the metrics
+    ``m`` already holds, the measured staleness samples, the batch per worker and the group
+    size (a point extended past its master's saturation has no run of its own:
+    :mod:`clustersim.sim.saturated`)."""
+    from clustersim.algorithms.base import get_algorithm
+
+    defn = get_algorithm(alg.name)
+    stats = run_stats(defn.convergence, alg.name, dict(alg.params), optimizer, workers,
+                      batch, m, staleness, group)
     res = point_convergence(profile, stats)
     if res is None:
         m.tta_note = "the run measured no complete step (too few iterations)"
