@@ -127,3 +127,38 @@ def test_the_page_marks_extended_points_and_simulates_the_rest_alike() -> None:
     assert "7 of its 24 points, hollow markers, are not simulated" in page
     assert "circle-open" in page and "extended from 272 workers" in page
     assert "are not simulated" not in whatif_html(scn, exact)
+
+
+DGX = """\
+name: dgx_easgd
+platform: {file: dgx1_edr8}
+network: {overhead: 5 us}
+workload: {model: resnet50, batch_per_worker: 64}
+algorithm: {name: easgd_round_robin, label: original EASGD}
+compare: [{name: async_easgd, tau: 4, label: Async EASGD tau4}]
+sweep: {workers: [4, 8, 12, 16, 20, 24], scaling: weak}
+run: {iterations: 6, warmup: 1, seed: 0}
+"""
+
+
+def test_workers_beside_the_master_are_not_extended_over(tmp_path: Path) -> None:
+    """8 GPUs a machine: the master takes device W, so at 12 and 20 workers four of them
+    exchange with it over NVLink, at 8, 16 and 24 none.  Extended across that change the
+    round-robin master's rate was 11 % too low (audit M); 12 and 20 are simulated, 16 and
+    24 extended from 8 and equal to their simulation within 0.5 %."""
+    path = tmp_path / "dgx.yaml"
+    path.write_text(DGX)
+    scn = load_scenario(str(path))
+    _title, s, a = sweep_cases(scn)[0]
+    assert not extendable(s, a, 8, 12) and not extendable(s, a, 8, 20)
+    assert extendable(s, a, 8, 16) and extendable(s, a, 8, 24)
+    assert not extendable(s, a, 12, 16)  # the base itself has NVLink neighbours
+    fast = whatif_grid(scn, [0.03], [1.0], extend=True, jobs=1)
+    exact = whatif_grid(scn, [0.03], [1.0], extend=False, jobs=1)
+    cell = (0.03, 1.0)  # (1x is always simulated too)
+    for name, pts in fast["cells"][cell].items():
+        got = {p["workers"]: p.get("extended_from") for p in pts}
+        assert got == {4: None, 8: None, 12: None, 16: 8, 20: None, 24: 8}, (name, got)
+        for p, q in zip(pts, exact["cells"][cell][name]):
+            for f in ("throughput", "efficiency", "iteration_time", "time_to_target"):
+                assert abs(p[f] - q[f]) <= TOL * abs(q[f]), (name, p["workers"], f)

@@ -32,7 +32,9 @@ steady state: the parameter-server baselines with a thread-bound master put 6 % 
 1 %; that is the first round's burst of 4,253 pushes still queued at the master's link in
 the one measured round - with four warm-up rounds instead of one the simulated share falls to
 0.02 %, the iteration time unchanged.  A heterogeneous platform (other devices for the added
-workers) is not extended at all.
+workers) is not extended at all, nor a count whose workers reach the master by faster or
+slower routes than the base's (workers beside the master on its machine:
+:mod:`clustersim.sim.exchange_routes`).
 
 ``sim_events`` and ``flows`` of an extended point are 0: nothing was simulated for it.
 """
@@ -43,9 +45,11 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
+import numpy as np
+
 from clustersim.sim.metrics import PointMetrics
 
-__all__ = ["MIN_SERVER_UTILIZATION", "extendable", "saturated", "extend_point"]
+__all__ = ["MIN_SERVER_UTILIZATION", "lone_master", "extendable", "saturated", "extend_point"]
 
 #: the base point's master must be busy this share of the measured window: never idle, so
 #: that its queue never emptied (1 - 1e-3: a float sum of busy spans, not exactly 1)
@@ -58,29 +62,46 @@ _TTA = ("steps_to_target", "samples_to_target", "epochs_to_target", "time_to_tar
         "statistical_efficiency", "goodput", "tta_note", "convergence_terms")
 
 
-def extendable(scn: Any, alg: Any, w1: int, w2: int) -> bool:
-    """Whether the point at ``w2`` workers may be extended from a saturated one at ``w1``:
-    an asynchronous master-based algorithm with one server (async / EASGD master methods;
-    not gossip, hybrid or synchronous ones), the same batch per worker and no ``sweep.at``
-    fields at either count, and one kind of device for the workers and the master at both."""
+def lone_master(scn: Any, alg: Any) -> bool:
+    """Whether the case is an asynchronous master-based algorithm with one server on the
+    next free device (async / EASGD master methods; not gossip, hybrid or synchronous ones,
+    nor a server on a machine of its own): the cases whose points may be extended."""
     from clustersim.algorithms.base import get_algorithm
-    from clustersim.sim.sweep import batch_per_worker
 
-    if not 0 < w1 < w2:
-        return False
     defn = get_algorithm(alg.name)
     if defn.family != "async" or defn.convergence not in ("async", "elastic"):
         return False
     if defn.servers(alg.params) != 1:
         return False
+    # placement.server: machine - a machine of its own after the workers', another per count
+    return scn.placement is None or scn.placement.server != "machine"
+
+
+def extendable(scn: Any, alg: Any, w1: int, w2: int) -> bool:
+    """Whether the point at ``w2`` workers may be extended from a saturated one at ``w1``:
+    an asynchronous master-based algorithm with one server (async / EASGD master methods;
+    not gossip, hybrid or synchronous ones), the same batch per worker and no ``sweep.at``
+    fields at either count, one kind of device for the workers and the master at both, and
+    every worker's exchange with the master equally fast at both (within
+    :data:`~clustersim.sim.exchange_routes.MAX_ROUTE_SPREAD`)."""
+    from clustersim.sim.sweep import batch_per_worker
+
+    if not 0 < w1 < w2 or not lone_master(scn, alg):
+        return False
     if scn.at_workers(w1) is not scn or scn.at_workers(w2) is not scn:
         return False
     if batch_per_worker(scn, w1) != batch_per_worker(scn, w2):
         return False
-    if scn.placement is not None and scn.placement.server == "machine":
-        return False  # a machine of its own, after the workers': another per worker count
     plat = scn.platform
-    return w2 < plat.num_devices and w2 < _uniform_devices(plat)
+    if not (w2 < plat.num_devices and w2 < _uniform_devices(plat)):
+        return False
+    from clustersim.sim.exchange_routes import MAX_ROUTE_SPREAD, exchange_times
+
+    # the added workers reach the master as the others do (a master with NVLink neighbours
+    # at one count and none at the other serves another mix: audit M)
+    nbytes = float(scn.workload.model.grad_bytes)
+    times = np.concatenate([exchange_times(scn, w1, nbytes), exchange_times(scn, w2, nbytes)])
+    return bool(times.max() <= (1.0 + MAX_ROUTE_SPREAD) * times.min())
 
 
 #: ``id(platform) -> (platform, devices of device 0's kind from device 0 on)``: a page asks
