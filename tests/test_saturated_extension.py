@@ -162,3 +162,45 @@ def test_workers_beside_the_master_are_not_extended_over(tmp_path: Path) -> None
         for p, q in zip(pts, exact["cells"][cell][name]):
             for f in ("throughput", "efficiency", "iteration_time", "time_to_target"):
                 assert abs(p[f] - q[f]) <= TOL * abs(q[f]), (name, p["workers"], f)
+
+
+RING = """\
+name: ring_ps
+platform: {topology: ring, hosts: 200, device: k80, link: eth10g}
+workload: {model: resnet50, batch_per_worker: 32}
+algorithm: {name: hogwild_sgd, label: Hogwild SGD}
+sweep: {workers: [4, 8, 16, 32, 64, 120, 150, 190], scaling: weak}
+run: {iterations: 6, warmup: 1, seed: 0}
+"""
+
+LEAF_SPINE = """\
+name: ls_lat64
+platform: {topology: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 64, device: k80,
+           host_link: {bandwidth: 10 Gb/s, latency: 300 us},
+           uplink: {bandwidth: 10 Gb/s, latency: 300 us}}
+workload: {model: resnet50, batch_per_worker: 32}
+algorithm: {name: easgd_round_robin, label: original EASGD}
+sweep: {workers: [8, 40, 63, 200, 250], scaling: weak}
+run: {iterations: 6, warmup: 1, seed: 0}
+"""
+
+
+def test_a_master_fed_by_more_links_or_slower_routes_is_not_extended_over(
+        tmp_path: Path) -> None:
+    """A ring of 200 hosts: 64 workers reach the master through one of its ring links, 120
+    through both, so a link-bound master serves twice as fast (extended points had been
+    50 % off, audit N) - its busiest link's demand per exchange differs; and a leaf-spine
+    of 300 us links at 1.35x latency, where the workers on other leaves take 0.98 % longer
+    per exchange (let through a 1 % bound: 1.4 % off)."""
+    from clustersim.sim.exchange_routes import exchange_profile
+
+    (tmp_path / "ring.yaml").write_text(RING)
+    _t, s, a = sweep_cases(load_scenario(str(tmp_path / "ring.yaml")))[0]
+    _times64, d64 = exchange_profile(s, 64, s.workload.model.grad_bytes)
+    _times120, d120 = exchange_profile(s, 120, s.workload.model.grad_bytes)
+    assert d120 < 0.9 * d64
+    assert not extendable(s, a, 64, 120) and extendable(s, a, 16, 32)
+    (tmp_path / "ls.yaml").write_text(LEAF_SPINE)
+    _t, s, a = sweep_cases(scaled_scenario(load_scenario(str(tmp_path / "ls.yaml")), 1.0,
+                                           1.35))[0]
+    assert not extendable(s, a, 63, 200)

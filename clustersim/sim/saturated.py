@@ -45,8 +45,6 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
-import numpy as np
-
 from clustersim.sim.metrics import PointMetrics
 
 __all__ = ["MIN_SERVER_UTILIZATION", "lone_master", "extendable", "saturated", "extend_point"]
@@ -82,8 +80,8 @@ def extendable(scn: Any, alg: Any, w1: int, w2: int) -> bool:
     an asynchronous master-based algorithm with one server (async / EASGD master methods;
     not gossip, hybrid or synchronous ones), the same batch per worker and no ``sweep.at``
     fields at either count, one kind of device for the workers and the master at both, and
-    every worker's exchange with the master equally fast at both (within
-    :data:`~clustersim.sim.exchange_routes.MAX_ROUTE_SPREAD`)."""
+    every worker's exchange with the master equally fast, and its busiest link as busy per
+    exchange, at both (:func:`~clustersim.sim.exchange_routes.same_exchanges`)."""
     from clustersim.sim.sweep import batch_per_worker
 
     if not 0 < w1 < w2 or not lone_master(scn, alg):
@@ -95,13 +93,12 @@ def extendable(scn: Any, alg: Any, w1: int, w2: int) -> bool:
     plat = scn.platform
     if not (w2 < plat.num_devices and w2 < _uniform_devices(plat)):
         return False
-    from clustersim.sim.exchange_routes import MAX_ROUTE_SPREAD, exchange_times
+    from clustersim.sim.exchange_routes import same_exchanges
 
     # the added workers reach the master as the others do (a master with NVLink neighbours
-    # at one count and none at the other serves another mix: audit M)
-    nbytes = float(scn.workload.model.grad_bytes)
-    times = np.concatenate([exchange_times(scn, w1, nbytes), exchange_times(scn, w2, nbytes)])
-    return bool(times.max() <= (1.0 + MAX_ROUTE_SPREAD) * times.min())
+    # at one count and none at the other serves another mix: audit M), and its busiest link
+    # carries as much per exchange (a ring's master fed from one side, then both: audit N)
+    return same_exchanges(scn, w1, w2, float(scn.workload.model.grad_bytes))
 
 
 #: ``id(platform) -> (platform, devices of device 0's kind from device 0 on)``: a page asks
