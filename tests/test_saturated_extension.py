@@ -196,11 +196,47 @@ def test_a_master_fed_by_more_links_or_slower_routes_is_not_extended_over(
 
     (tmp_path / "ring.yaml").write_text(RING)
     _t, s, a = sweep_cases(load_scenario(str(tmp_path / "ring.yaml")))[0]
-    _times64, d64 = exchange_profile(s, 64, s.workload.model.grad_bytes)
-    _times120, d120 = exchange_profile(s, 120, s.workload.model.grad_bytes)
+    _times64, d64, _ = exchange_profile(s, 64, s.workload.model.grad_bytes)
+    _times120, d120, _ = exchange_profile(s, 120, s.workload.model.grad_bytes)
     assert d120 < 0.9 * d64
     assert not extendable(s, a, 64, 120) and extendable(s, a, 16, 32)
     (tmp_path / "ls.yaml").write_text(LEAF_SPINE)
     _t, s, a = sweep_cases(scaled_scenario(load_scenario(str(tmp_path / "ls.yaml")), 1.0,
                                            1.35))[0]
     assert not extendable(s, a, 63, 200)
+
+
+SHORT = """\
+name: repro_short
+platform: {topology: star, hosts: 128, device: k80, link: eth10g}
+workload: {model: resnet50, batch_per_worker: 32}
+algorithm: {name: async_msgd, label: Async MSGD}
+sweep: {workers: [16, 24, 40], scaling: weak}
+run: {iterations: 4, warmup: 3, seed: 0}
+"""
+
+
+def test_a_transient_is_not_a_saturated_base_and_detours_are_not_extended(
+        tmp_path: Path) -> None:
+    """One measured step after three warm-up ones: at 24 workers the window holds the first
+    round's burst - the master's updates per second times its seconds per update read 1.055
+    (clipped to 100 % utilisation) - and points extended from it were 20 % off (audit O).
+    Valiant routing on a dragonfly detours the master's answers and the next pushes through
+    shared links (1.3 to 25 % off), a half-duplex leaf uplink carries both: not extended."""
+    (tmp_path / "short.yaml").write_text(SHORT)
+    _t, s, a = sweep_cases(load_scenario(str(tmp_path / "short.yaml")))[0]
+    m, _ = simulate_point(s, a, 24, 0, False)
+    assert m.server_utilization == 1.0 and m.update_rate * m.service_time > 1.01
+    assert not saturated(m)
+    valiant = ("platform={topology: dragonfly, groups: 5, routers_per_group: 4, "
+               "hosts_per_router: 8, device: k80, host_link: eth10g, local_link: eth10g, "
+               "global_link: {bandwidth: 10 Gb/s, latency: 1 us}, routing: ROUTING}")
+    for routing, ok in (("valiant", False), ("minimal", True)):
+        _t, s, a = sweep_cases(load_scenario(str(tmp_path / "short.yaml"),
+                                             [valiant.replace("ROUTING", routing)]))[0]
+        assert extendable(s, a, 8, 32) is ok, routing
+    half = ("platform={topology: leaf_spine, leaves: 8, spines: 1, hosts_per_leaf: 16, "
+            "device: k80, catalog: {links: {hd10: {bandwidth: 10 Gb/s, latency: 1 us, "
+            "duplex: false, source: test}}}, host_link: hd10, uplink: hd10}")
+    _t, s, a = sweep_cases(load_scenario(str(tmp_path / "short.yaml"), [half]))[0]
+    assert not extendable(s, a, 24, 40)

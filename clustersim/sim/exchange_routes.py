@@ -26,7 +26,11 @@ of a 120-worker point through both, so the busiest link carries a sixth less per
 and the master serves faster - equal message times, and extended points 50 % off (audit N).
 So the busiest link's demand per exchange (every worker's two messages drained at each
 link's rate, summed per link, over the workers: the bottleneck law of
-:mod:`clustersim.sim.linkdemand`) must be the same at both counts too.
+:mod:`clustersim.sim.linkdemand`) must be the same at both counts too.  Nor may a link away
+from the master carry messages both to and from it (a half-duplex uplink, Valiant's random
+detours on a dragonfly: the answer to one worker and the next worker's push meet there in
+an order that changes with the count, 1.3 to 25 % off in audit O), and routes chosen from
+the load (adaptive routing) are not known beforehand at all.
 """
 
 from __future__ import annotations
@@ -43,26 +47,34 @@ __all__ = ["MAX_ROUTE_SPREAD", "exchange_profile", "same_exchanges"]
 #: through a 1 % bound and its extended points were 1.4 % off: audit N)
 MAX_ROUTE_SPREAD = 0.0025
 
-_CACHE: dict[tuple, tuple[Any, tuple[np.ndarray, float]]] = {}
+_CACHE: dict[tuple, tuple[Any, tuple[np.ndarray, float, bool]]] = {}
 
 
 def same_exchanges(scn: Any, w1: int, w2: int, nbytes: float) -> bool:
     """Whether every worker of both counts exchanges with the master equally fast and the
     master's busiest link carries the same per exchange at both, within
     :data:`MAX_ROUTE_SPREAD`."""
-    t1, d1 = exchange_profile(scn, w1, nbytes)
-    t2, d2 = exchange_profile(scn, w2, nbytes)
+    plat = scn.platform
+    if getattr(plat, "adaptive", False) or getattr(plat.routing, "policy", "") == "valiant":
+        return False  # routes chosen from the load, or through random detours
+    t1, d1, crossed1 = exchange_profile(scn, w1, nbytes)
+    t2, d2, crossed2 = exchange_profile(scn, w2, nbytes)
+    if crossed1 or crossed2:
+        return False
     lo = min(float(t1.min()), float(t2.min()))
     hi = max(float(t1.max()), float(t2.max()))
     return hi <= (1.0 + MAX_ROUTE_SPREAD) * lo and \
         max(d1, d2) <= (1.0 + MAX_ROUTE_SPREAD) * min(d1, d2)
 
 
-def exchange_profile(scn: Any, workers: int, nbytes: float) -> tuple[np.ndarray, float]:
+def exchange_profile(scn: Any, workers: int, nbytes: float
+                     ) -> tuple[np.ndarray, float, bool]:
     """Per worker, the seconds of one exchange with the master on device ``workers`` (where
     the sweep puts a lone server): a message of ``nbytes`` each way and a header-only one
-    each way; and the busiest link's seconds of draining per exchange, averaged over the
-    workers' exchanges."""
+    each way; the busiest link's seconds of draining per exchange, averaged over the
+    workers' exchanges; and whether a link away from the master carries messages to it and
+    from it (a half-duplex link, a detour): there the master's answer to one worker and the
+    next worker's push can meet, in an order that depends on the count."""
     plat = scn.platform
     key = (id(plat), scn.network, workers, float(nbytes))
     hit = _CACHE.get(key)
@@ -73,7 +85,10 @@ def exchange_profile(scn: Any, workers: int, nbytes: float) -> tuple[np.ndarray,
     routes = plat.rank_routes(src, dst) + plat.rank_routes(dst, src)
     times, headers, busiest = _route_times(plat, scn.network, routes, float(nbytes))
     both = times + headers
-    out = (both[:workers] + both[workers:], busiest / workers)
+    up, down = routes[:workers], routes[workers:]
+    own = {r[-1] for r in up if r} | {r[0] for r in down if r}
+    crossed = bool(({k for r in up for k in r} & {k for r in down for k in r}) - own)
+    out = (both[:workers] + both[workers:], busiest / workers, crossed)
     if len(_CACHE) >= 256:  # one page's platforms and counts, not a process's life
         _CACHE.clear()
     _CACHE[key] = (plat, out)
