@@ -78,59 +78,91 @@ def exchange_profile(scn: Any, workers: int, nbytes: float
     workers' exchanges; and whether a link away from the master carries messages to it and
     from it (a half-duplex link, a detour): there the master's answer to one worker and the
     next worker's push can meet, in an order that depends on the count."""
+    import simpy
+
+    from clustersim.network.flow import FlowNetwork
+
     plat = scn.platform
     key = (id(plat), scn.network, workers, float(nbytes))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is plat:
         return hit[1]
-    src = np.arange(workers)
-    dst = np.full(workers, workers)
-    routes = plat.rank_routes(src, dst) + plat.rank_routes(dst, src)
-    times, headers, busiest = _route_times(plat, scn.network, routes, float(nbytes))
-    both = times + headers
-    up, down = routes[:workers], routes[workers:]
-    own = {r[-1] for r in up if r} | {r[0] for r in down if r}
-    crossed = bool(({k for r in up for k in r} & {k for r in down for k in r}) - own)
-    out = (both[:workers] + both[workers:], busiest / workers, crossed)
+    routes, groups, flat_links, flat_route, crossed = _structure(plat, workers)
+    net = FlowNetwork.for_platform(simpy.Environment(), plat, scn.network)
+    rate = np.asarray(plat.capacity, dtype=float) * scn.network.efficiency
+    times = np.zeros(len(routes))
+    drains = np.zeros(len(routes))
+    for members in groups:
+        r = routes[members[0]]
+        if not r:
+            continue  # the same device: a local copy
+        first, drain = net.message_plan(r, nbytes)
+        times[members] = (first + drain / float(rate[list(r)].min())
+                          + net.message_latency(r, 0.0))
+        drains[members] = drain
+    # each link's drain time over every route through it (the bottleneck law)
+    demand = np.bincount(flat_links, weights=drains[flat_route] / rate[flat_links]) \
+        if len(flat_links) else np.zeros(1)
+    out = (times[:workers] + times[workers:], float(demand.max()) / workers, crossed)
     if len(_CACHE) >= 256:  # one page's platforms and counts, not a process's life
         _CACHE.clear()
     _CACHE[key] = (plat, out)
     return out
 
 
-def _route_times(plat: Any, params: Any, routes: list, nbytes: float
-                 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """One message's time on each route and a header-only message's, costed once per group
-    of equivalent routes; and the busiest link's drain time summed over all the routes."""
-    import simpy
+#: (the platform's route cache, its links' classes, workers) -> :func:`_structure`'s tuple:
+#: the routes, and which of them are alike, do not change when every link is scaled alike
+#: (the what-if page's cells share the route cache of the scenario's platform)
+_STRUCTURE: dict[tuple, tuple[Any, tuple]] = {}
 
-    from clustersim.network.flow import FlowNetwork
 
-    cap = np.asarray(plat.capacity, dtype=float)
-    lat = np.asarray(plat.latency, dtype=float)
-    kinds = list(getattr(plat, "link_kind", None) or [None] * len(cap))
-    transports = list(getattr(plat, "link_transport", None) or [None] * len(cap))
-    attrs: dict[tuple, int] = {}
-    attr_of = [attrs.setdefault((cap[k], lat[k], kinds[k], transports[k]), len(attrs))
-               for k in range(len(cap))]
-    groups: dict[tuple[int, ...], list[int]] = {}
+def _structure(plat: Any, workers: int) -> tuple:
+    """The routes to and from the master (up, then down), their groups of alike routes
+    (links of the same capacity, latency, class and transport, in any order: one route of
+    a group is costed for all), every route's links flattened with their route's index,
+    and whether a link away from the master carries routes both ways."""
+    attr_of = _link_classes(plat)
+    owner = getattr(plat, "_route_cache", plat)
+    key = (id(owner), hash(attr_of), workers)
+    hit = _STRUCTURE.get(key)
+    if hit is not None and hit[0] is owner:
+        return hit[1]
+    src = np.arange(workers)
+    dst = np.full(workers, workers)
+    routes = plat.rank_routes(src, dst) + plat.rank_routes(dst, src)
+    by_attrs: dict[tuple[int, ...], list[int]] = {}
     for i, r in enumerate(routes):
-        groups.setdefault(tuple(sorted(attr_of[k] for k in r)), []).append(i)
-    net = FlowNetwork.for_platform(simpy.Environment(), plat, params)
-    rate = cap * params.efficiency
-    out = np.zeros(len(routes))
-    heads = np.zeros(len(routes))
-    drains = np.zeros(len(routes))
-    for members in groups.values():
-        r = routes[members[0]]
-        if not r:
-            continue  # the same device: a local copy
-        first, drain = net.message_plan(r, nbytes)
-        out[members] = first + drain / float(rate[list(r)].min())
-        heads[members] = net.message_latency(r, 0.0)
-        drains[members] = drain
-    # each link's drain time over every route through it (the bottleneck law)
-    links = [k for r in routes for k in r]
-    weights = [d / rate[k] for r, d in zip(routes, drains.tolist()) for k in r]
-    busiest = float(np.bincount(links, weights=weights).max()) if links else 0.0
-    return out, heads, busiest
+        by_attrs.setdefault(tuple(sorted(attr_of[k] for k in r)), []).append(i)
+    groups = [np.array(m) for m in by_attrs.values()]
+    flat_links = np.array([k for r in routes for k in r], dtype=np.int64)
+    flat_route = np.repeat(np.arange(len(routes)), [len(r) for r in routes])
+    up, down = routes[:workers], routes[workers:]
+    own = {r[-1] for r in up if r} | {r[0] for r in down if r}
+    crossed = bool(({k for r in up for k in r} & {k for r in down for k in r}) - own)
+    out = (routes, groups, flat_links, flat_route, crossed)
+    if len(_STRUCTURE) >= 64:
+        _STRUCTURE.clear()
+    _STRUCTURE[key] = (owner, out)
+    return out
+
+
+_CLASSES: dict[int, tuple[Any, tuple[int, ...]]] = {}
+
+
+def _link_classes(plat: Any) -> tuple[int, ...]:
+    """Per link, the number of its class of alike links (capacity, latency, class,
+    transport), once per platform."""
+    hit = _CLASSES.get(id(plat))
+    if hit is not None and hit[0] is plat:
+        return hit[1]
+    n = len(plat.capacity)
+    columns = zip(np.asarray(plat.capacity, dtype=float).tolist(),
+                  np.asarray(plat.latency, dtype=float).tolist(),
+                  getattr(plat, "link_kind", None) or [None] * n,
+                  getattr(plat, "link_transport", None) or [None] * n)
+    attrs: dict[tuple, int] = {}
+    out = tuple(attrs.setdefault(a, len(attrs)) for a in columns)
+    if len(_CLASSES) >= 64:
+        _CLASSES.clear()
+    _CLASSES[id(plat)] = (plat, out)
+    return out
