@@ -58,8 +58,8 @@ def _tag(kind: str) -> str:
 def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                         tta: Mapping[str, Sequence[tuple[int, float | None]]],
                         axis_ends: Sequence[float] | None = None,
-                        model_tta: Mapping[str, Sequence[tuple[int, float | None]]] | None = None
-                        ) -> list[Any]:
+                        model_tta: Mapping[str, Sequence[tuple[int, float | None]]] | None = None,
+                        tta_chart: bool = True) -> list[Any]:
     """Figures for a scenario: ``curves[title] = {"time": [s], "value": [...], "metric": str,
     "kind": "emulated" | "model", "target": float | None, "workers": int (optional)}`` and
     ``tta[title] = [(workers, seconds or None), ...]`` (None: never reaches the target).
@@ -71,7 +71,9 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
     axis.  ``axis_ends``: the last time of every line the axis must fit (the what-if page
     switches several grid positions' lines on one axis), by default the curves' own.
     ``model_tta``: the analytic model's time to target for the same emulated runs (as
-    ``tta``), drawn as open circles in each algorithm's colour beside the emulated lines."""
+    ``tta``), drawn as open circles in each algorithm's colour beside the emulated lines.
+    ``tta_chart``: False leaves the time-to-target chart out (the what-if page draws its
+    own from every cell, and built six of these only to drop them: 0.15 s of its time)."""
     import plotly.graph_objects as go
 
     figs = []
@@ -110,7 +112,7 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                           xaxis=xaxis, yaxis={"title": _esc(what)}, template="plotly_white",
                           height=520, legend={"title": "algorithm"})
         figs.append(fig)
-    if any(any(t is not None for _, t in pts) for pts in tta.values()):
+    if tta_chart and any(any(t is not None for _, t in pts) for pts in tta.values()):
         figs.append(_tta_chart(go, name, curves, tta, model_tta or {}))
     return figs
 

@@ -106,7 +106,7 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
     for k, (curves, tta) in enumerate(data):
         if not curves:
             continue
-        part = convergence_figures(scn.name, curves, tta, axis_ends=ends)[0]
+        part = convergence_figures(scn.name, curves, tta, axis_ends=ends, tta_chart=False)[0]
         for title, trace in zip(curves, part.data):
             if title in style:
                 trace.line = {"color": style[title][0], "dash": style[title][1], "width": 2.5}
