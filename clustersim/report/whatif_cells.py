@@ -133,11 +133,12 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
     by the cell's factors), on one process pool, heaviest first; ``{cell: {title: [point
     dicts in workers order]}}``.  ``advance(1)`` once per point, cached or simulated.
 
-    ``extend``: a master-based case's points past the first worker count where its master
-    is saturated are extended from that point (:mod:`clustersim.sim.saturated`), not
-    simulated; their dicts say so (``"extended_from"``: the workers of the point they came
-    from).  The cases then run in waves: every other point and each such case's smallest
-    count first, then each case's next count until one is saturated.  Which points are
+    ``extend``: a master-based case's points past a worker count where its master is
+    saturated are extended from that point where they may be (:mod:`clustersim.sim.
+    saturated`), not simulated; their dicts say so (``"extended_from"``: the workers of the
+    point they came from).  The cases then run in waves: every other point and each such
+    case's smallest count first, then each case's next count that has no base to be
+    extended from (:class:`~clustersim.report.whatif_waves.ExtensionWaves`).  Which points are
     extended depends on the simulated points alone, never on what the cache holds, so a
     page is the same bytes from the cache or not."""
     from clustersim.report.whatif import scaled_scenario
