@@ -161,15 +161,15 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
                 owners[0].append(k)
                 banded = True
             marks = _extension_marks(pts)
+            suffix = marks.pop("suffix", "")
             thr.add_trace(go.Scatter(x=w, y=[p["throughput"] for p in pts], name=names[a],
                                      mode="lines+markers", line=line, legendgroup=a,
                                      hovertemplate="%{x} workers: %{y:,.0f} samples/s"
-                                     + marks.pop("suffix", ""), **marks))
-            marks = _extension_marks(pts)
+                                     + suffix, **marks))
             eff.add_trace(go.Scatter(x=w, y=[100 * p["efficiency"] for p in pts], name=names[a],
                                      mode="lines+markers", line=line, legendgroup=a,
-                                     hovertemplate="%{x} workers: %{y:.1f}%"
-                                     + marks.pop("suffix", ""), **marks))
+                                     hovertemplate="%{x} workers: %{y:.1f}%" + suffix,
+                                     **marks))
             owners[0].append(k)
             owners[1].append(k)
         marks = _extension_marks([data[a][-1] for a in algs])

@@ -80,7 +80,7 @@ def extendable(scn: Any, alg: Any, w1: int, w2: int) -> bool:
     an asynchronous master-based algorithm with one server (async / EASGD master methods;
     not gossip, hybrid or synchronous ones), the same batch per worker and no ``sweep.at``
     fields at either count, one kind of device for the workers and the master at both, and
-    every worker's exchange with the master equally fast, and its busiest link as busy per
+    the workers' mean exchange with the master as long, and its busiest link as busy per
     exchange, at both (:func:`~clustersim.sim.exchange_routes.same_exchanges`)."""
     from clustersim.sim.sweep import batch_per_worker
 
