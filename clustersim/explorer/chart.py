@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from clustersim.report.white_figure import white_figure
 from clustersim.scenario.fieldkinds import field_kind, si_unit
 
 __all__ = ["ANY", "MANY", "NONE", "figure", "no_rows", "sampled_axis", "sort_key",
@@ -136,7 +137,6 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     :func:`no_rows`).  A duration metric is drawn in the unit it reads in (hours, days:
     :func:`~clustersim.explorer.table.time_scale`)."""
     import plotly.express as px
-    import plotly.graph_objects as go
 
     from clustersim.explorer.table import metric_title, time_scale
     from clustersim.report.whatif_panel import series_style
@@ -145,7 +145,7 @@ def figure(table: Any, inputs: list[str], metrics: list[str], x: str, y: str, co
     df = _slice(table, fixed, free)
     df = df[df[y].notna()] if y in df.columns else df.iloc[:0]
     if not len(df):
-        fig = go.Figure(layout={"template": "plotly_white", "height": HEIGHT,
+        fig = white_figure(layout={"height": HEIGHT,
                                 "xaxis": {"visible": False}, "yaxis": {"visible": False}})
         fig.add_annotation(text=no_rows(fixed, free, computed_at), showarrow=False,
                            font={"size": 16}, x=0.5, y=0.5, xref="paper", yref="paper")

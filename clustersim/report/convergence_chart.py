@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clustersim.report.plot_axes import log_ticks, tick_text, time_unit, wide_span
+from clustersim.report.white_figure import white_figure
 
 __all__ = ["convergence_figures", "DASHES", "COLOURS"]
 
@@ -78,7 +79,7 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
 
     figs = []
     if curves:
-        fig = go.Figure()
+        fig = white_figure()
         kinds = {c["kind"] for c in curves.values()}
         metric = next(iter(curves.values()))["metric"]
         ends = [max(c["time"]) for c in curves.values() if c["time"]]
@@ -109,8 +110,8 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                               + [t / size for t in ends])
             xaxis.update(type="log", tickvals=ticks, ticktext=tick_text(ticks))
         fig.update_layout(title=_esc(f"{name}: {what} vs simulated time{at}"),
-                          xaxis=xaxis, yaxis={"title": _esc(what)}, template="plotly_white",
-                          height=520, legend={"title": "algorithm"})
+                          xaxis=xaxis, yaxis={"title": _esc(what)}, height=520,
+                          legend={"title": "algorithm"})
         figs.append(fig)
     if tta_chart and any(any(t is not None for _, t in pts) for pts in tta.values()):
         figs.append(_tta_chart(go, name, curves, tta, model_tta or {}))
@@ -122,7 +123,7 @@ def _tta_chart(go: Any, name: str, curves: Mapping[str, Mapping[str, Any]],
                model_tta: Mapping[str, Sequence[tuple[int, float | None]]]) -> Any:
     """Time to target against workers on log axes with full-value ticks (1-2-5: "20, 50,
     100", not plotly's "2 3 ... 9 100 2 3"), in the unit the durations call for."""
-    fig = go.Figure()
+    fig = white_figure()
     kind = "emulated" if any(c["kind"] == "emulated" for c in curves.values()) else "model"
     size, unit, short = time_unit([t for pts in tta.values() for _, t in pts]
                                   + [t for pts in model_tta.values() for _, t in pts])
@@ -148,7 +149,7 @@ def _tta_chart(go: Any, name: str, curves: Mapping[str, Mapping[str, Any]],
                              "ticktext": [f"{w:,}" for w in ticks]},
                       yaxis={"title": f"time to target ({unit})", "type": "log",
                              "tickvals": yt, "ticktext": tick_text(yt)},
-                      template="plotly_white", height=480, legend={"title": "algorithm"})
+                      height=480, legend={"title": "algorithm"})
     return fig
 
 

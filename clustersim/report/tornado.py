@@ -16,6 +16,7 @@ from typing import Any
 from clustersim.report.convergence_chart import COLOURS, DASHES
 from clustersim.report.htmlpage import escape_text as _esc
 from clustersim.report.htmlpage import figure_script, standalone_page
+from clustersim.report.white_figure import white_figure
 
 __all__ = ["tornado_figures", "tornado_html", "band_figures", "band_html"]
 
@@ -41,7 +42,7 @@ def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
     for key, m in res["metrics"].items():
         order = sorted(range(len(m["names"])), key=lambda i: m["rank_by"][i])  # largest on top
         names = [_esc(m["names"][i]) for i in order]
-        fig = go.Figure()
+        fig = white_figure()
         if sobol:
             fig.add_trace(go.Bar(y=names, x=[m["ST"][i] for i in order], orientation="h",
                                  name="ST (total, with interactions)",
@@ -68,7 +69,7 @@ def tornado_figures(res: Mapping[str, Any]) -> list[Any]:
             # side by side, each with its 95 % interval: S1 drawn inside ST had covered ST's
             # whisker, and S1 had none, though the notes quote S1 +- (audit K M3)
             barmode="group", xaxis={"title": axis}, yaxis={"automargin": True},
-            template="plotly_white", height=220 + 40 * len(names),
+            height=220 + 40 * len(names),
             margin={"t": 110, "b": 60}, legend={"orientation": "h", "yanchor": "bottom",
                                                 "y": 1.02, "x": 0})
         figs.append(fig)
@@ -98,7 +99,7 @@ def band_figures(name: str, unc: Mapping[str, Any],
 
     figs = []
     for key in metrics:
-        fig = go.Figure()
+        fig = white_figure()
         ticks: set[int] = set()
         for k, (title, rows) in enumerate(unc["algorithms"].items()):
             rows = [r for r in rows if key in r and r[key]["median"] is not None]
@@ -126,7 +127,7 @@ def band_figures(name: str, unc: Mapping[str, Any],
         fig.update_layout(title=f"{_esc(name)}: {axis_title} (input uncertainty: median, "
                                 f"5th-95th percentile over {unc['samples']} samples)",
                           xaxis=xaxis, yaxis={"title": axis_title, "tickformat": fmt},
-                          template="plotly_white", height=480)
+                          height=480)
         figs.append(fig)
     return figs
 

@@ -35,6 +35,7 @@ from clustersim.report.whatif_bench_chart import benchmark_figures
 from clustersim.report.whatif_layout import TOOLBAR_REMOVE, finish_figures
 from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, series_style
 from clustersim.report.whatif_tta import progress_figure, tta_figure
+from clustersim.report.white_figure import white_figure
 from clustersim.scenario.schema import Scenario
 
 __all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html"]
@@ -114,7 +115,7 @@ def grid_size(scn: Scenario, bandwidths: Sequence[float], latencies: Sequence[fl
     return len(combos) * len(sweep_tasks(sweep_cases(scn)))
 
 
-_LAYOUT = {"template": "plotly_white", "height": 500, "hovermode": "closest",
+_LAYOUT = {"height": 500, "hovermode": "closest",
            "margin": {"t": 60, "b": 40, "l": 70, "r": 20},
            "legend": {"orientation": "h", "yanchor": "top", "y": -0.14, "x": 0}}
 
@@ -141,7 +142,7 @@ def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[fl
     style = _styles(grid, combos)
     algs = list(style)
     names = {a: _esc(a) for a in algs}  # labels come from the scenario: text, not markup
-    thr, eff, brk = go.Figure(), go.Figure(), go.Figure()
+    thr, eff, brk = white_figure(), white_figure(), white_figure()
     owners: list[list[int]] = [[], [], []]
     banded = False
     for k, cell in enumerate(combos):
@@ -274,7 +275,7 @@ def _factor_figure(go: Any, grid: dict[str, Any], combos: list[tuple[float, floa
     at = {f: ((f, 1.0) if axis == "bandwidth" else (1.0, f)) for f in values}
     scale, unit, fmt = ((100.0, "efficiency (%)", ".1f}%") if metric == "efficiency"
                         else (1.0, "samples/s", ",.0f} samples/s"))
-    fig, own = go.Figure(), []
+    fig, own = white_figure(), []
     for a in style:
         color, dash = style[a]
         ys = [scale * grid["cells"][at[f]][a][-1][metric] for f in values]

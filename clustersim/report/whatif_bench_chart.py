@@ -17,6 +17,7 @@ from typing import Any
 from clustersim.report.htmlpage import escape_text as _esc
 from clustersim.report.plot_axes import size_ticks
 from clustersim.report.whatif_panel import series_style
+from clustersim.report.white_figure import white_figure
 from clustersim.units import format_size
 
 __all__ = ["benchmark_figures"]
@@ -41,7 +42,7 @@ def benchmark_figures(grid: dict[str, Any], combos: list[tuple[float, float]],
              "ticktext": [format_size(t) for t in ticks]}
     figs, owners = [], []
     for n in ranks:
-        fig, own = go.Figure(), []
+        fig, own = white_figure(), []
         for k, cell in enumerate(combos):
             rows = [r for r in grid["cells"][cell] if r["ranks"] == n]
             for alg in algs:

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from clustersim.report.plot_axes import log_ticks, tick_text, time_unit
+from clustersim.report.white_figure import white_figure
 
 __all__ = ["tta_figure", "progress_figure", "point_tta"]
 
@@ -43,7 +44,7 @@ def tta_figure(go: Any, grid: dict[str, Any], combos: Cells, algs: list[str],
              if p.get("emulation")]
     size, unit, short = time_unit([point_tta(p) for p in pts_all] + twins)
     tag = "emulated" if emulated else "model"
-    fig, own = go.Figure(), []
+    fig, own = white_figure(), []
     for k, cell in enumerate(combos):
         for a in algs:
             pts = grid["cells"][cell][a]
