@@ -1,4 +1,4 @@
-"""Stopping a process pool now, for the sweeps' two pools (``sim.sweep.run_tasks``, the
+"""Stopping a process pool now, for the sweeps' two pools (``sim.pool_run.run_tasks``, the
 explore executors' local pool).
 
 Why not ``with ProcessPoolExecutor``: its exit waits for every queued task, so an error, a

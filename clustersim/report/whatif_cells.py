@@ -136,14 +136,16 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
     ``extend``: a master-based case's points past a worker count where its master is
     saturated are extended from that point where they may be (:mod:`clustersim.sim.
     saturated`), not simulated; their dicts say so (``"extended_from"``: the workers of the
-    point they came from).  The cases then run in waves: every other point and each such
-    case's smallest count first, then each case's next count that has no base to be
-    extended from (:class:`~clustersim.report.whatif_waves.ExtensionWaves`).  Which points are
-    extended depends on the simulated points alone, never on what the cache holds, so a
-    page is the same bytes from the cache or not."""
+    point they came from).  Such a case's counts are decided as a chain, smallest first:
+    its next count that has no base to be extended from is queued on the same pool as soon
+    as the count before it is done (:class:`~clustersim.report.whatif_waves.
+    ExtensionWaves`).  Which points are extended depends on the simulated points alone,
+    never on what the cache holds or the order points finish in, so a page is the same
+    bytes from the cache or not."""
     from clustersim.report.whatif import scaled_scenario
     from clustersim.report.whatif_waves import ExtensionWaves
-    from clustersim.sim.sweep import assemble_sweep, run_tasks, sweep_cases, sweep_tasks
+    from clustersim.sim.pool_run import run_tasks
+    from clustersim.sim.sweep import assemble_sweep, sweep_cases, sweep_tasks
 
     cases: list[Any] = []
     spans: list[tuple[int, int]] = []
@@ -193,13 +195,29 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
             last = time.monotonic()
 
     waves = ExtensionWaves(cases, tasks) if extend else None
-    wave = tasks if waves is None else waves.first
+
+    def follow(key: tuple[int, int, int]) -> list[tuple[int, int, int, int]]:
+        """A chain's next points to simulate once ``key`` is done (those in the cache are
+        taken from it, and the chain goes on from them)."""
+        ci = key[0]
+        while waves is not None and waves.ready(ci, results):
+            todo = from_cache(waves.step(ci, results, advance))
+            if todo:
+                return todo
+        return []
+
+    def order(t: tuple[int, int, int, int]) -> tuple[bool, int]:
+        """Points a chain waits for first (they are small, and what follows them then
+        joins the queue early), then the most workers first."""
+        return (waves is None or not waves.chain_head(t), -t[1])
+
     try:
-        while wave:
-            todo = from_cache(wave)
-            run_tasks(cases, todo, results, jobs, advance,
-                      store=store if cache is not None and todo else None)
-            wave = [] if waves is None else waves.next(results, advance)
+        todo = from_cache(tasks if waves is None else waves.first)
+        for ci in [] if waves is None else list(waves.waiting):
+            todo += follow((ci, 0, 0))  # a chain whose first points were all cached
+        run_tasks(cases, todo, results, jobs, advance,
+                  store=store if cache is not None else None,
+                  follow=None if waves is None else follow, order=order)
     finally:
         if cache is not None and pending:  # what was done before an error or a signal
             cache.put_many(pending)

@@ -9,19 +9,14 @@ parallel efficiency are relative to the smallest point of the same algorithm.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clustersim import _signals
-from clustersim._pool import stop_pool
 from clustersim.algorithms.base import ActorSpec, AlgorithmDef, JobInfo, get_algorithm
-from clustersim.errors import InputError, RunFailed
+from clustersim.errors import InputError
 from clustersim.scenario.placement import machine_servers
 from clustersim.scenario.schema import AlgorithmSpec, Scenario
 from clustersim.sim.costs import CostModel
@@ -29,6 +24,7 @@ from clustersim.sim.emulate import EmulationResult, emulate_point
 from clustersim.sim.engine import Engine, RunResult
 from clustersim.sim.grouped import run_grouped, worker_classes
 from clustersim.sim.metrics import PointMetrics, point_metrics, summarize
+from clustersim.sim.pool_run import run_tasks
 from clustersim.sim.runwindow import aligned_run
 from clustersim.sim.tta import attach_convergence
 from clustersim.trace import TraceEvent
@@ -195,27 +191,6 @@ def _simulate_point(scn: Scenario, alg: AlgorithmSpec, workers: int, seed: int,
     return m, res
 
 
-#: the cases of the sweep being run, inherited by forked pool workers (never pickled)
-_POOL_CASES: list[tuple[str, Scenario, AlgorithmSpec]] = []
-
-
-def _pool_task(task: tuple[int, int, int, int]) -> tuple[int, int, int, PointMetrics]:
-    """One point in a pool process.
-
-    The cyclic collector is off during the point (:func:`simulate_point`) and what survives
-    it is then frozen (``gc.freeze``): a point leaves tens of thousands of objects in per-process caches
-    (message plans, routes, jitter streams, shared operations), and the first collection
-    after a point would otherwise walk all of them - ~10 ms per point, a tenth of a second
-    per pool process on the KNL sweep.  A run's own objects are freed by reference counting
-    (see Engine.run), so freezing keeps no garbage worth mentioning; the process ends with
-    the pool."""
-    ci, w, r, seed = task
-    _title, s, alg = _POOL_CASES[ci]
-    m, _ = simulate_point(s, alg, w, seed, False)
-    gc.freeze()
-    return ci, w, r, m
-
-
 def default_jobs() -> int:
     """Worker processes for sweeps: ``CLUSTERSIM_JOBS`` or the cores this process may use
     (:func:`clustersim._jobs.usable_cores`)."""
@@ -309,49 +284,6 @@ def sweep_tasks(cases: Sequence[Case], first: int = 0) -> list[tuple[int, int, i
         repeats = s.run.repeats if s.workload.jitter > 0 else 1
         tasks += [(ci, w, r, s.run.seed + r) for w in worker_counts(s) for r in range(repeats)]
     return tasks
-
-
-def run_tasks(cases: Sequence[Case], todo: Sequence[tuple[int, int, int, int]],
-              results: dict[tuple[int, int, int], PointMetrics], jobs: int | None,
-              advance: Callable[..., Any],
-              store: Callable[[tuple[int, int, int], PointMetrics], Any] | None = None) -> None:
-    """Simulate ``todo`` (indices into ``cases``) into ``results``, on the pool or here;
-    ``store(key, metrics)`` is given each point as soon as it is done, so that a cache
-    keeps what an interrupted run had finished."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    # heaviest first, so the pool's last straggler is a small point
-    todo = sorted(todo, key=lambda t: -t[1])
-    use_pool = (jobs > 1 and len(todo) >= 4
-                and "fork" in multiprocessing.get_all_start_methods())
-    if use_pool:
-        global _POOL_CASES
-        _POOL_CASES = list(cases)
-        # concurrent.futures, not multiprocessing.Pool: a worker killed from outside (the
-        # out-of-memory killer, a stray kill) breaks the executor (BrokenProcessPool) where a
-        # Pool would wait for its result forever
-        ex = ProcessPoolExecutor(min(jobs, len(todo)),
-                                 mp_context=multiprocessing.get_context("fork"))
-        try:
-            for fut in as_completed([ex.submit(_pool_task, t) for t in todo]):
-                _signals.check()  # a SIGTERM caught inside a fork hook (_signals) stops here
-                ci, w, r, m = fut.result()
-                results[(ci, w, r)] = m
-                if store is not None:
-                    store((ci, w, r), m)
-                advance(1)
-        except BrokenProcessPool:
-            raise RunFailed("a simulation process died before its point was done (killed "
-                               "from outside, or out of memory); nothing was written") from None
-        finally:
-            _POOL_CASES = []
-            stop_pool(ex)
-    else:
-        for ci, w, r, seed in todo:
-            m, _ = simulate_point(cases[ci][1], cases[ci][2], w, seed, False)
-            results[(ci, w, r)] = m
-            if store is not None:
-                store((ci, w, r), m)
-            advance(1)
 
 
 def assemble_sweep(cases: Sequence[Case], results: dict[tuple[int, int, int], PointMetrics],
