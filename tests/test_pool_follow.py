@@ -1,7 +1,7 @@
 """run_tasks' follow-ups: a done point's next points join the same pool, taken by ``order``.
 
 The what-if page decides a master-based case's next worker count from the count before it
-(clustersim/report/whatif_waves.py); these tests pin what it relies on, with a stand-in
+(clustersim/report/whatif_chains.py); these tests pin what it relies on, with a stand-in
 simulation (forked pool processes inherit the monkeypatched module attribute) that logs
 when each point starts.
 """

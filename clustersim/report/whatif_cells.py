@@ -4,7 +4,7 @@ it has not simulated before.
 
 Why a cache here: a what-if grid is tens to hundreds of full simulations (192 points for
 ``scenarios/knl_4253.yaml``: six cells of 32, 106 of them simulated and 86 extended past
-their master's saturation: :mod:`clustersim.report.whatif_waves`), most of which a
+their master's saturation: :mod:`clustersim.report.whatif_chains`), most of which a
 user asks for again - the same page after a ``git pull`` of the docs, one more bandwidth
 factor, ``explore`` after ``whatif``.  A point's result depends on its scenario, its seed,
 the two factors and the code, nothing else, so it can be kept under a digest of exactly
@@ -138,12 +138,12 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
     saturated`), not simulated; their dicts say so (``"extended_from"``: the workers of the
     point they came from).  Such a case's counts are decided as a chain, smallest first:
     its next count that has no base to be extended from is queued on the same pool as soon
-    as the count before it is done (:class:`~clustersim.report.whatif_waves.
-    ExtensionWaves`).  Which points are extended depends on the simulated points alone,
+    as the count before it is done (:class:`~clustersim.report.whatif_chains.
+    ExtensionChains`).  Which points are extended depends on the simulated points alone,
     never on what the cache holds or the order points finish in, so a page is the same
     bytes from the cache or not."""
     from clustersim.report.whatif import scaled_scenario
-    from clustersim.report.whatif_waves import ExtensionWaves
+    from clustersim.report.whatif_chains import ExtensionChains
     from clustersim.sim.pool_run import run_tasks
     from clustersim.sim.sweep import assemble_sweep, sweep_cases, sweep_tasks
 
@@ -167,12 +167,12 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
                                          combos[cell_of[ci]])
         hits = cache.get_many(list(keys.values()))
 
-    def from_cache(wave: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-        """The wave's points the cache lacks (the others into ``results``)."""
+    def from_cache(batch: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+        """The points of ``batch`` the cache lacks (the others into ``results``)."""
         if cache is None:
-            return wave
+            return batch
         todo = []
-        for t in wave:
+        for t in batch:
             row = hits.get(keys[t[:3]])
             m = None if row is None else _metrics(row)
             if m is None:
@@ -194,14 +194,14 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
             pending.clear()
             last = time.monotonic()
 
-    waves = ExtensionWaves(cases, tasks) if extend else None
+    chains = ExtensionChains(cases, tasks) if extend else None
 
     def follow(key: tuple[int, int, int]) -> list[tuple[int, int, int, int]]:
         """A chain's next points to simulate once ``key`` is done (those in the cache are
         taken from it, and the chain goes on from them)."""
         ci = key[0]
-        while waves is not None and waves.ready(ci, results):
-            todo = from_cache(waves.step(ci, results, advance))
+        while chains is not None and chains.ready(ci, results):
+            todo = from_cache(chains.step(ci, results, advance))
             if todo:
                 return todo
         return []
@@ -209,19 +209,19 @@ def simulate_cells(scn: Any, combos: Sequence[Cell],
     def order(t: tuple[int, int, int, int]) -> tuple[bool, int]:
         """Points a chain waits for first (they are small, and what follows them then
         joins the queue early), then the most workers first."""
-        return (waves is None or not waves.chain_head(t), -t[1])
+        return (chains is None or not chains.chain_head(t), -t[1])
 
     try:
-        todo = from_cache(tasks if waves is None else waves.first)
-        for ci in [] if waves is None else list(waves.waiting):
+        todo = from_cache(tasks if chains is None else chains.first)
+        for ci in [] if chains is None else list(chains.waiting):
             todo += follow((ci, 0, 0))  # a chain whose first points were all cached
         run_tasks(cases, todo, results, jobs, advance,
                   store=store if cache is not None else None,
-                  follow=None if waves is None else follow, order=order)
+                  follow=None if chains is None else follow, order=order)
     finally:
         if cache is not None and pending:  # what was done before an error or a signal
             cache.put_many(pending)
-    extended = {} if waves is None else waves.extended
+    extended = {} if chains is None else chains.extended
     cells: dict[Cell, dict[str, list[dict[str, Any]]]] = {}
     for cell, (a, b) in zip(combos, spans):
         res = assemble_sweep(cases[a:b], results, first=a,

@@ -2,7 +2,7 @@
 
 Split from :mod:`clustersim.sim.sweep` when follow-ups came: the what-if page learns only
 from a master-based case's simulated point whether its next worker count must be simulated
-or may be extended (:mod:`clustersim.report.whatif_waves`).  It used to run such counts in
+or may be extended (:mod:`clustersim.report.whatif_chains`).  It used to run such counts in
 waves, one pool each, every wave waiting for the previous one's last point: on the page of
 ``scenarios/knl_4253.yaml`` the two waves' tails, a second pool start and the route checks
 between them, made while both pool processes sat idle, were ~0.5 s of its ~4.5 s.  Now a

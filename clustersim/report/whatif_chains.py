@@ -11,7 +11,7 @@ the moment the count before it is done (``follow``), so nothing waits for a wave
 knl_4253's page simulates every point but the master-based ones above 68 workers, then
 those at 272 workers, where all seven masters are saturated; their 1,088 and 4,253 points
 (85 % of the page's CPU time when simulated) are extended.  A count with no saturated base
-it may be extended from is simulated (:class:`ExtensionWaves`).
+it may be extended from is simulated (:class:`ExtensionChains`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ExtensionWaves"]
+__all__ = ["ExtensionChains"]
 
 Task = tuple[int, int, int, int]  # (case index, workers, repeat, seed)
 
 
-class ExtensionWaves:
+class ExtensionChains:
     """Which points are simulated, and the points extended from them.
 
     ``first``: the points to start with (every point of a case without a chain, the
@@ -90,13 +90,13 @@ class ExtensionWaves:
                  for w, seeds in self.simulated[ci]]
         bases = [(w, b) for w, b in bases if all(saturated(m) for m in b.values())]
         rest = self.waiting[ci]
-        wave: list[Task] = []
+        simulate: list[Task] = []
         while rest:
             w, tasks = rest.pop(0)
             base = next(((w1, b) for w1, b in reversed(bases) if extendable(s, alg, w1, w)),
                         None)
             if base is None:  # simulated: the larger counts wait for it
-                wave = tasks
+                simulate = tasks
                 self.simulated[ci].append((w, [t[2] for t in tasks]))
                 break
             w1, b = base
@@ -106,4 +106,4 @@ class ExtensionWaves:
             self.extended[(ci, w)] = w1
         if not rest:
             del self.waiting[ci]
-        return wave
+        return simulate
