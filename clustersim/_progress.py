@@ -11,6 +11,9 @@ from typing import IO, Any
 
 
 class ProgressAdvance:
+    """A rich ``Progress`` bar over ``total`` steps, started on entry and stopped on exit; the
+    ``advance(n=1)`` it yields moves the bar (for a terminal; see :class:`ProgressLines`)."""
+
     def __init__(self, progress: Any, total: int) -> None:
         self.progress = progress
         self.total = total

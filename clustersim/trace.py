@@ -225,4 +225,6 @@ def _lane(stacks: list[list[float]], start: float, end: float) -> int:
 
 def write_chrome(path: str | Path, events: Iterable[TraceEvent], process_name: str = "clustersim"
                  ) -> None:
+    """Write :func:`to_chrome` of ``events`` to ``path`` (a real run's ``trace.chrome.json``, for
+    ui.perfetto.dev or chrome://tracing)."""
     Path(path).write_text(json.dumps(to_chrome(events, process_name)), encoding="utf-8")

@@ -217,6 +217,7 @@ def get_algorithm(name: str, **loc: Any) -> AlgorithmDef:
 
 
 def list_algorithms() -> dict[str, AlgorithmDef]:
+    """Every registered training algorithm by name, sorted (a copy: the caller may change it)."""
     _load_all()
     return dict(sorted(REGISTRY.items()))
 

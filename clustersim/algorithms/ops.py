@@ -129,22 +129,29 @@ def AllReduce(nbytes: float, **kw: Any) -> Collective:  # noqa: N802 - reads lik
 
 
 def Broadcast(nbytes: float, root: int = 0, **kw: Any) -> Collective:  # noqa: N802
+    """Copy ``root``'s ``nbytes`` to every member of the group."""
     return Collective("broadcast", nbytes, root=root, **kw)
 
 
 def Reduce(nbytes: float, root: int = 0, **kw: Any) -> Collective:  # noqa: N802
+    """Sum ``nbytes`` across the group, result on ``root`` only."""
     return Collective("reduce", nbytes, root=root, **kw)
 
 
 def AllGather(nbytes: float, **kw: Any) -> Collective:  # noqa: N802
+    """Every member ends with all members' blocks; ``nbytes`` is the whole gathered buffer
+    (``nbytes / p`` from each, as nccl-tests counts it)."""
     return Collective("allgather", nbytes, **kw)
 
 
 def ReduceScatter(nbytes: float, **kw: Any) -> Collective:  # noqa: N802
+    """Sum the members' ``nbytes`` buffers, each member keeping one ``nbytes / p`` block of the
+    result (``nbytes``: the whole buffer, as nccl-tests counts it)."""
     return Collective("reduce_scatter", nbytes, **kw)
 
 
 def Barrier(**kw: Any) -> Collective:  # noqa: N802
+    """Wait until every member of the group has arrived (a collective of 0 bytes)."""
     return Collective("barrier", 0.0, **kw)
 
 

@@ -37,6 +37,8 @@ MAX_DIRECT_RANKS = 1024
 
 
 def check_direct_size(p: int, what: str) -> None:
+    """Refuse a direct pattern (``what``, for the message) on more than
+    :data:`MAX_DIRECT_RANKS` ranks, before its ``p(p-1)`` messages are written out."""
     if p > MAX_DIRECT_RANKS:
         raise InputError(
             f"{what} writes out all p(p-1) = {p * (p - 1):,} messages; at most "
@@ -78,6 +80,7 @@ def pairwise_reduce_scatter(plan: Plan) -> None:
 
 
 def p2p(plan: Plan) -> None:
+    """One message of the whole buffer, rank 0 to rank 1."""
     plan.add([plan.xfer(0, 1)], label="point-to-point")
 
 

@@ -31,6 +31,10 @@ CHUNK_BYTES = 512 * 1024
 
 
 class Stream(NamedTuple):
+    """One directed pipeline edge ``src -> dst``: at step ``t`` from ``start`` on it carries
+    chunk ``t - start`` into segment ``base + t - start``, summed into the receiver's when
+    ``reduce``."""
+
     src: int
     dst: int
     start: int

@@ -36,6 +36,10 @@ class Request:
 
 @dataclass(frozen=True)
 class Algo:
+    """One registry entry: ``build`` makes its plan from a :class:`Request`, ``about`` is the
+    line :func:`~.registry.describe_algorithm` shows; ``fp16`` and ``uses_root`` tell
+    :func:`~.registry.build_schedule` how to complete a request for it."""
+
     build: Callable[[Request], Plan]
     about: str
     fp16: bool = False          # the name itself implies fp16 (asa16)
@@ -45,6 +49,8 @@ class Algo:
 
 def fill(req: Request, segments: int, fn: Callable[[Plan], None],
          inplace: bool = True) -> Plan:
+    """A plan of ``req`` cut into ``segments`` segments, its steps added by ``fn``: the whole
+    builder of an algorithm that needs nothing but the plan."""
     plan = req.plan(segments, inplace)
     fn(plan)
     return plan

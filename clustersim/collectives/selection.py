@@ -107,6 +107,8 @@ class Choice:
 
 
 def is_selector(name: str) -> bool:
+    """Whether ``name`` picks an algorithm by a library's own decision (``mpich``, ``nccl``,
+    ``auto``, ...) rather than naming one."""
     return name in SELECTORS
 
 

@@ -35,6 +35,8 @@ def check_count(name: str, value: object, minimum: int = 1, maximum: int = MAX_C
 
 
 def check_link(name: str, value: object) -> LinkSpec:
+    """``value`` when it is a link class (a catalog ``LinkSpec``); else an input error at
+    parameter ``name``."""
     if not isinstance(value, LinkSpec):
         raise InputError(f"{name} must be a link class, not {value!r}", path=(name,))
     return value

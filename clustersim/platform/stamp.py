@@ -73,6 +73,7 @@ class Template:
 
 
 def mark(b: PlatformBuilder) -> Mark:
+    """What ``b`` holds now: call before adding machine 0, then give it to :func:`template`."""
     return Mark(len(b._ids), len(b._devices), len(b._edges))  # noqa: SLF001
 
 

@@ -32,6 +32,10 @@ MAX_TRACE_EVENTS = 2_000_000
 
 @dataclass(frozen=True)
 class BenchRow:
+    """One predicted point, as nccl-tests reports it: ``size`` in bytes, ``time`` in seconds
+    (``comm`` and ``reduce``: its communication and reduction parts), ``algbw``/``busbw`` in
+    bytes/s, and the ``fidelity`` it was costed at (``auto`` resolved)."""
+
     op: str
     algorithm: str
     ranks: int
@@ -51,6 +55,8 @@ class BenchRow:
 
 
 def benchmark_points(scn: Scenario) -> Iterator[tuple[str, int, float]]:
+    """The benchmark's ``(algorithm, ranks, size in bytes)`` points, in table order (one loop
+    for :func:`run_benchmark` and the progress bar's count)."""
     b = scn.benchmark
     assert b is not None
     for alg in b.algorithms:

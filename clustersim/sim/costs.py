@@ -42,6 +42,9 @@ _STREAMS: dict[tuple[int, float], dict[int, _Stream]] = {}
 
 
 class CostModel:
+    """Seconds each ``Compute`` of one point takes (module docs): ``batch`` samples per worker,
+    jitter streams seeded by ``seed``; built once per point (``sim.sweep``), asked by the engine."""
+
     def __init__(self, scn: Any, batch: int, seed: int) -> None:
         wl = scn.workload
         self.scn = scn

@@ -79,6 +79,10 @@ DEFAULT_ALGORITHMS: dict[str, str] = {
 
 @dataclass(slots=True)  # slots: read and written on every event of the actor
 class ActorStats:
+    """One actor's running totals as the engine counts them: simulated seconds (``compute``,
+    ``comm``, ``wait``, ``comm_total``) and ``bytes_sent``; :mod:`.metrics` reads them from the
+    ``mark`` (its first measured iteration) to the ``end``."""
+
     rank: int
     role: str
     device: int

@@ -35,6 +35,11 @@ __all__ = ["PointMetrics", "point_metrics", "summarize", "master_service_time"]
 
 @dataclass
 class PointMetrics:
+    """One sweep point's numbers (definitions: module docs): times in seconds (``compute``,
+    ``comm``, ``wait`` per iteration), throughput in samples/s, shares and utilisations as
+    fractions, bytes sent per worker and iteration.  Over several seeds (:func:`summarize`) the
+    means, with ``interval`` holding the 5th-95th percentiles of the key figures."""
+
     algorithm: str
     workers: int
     batch_per_worker: float

@@ -102,6 +102,8 @@ class ComputeOverrides:
 
 
 def as_overrides(overrides: ComputeOverrides | Mapping[str, Any] | None) -> ComputeOverrides:
+    """``overrides`` as a :class:`ComputeOverrides`: one as it is, a mapping parsed
+    (:meth:`ComputeOverrides.from_dict`), None the empty one (every device default)."""
     if isinstance(overrides, ComputeOverrides):
         return overrides
     return ComputeOverrides.from_dict(overrides)

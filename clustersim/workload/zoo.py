@@ -133,10 +133,12 @@ def _resnet(name: str, depths: Sequence[int], bottleneck: bool, classes: int, im
 
 
 def resnet18(classes: int = 1000, image: int = 224) -> Model:
+    """ResNet-18: basic blocks (two 3x3 convolutions), 2-2-2-2 per stage (11,689,512 parameters)."""
     return _resnet("resnet18", (2, 2, 2, 2), False, classes, image)
 
 
 def resnet34(classes: int = 1000, image: int = 224) -> Model:
+    """ResNet-34: basic blocks, 3-4-6-3 per stage (21,797,672 parameters)."""
     return _resnet("resnet34", (3, 4, 6, 3), False, classes, image)
 
 
@@ -146,10 +148,12 @@ def resnet50(classes: int = 1000, image: int = 224) -> Model:
 
 
 def resnet101(classes: int = 1000, image: int = 224) -> Model:
+    """ResNet-101: bottleneck blocks, 3-4-23-3 per stage (44,549,160 parameters)."""
     return _resnet("resnet101", (3, 4, 23, 3), True, classes, image)
 
 
 def resnet152(classes: int = 1000, image: int = 224) -> Model:
+    """ResNet-152: bottleneck blocks, 3-8-36-3 per stage (60,192,808 parameters)."""
     return _resnet("resnet152", (3, 8, 36, 3), True, classes, image)
 
 
@@ -207,6 +211,7 @@ def register_model(name: str, builder: Callable[..., Model]) -> None:
 
 
 def list_models() -> list[str]:
+    """The zoo's model names, sorted (those added by :func:`register_model` too)."""
     return sorted(_REGISTRY)
 
 

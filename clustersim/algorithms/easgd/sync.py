@@ -69,6 +69,9 @@ __all__ = ["sync_worker", "SYNC"]
 
 
 def sync_worker(ctx: ActorContext) -> ActorGen:
+    """A worker: ``tau`` local steps, then its part of the collective exchange (operations
+    shared by the workers; in ``reduce_broadcast`` the root's also move the centre).  With
+    ``ctx.math``: :func:`_sync_worker_math`."""
     if ctx.math is not None:
         yield from _sync_worker_math(ctx)
         return

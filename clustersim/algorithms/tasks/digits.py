@@ -55,6 +55,10 @@ def _deal(seed: int, n: int, epoch: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Digits:
+    """The ``digits`` emulation task (see the module docstring): ``hidden`` tanh units (0:
+    softmax regression), mini-batches of ``batch`` images, SGD with ``lr`` and ``momentum``;
+    ``evaluate`` gives the held-out loss and accuracy.  Frozen: every replica shares one."""
+
     hidden: int = 32
     batch: int = 32
     lr: float = 0.1

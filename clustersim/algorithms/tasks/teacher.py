@@ -34,6 +34,10 @@ DTYPE = np.float32
 
 @dataclass(frozen=True)
 class TeacherStudent:
+    """The ``teacher_student`` emulation task (see the module docstring): ``features``
+    weights, label noise ``noise`` (sigma), mini-batches of ``batch`` fresh samples (0: the
+    population gradient), SGD with ``lr`` and ``momentum``; ``evaluate`` is exact."""
+
     features: int = 32
     noise: float = 0.5
     batch: int = 32
