@@ -95,6 +95,10 @@ class Piece:
 
 @dataclass
 class PiecewiseFit:
+    """A link's ping-pong fitted segment by segment (:func:`fit_piecewise`): one-way time in
+    seconds of a message of ``size`` bytes is its :class:`Piece`'s ``alpha + beta * size``,
+    sizes below the first segment's start taking the first segment."""
+
     pieces: list[Piece]
     detected: bool  # breakpoints found by the BIC search (False: given by the caller)
     #: segmentations refused because a segment's beta was not determined (for the notes)

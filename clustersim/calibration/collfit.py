@@ -84,6 +84,10 @@ def model_algorithm(op: str, algorithm: str) -> str:
 
 @dataclass
 class CollectiveFit:
+    """What a collective fit found: ``step_overhead`` (seconds per data-moving step) and the
+    collective efficiencies, for :meth:`apply` to put into a ``NetworkParams``; ``fit`` is None
+    when there was nothing to fit (the current values came back unchanged)."""
+
     step_overhead: float
     #: fitted collective efficiency per protocol segment of the link class (index into the
     #: table *with* :attr:`splits` inserted), or for every message (key ``None``) when the
@@ -301,6 +305,8 @@ def fit_parts(parts: RateParts, splits: Sequence[float], *, loss: str,
 def finish_fit(rows: Sequence[Mapping[str, Any]], platform: Platform, placement: Sequence[int],
             params: NetworkParams, link_class: str | None, cf: CollectiveFit,
             measured: np.ndarray) -> CollectiveFit:
+    """``cf`` with its ``table`` filled: each row's measured time beside the time the fitted
+    values predict (seconds), recomputed with the full model (module docs)."""
     pred = collective_times(rows, platform, placement, cf.apply(params, link_class))
     cf.table = [(str(r["op"]), str(r["algorithm"]), int(r["ranks"]), float(r["size"]),
                  float(m), float(p)) for r, m, p in zip(rows, measured, pred)]
@@ -308,6 +314,8 @@ def finish_fit(rows: Sequence[Mapping[str, Any]], platform: Platform, placement:
 
 
 def current_efficiencies(params: NetworkParams, link_class: str | None) -> dict[int | None, float]:
+    """The collective efficiencies ``params`` holds now, keyed as :class:`CollectiveFit` keys
+    them (segment index of ``link_class``'s table, or ``None`` without one): an unfitted result."""
     table = params.table(link_class) if link_class is not None else None
     if table is None or link_class not in dict(params.protocols):
         return {None: params.collective_efficiency}

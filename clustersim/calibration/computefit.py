@@ -99,6 +99,8 @@ def row_class(row: Mapping[str, Any]) -> str:
 
 
 def gemm_bytes(m: int, n: int, k: int) -> float:
+    """Bytes an fp32 ``m x n x k`` GEMM moves in the roofline: reads ``A`` and ``B``, writes
+    ``C`` (``4 (mk + kn + mn)``, module docs)."""
     return float(_FP32 * (m * k + k * n + m * n))
 
 

@@ -100,6 +100,8 @@ def _shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The rank program, run on every rank under ``mpiexec`` (module docs); 0 when done.  A
+    rank that fails aborts the job, so that the others do not wait in ``Recv`` forever."""
     ap = argparse.ArgumentParser(prog="python -m clustersim.calibration.contention")
     ap.add_argument("--out", required=True)
     ap.add_argument("--gemm", type=_shapes, default=[])

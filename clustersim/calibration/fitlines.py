@@ -129,6 +129,9 @@ def covariance_name(parameter: str, device: str) -> str:
 
 
 def pingpong_lines(pw: PiecewiseFit, lm: LinkModel, cls: str) -> list[FitLine]:
+    """The lines of link class ``cls``'s ping-pong: each segment's raw alpha (s) and beta
+    (s/B), the segment's start, overhead and efficiency derived from them, then the link's
+    bandwidth (B/s) and hop latency (s) - each interval carried through its formula."""
     lines = []
     for k, (p, seg) in enumerate(zip(pw.pieces, lm.segments)):
         f = p.fit
@@ -165,6 +168,9 @@ def pingpong_lines(pw: PiecewiseFit, lm: LinkModel, cls: str) -> list[FitLine]:
 
 
 def compute_lines(cf: ComputeFit, device: str) -> list[FitLine]:
+    """The lines of ``device``'s compute fit, each only when it was fitted: the efficiency of
+    every GEMM class with rows of its own (an inherited one is another's number), memory
+    efficiency, packing rate (B/s), kernel overhead (s), share efficiency, reduction rate (B/s)."""
     lines = []
     f = cf.fit
     pre = f"device.{device}"

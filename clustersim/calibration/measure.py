@@ -53,6 +53,11 @@ def _conv(batch: int, hw: int, c_in: int, c_out: int) -> list[tuple[int, int, in
 
 @dataclass(frozen=True)
 class BenchPlan:
+    """What one ``calibrate --real`` measures (module docs): ping-pong and collective message
+    sizes (bytes), the collective implementations (``mpi``: the library's own), GEMM shapes
+    ``(m, n, k)`` with their kernel class, copy sizes (bytes); every point is timed in
+    ``repeats`` batches of about ``target`` seconds."""
+
     pingpong_sizes: tuple[int, ...]
     collective_sizes: tuple[int, ...]
     algorithms: tuple[str, ...]

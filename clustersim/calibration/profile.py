@@ -197,6 +197,8 @@ def dump_profile(prof: Profile) -> str:
 
 
 def write_profile(prof: Profile, path: str | Path) -> None:
+    """Write :func:`dump_profile`'s text to ``path`` whole or not at all (an interrupted
+    calibration must not leave half a profile for ``--calibration`` to read)."""
     from clustersim.fsio import atomic_write
 
     atomic_write(path, dump_profile(prof))

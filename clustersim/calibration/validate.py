@@ -96,6 +96,9 @@ def _g(x: float) -> float:
 
 @dataclass
 class ValidationReport:
+    """The validated cases and their summary, :attr:`mape`: the mean absolute relative error
+    of iteration time over the cases, as a fraction (0.057 is 5.7 %; NaN without cases)."""
+
     cases: list[Case] = field(default_factory=list)
 
     @property

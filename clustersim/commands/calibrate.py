@@ -60,6 +60,7 @@ DEFAULT_OUT = "calibration.yaml"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``calibrate`` and its options to the CLI's ``subparsers``; the new parser."""
     p = subparsers.add_parser(
         "calibrate", help="fit the model to microbenchmarks (--real, or TRACES) and write a "
                           "calibration profile",
@@ -237,6 +238,9 @@ def _inputs(args: argparse.Namespace) -> list[Path]:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``clustersim calibrate``: measure (``--real``) or read the microbenchmarks, fit, write
+    the profile and validate it (by default with ``--real``); the exit code (module docs).
+    ``--emulation`` and ``--convergence`` are commands of their own, handed over first."""
     from clustersim.calibration.pipeline import calibrate_rows, make_target
     from clustersim.platform.describe import load_platform
 

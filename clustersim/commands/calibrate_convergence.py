@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_convergence(args: argparse.Namespace) -> int:
+    """``calibrate --convergence``: estimate, print, and write the snippet (``--out``, else on
+    standard output, the table then going to stderr); the exit code (module docs)."""
     from clustersim.convergence.noise_scale import estimate, geometric_schedule, read_log, windows
 
     if args.real or args.traces:

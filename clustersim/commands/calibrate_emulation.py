@@ -113,6 +113,8 @@ def _shipped_sources() -> dict[str, str]:
 
 
 def cmd_emulation(args: argparse.Namespace) -> int:
+    """``calibrate --emulation``: emulate the grid, fit, print, and write the constants file
+    (``--out``, default ``constants.yaml``); the fit's warnings last, also with ``-q``."""
     from clustersim.sim.convfit import TASK_DEFAULTS, calibrate
 
     if args.real or args.traces or args.convergence is not None:

@@ -26,6 +26,7 @@ def console_for(quiet: bool, wide: bool = False) -> Any:
 
 
 def say(console: Any, text: str) -> None:
+    """One line of progress on ``console`` (nothing with ``-q``: that console is quiet)."""
     console.print(text)
 
 
@@ -77,6 +78,7 @@ def _head(console: Any, text: str, wide: bool) -> None:
 
 
 def fmt(value: float, unit: str) -> str:
+    """``value`` in ``unit``, readable (:func:`clustersim.calibration.params.format_unit`)."""
     from clustersim.calibration.params import format_unit
 
     return format_unit(value, unit)

@@ -70,6 +70,8 @@ class ConstantFit:
 
 @dataclass(frozen=True)
 class ConstantsFit:
+    """:func:`fit_constants`' result: ``constants`` to use, each one's :class:`ConstantFit`."""
+
     constants: Constants
     fits: tuple[ConstantFit, ...]
     #: per observation: log(emulated) - log(analytic) at the fitted constants, and at theory
