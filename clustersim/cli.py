@@ -55,6 +55,7 @@ def _progress(total: int, what: str, enabled: bool):
 
 # --------------------------------------------------------------------------------------------
 def cmd_predict(args: argparse.Namespace) -> int:
+    """``clustersim predict``: simulate a scenario, print and write its prediction; exit code."""
     # The cyclic garbage collector is off for the command: start-up builds the platform
     # graph and imports numpy, networkx and simpy - a few hundred thousand objects, which
     # trigger a dozen collections (~0.1 s, a fifth of the start) that find nothing to free.
@@ -231,6 +232,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``clustersim list``: the catalog entries, components or shipped scenarios of one kind."""
     from clustersim.commands.listing import list_entries
 
     return list_entries(_console(wide=args.wide), args.what, args.name)
@@ -238,6 +240,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    """The ``clustersim`` parser: predict, validate and list, then each of ``MODULES``' own."""
     p = _Parser(
         prog="clustersim",
         description="Predict, measure and explain data-parallel training scaling on clusters.",
@@ -337,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line (``None``: ``sys.argv[1:]``); its exit code (module docs)."""
     from clustersim import _signals
 
     _signals.handled()  # nothing pending from an earlier main() in this process

@@ -248,6 +248,7 @@ def format_size(nbytes: float) -> str:
 
 
 def format_time(seconds: float) -> str:
+    """Seconds, readable: s down to ns, 3 significant figures (``"1.5 ms"``, ``"230 us"``)."""
     return _fmt(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
 
 
@@ -277,5 +278,7 @@ def format_duration(seconds: float | None, like: float | None = None) -> str:
 
 
 def format_bandwidth(bytes_per_s: float) -> str:
+    """Bytes per second with decimal prefixes, as links and nccl-tests' GB/s are quoted
+    (``"12.5 GB/s"``); sizes, by contrast, are binary (:func:`format_size`)."""
     return _fmt(bytes_per_s, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
                               (1.0, "B/s")])

@@ -248,6 +248,8 @@ def _cells(scn: Any, study: Any, args: argparse.Namespace, cells: list[tuple[flo
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
+    """``clustersim explore``: check the inputs, bind the port, simulate the starting points,
+    then serve the page until Ctrl-C (it never returns: the interrupt ends it)."""
     try:
         import dash  # noqa: F401
     except ModuleNotFoundError:
@@ -317,6 +319,7 @@ def _port(text: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``explore`` and its options to the CLI's subparsers."""
     from clustersim.cli import _jobs
 
     ex = sub.add_parser("explore", help="live what-if explorer in the browser (Dash)",

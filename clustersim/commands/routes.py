@@ -197,6 +197,8 @@ def _step_time(plat: Any, routes: list[tuple[int, ...]], sizes: list[float],
 
 
 def cmd_routes(args: argparse.Namespace) -> int:
+    """``clustersim routes``: route and simulate the chosen step (with ``--seeds``, once per
+    seed as well), write ``--json``/``--plot``, print the tables; the exit code."""
     from clustersim.cli import _console
     from clustersim.report.output import check_outputs, json_text, write_outputs
     from clustersim.report.routes import print_routes, routes_html, spread_rows
@@ -233,6 +235,7 @@ def cmd_routes(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``routes`` and its options to the CLI's subparsers."""
     p = sub.add_parser(
         "routes", help="routes of one collective step and the load on every link",
         description="Show each transfer's route and each link's flows, bytes and utilisation "

@@ -32,6 +32,7 @@ DEFAULT_OUT = "out/realrun"  # under out/ (git-ignored): a run leaves nothing in
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``run`` and its options to the CLI's ``subparsers``; the new parser."""
     p = subparsers.add_parser(
         "run", help="run a scenario for real on MPI ranks (--real) and measure it",
         # wrapped here: the raw formatter (kept for the epilog's example lines) does not
@@ -83,6 +84,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``clustersim run --real``: refuse bad input before any process starts, run the
+    scenario on MPI ranks, print measured beside predicted; the exit code (module docs)."""
     if not args.real:
         raise InputError("`clustersim run` runs scenarios on real MPI processes: add --real "
                          "(to simulate a scenario use `clustersim predict SCENARIO`)")

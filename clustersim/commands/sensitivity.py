@@ -22,6 +22,8 @@ from clustersim.errors import InputError
 EXIT_OK = 0
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
+    """``clustersim sensitivity``: simulate the design (``--method``, ``-n``) on the focused
+    algorithm (module docs), write ``--json``/``--plot``, print the indices; the exit code."""
     from clustersim.cli import _console, _progress
     from clustersim.report.output import check_outputs, json_text, write_outputs
     from clustersim.scenario.overrides import named_at_set, option_item
@@ -108,6 +110,7 @@ def scn_variants(scn: Any) -> list[tuple[str, Any]]:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``sensitivity`` and its options to the CLI's subparsers."""
     from clustersim.cli import _jobs
 
     p = sub.add_parser(

@@ -28,6 +28,7 @@ MAX_SATURATION_LINES = 10
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``sweep`` and its options to the CLI's ``subparsers``; the new parser."""
     p = subparsers.add_parser(
         "sweep", help="sweep any scenario fields to a tidy table (Parquet/CSV/JSON)",
         description="Run every point of the scenario's sweep (sweep.axes: any field as a grid "
@@ -126,6 +127,8 @@ def default_out(name: str) -> Path:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """``clustersim sweep``: check every point's scenario, run the points not in the point
+    cache on the chosen executor, write the tables all or none, print the summary."""
     from clustersim.explore import input_columns, load_study, run_study
     from clustersim.explore.cache import open_cache
     from clustersim.explore.checks import check_points

@@ -10,6 +10,8 @@ __all__ = ["cmd_validate"]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """``clustersim validate``: load the scenario, check its sweep design's points, print "ok"
+    with the platform and the assumed figures; bad input is an ``InputError`` (exit 2)."""
     from clustersim.cli import EXIT_OK, _console
     from clustersim.report.training import print_assumed
     from clustersim.scenario.schema import load_scenario

@@ -42,6 +42,8 @@ def open_cache(args: argparse.Namespace, study: Any, extra: str | None = None) -
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
+    """``clustersim whatif``: simulate the bandwidth x latency grid (cached points read back),
+    write the offline page to ``--output`` and say how many points were extended or cached."""
     from clustersim.cli import EXIT_OK, _progress
     from clustersim.explore import load_study
     from clustersim.report.factors import parse_factors as _factors
@@ -92,6 +94,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``whatif`` and its options to the CLI's subparsers."""
     wi = sub.add_parser("whatif", help="interactive what-if charts (standalone HTML)",
                         description="Simulate the scenario with the network's bandwidth and "
                                     "latency scaled by factors and write one offline HTML page "

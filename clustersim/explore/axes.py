@@ -97,6 +97,9 @@ class Axis:
 
 @dataclass(frozen=True)
 class AxesSpec:
+    """A scenario's ``sweep:`` design (module docs): its axes, the sampling ``method`` with
+    ``n`` draws and ``seed`` (None: the full grid), and the constraints as written."""
+
     axes: tuple[Axis, ...]
     method: str | None = None  # None: grid; "sobol" | "lhs"
     n: int = 0

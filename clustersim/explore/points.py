@@ -69,6 +69,9 @@ class Case:
 
 @dataclass(frozen=True)
 class Study:
+    """What every executor gets once (module docs): the raw scenario, its sweep's ``scaling``
+    and ``at`` (the fields ``sweep.at`` sets per worker count), its cases and the design."""
+
     raw: Mapping[str, Any]  # the scenario without sweep and variants
     file: str | None
     scaling: str

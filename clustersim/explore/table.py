@@ -42,6 +42,8 @@ def axis_column(name: str) -> str:
 
 
 def input_columns(study: Study) -> list[str]:
+    """The table's input columns, in order: ``variant`` (with variants), ``algorithm``,
+    ``workers``, every other axis (:func:`axis_column`), ``seed``; the metrics follow them."""
     axes = [axis_column(n) for n in study.spec.names if n != "workers"]
     variant = ["variant"] if any(c.variant for c in study.cases) else []
     return [*variant, "algorithm", "workers", *axes, "seed"]

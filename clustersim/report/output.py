@@ -111,10 +111,13 @@ def clean_json(obj: Any) -> Any:
 
 
 def json_text(obj: Any) -> str:
+    """``obj`` as indented JSON text with sorted keys (:func:`clean_json` first): stable bytes."""
     return json.dumps(clean_json(obj), indent=2, sort_keys=True) + "\n"
 
 
 def csv_text(rows: Sequence[dict[str, Any]]) -> str:
+    """``rows`` as CSV text, the columns the first row's keys (no row may have others); a
+    non-finite number is an empty cell.  No rows: the empty string."""
     buf = io.StringIO()
     if rows:
         fields = list(rows[0].keys())
@@ -126,8 +129,10 @@ def csv_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
+    """Write :func:`json_text` of ``obj`` to ``path``, whole or not at all."""
     atomic_write(path, json_text(obj))
 
 
 def write_csv(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write :func:`csv_text` of ``rows`` to ``path``, whole or not at all."""
     atomic_write(path, csv_text(rows))

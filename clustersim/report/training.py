@@ -314,6 +314,8 @@ def print_assumed(console: Console, scn: Any) -> None:
 
 
 def training_json(scn: Any, result: Any) -> dict[str, Any]:
+    """``predict --json``'s document for a training sweep: what was simulated (scenario,
+    platform, model, run, assumptions) and every algorithm's points, SI units throughout."""
     wl = scn.workload
     return {
         "clustersim": __version__,

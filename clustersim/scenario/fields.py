@@ -67,6 +67,7 @@ def _num(value: int) -> str:
 
 def as_float(value: Any, path: Path, *, minimum: float | None = None,
              maximum: float | None = None, positive: bool = False) -> float:
+    """A finite number within the bounds (``positive``: above 0); true/false is no number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"must be a number, not {_type_name(value)} {value!r}"
                          f"{dialect_hint(value)}", path=path)
@@ -94,12 +95,15 @@ def as_bool(value: Any, path: Path) -> bool:
 
 
 def as_str(value: Any, path: Path) -> str:
+    """A string, as written."""
     if not isinstance(value, str):
         raise InputError(f"must be a string, not {_type_name(value)} {value!r}", path=path)
     return value
 
 
 def as_choice(value: Any, path: Path, choices: Iterable[str], kind: str = "value") -> str:
+    """One of ``choices``; anything else is refused with the allowed names and, for a near
+    miss, a "did you mean" (``kind``: what the message calls the value)."""
     choices = list(choices)
     if not isinstance(value, str) or value not in choices:
         raise unknown_name(kind, value, choices, path=path)
@@ -114,6 +118,8 @@ def _unit(fn: Callable[..., float], value: Any, path: Path, **kw: Any) -> float:
 
 
 def as_size(value: Any, path: Path, *, allow_zero: bool = False) -> float:
+    """Bytes from a size with its unit (``"64 MiB"``; ``"8 kb"`` is bits) or a number of
+    bytes; 0 only with ``allow_zero``."""
     return _unit(parse_size, value, path, allow_zero=allow_zero)
 
 
@@ -137,15 +143,21 @@ def as_message_size(value: Any, path: Path) -> float:
 
 
 def as_time(value: Any, path: Path) -> float:
+    """Seconds from a time with its unit (``"1 us"``) or a number of seconds; 0 allowed."""
     return _unit(parse_time, value, path)
 
 
 def as_bandwidth(value: Any, path: Path) -> float:
+    """Bytes per second from a rate with its unit (``"100 Gb/s"`` is bits) or a number of
+    bytes per second; above 0."""
     return _unit(parse_bandwidth, value, path)
 
 
 def as_list(value: Any, path: Path, item: Callable[[Any, Path], Any], *,
             allow_scalar: bool = True, nonempty: bool = True) -> list[Any]:
+    """Each element read by ``item`` at its own index in the path.  A lone value is a list of
+    one with ``allow_scalar``; an empty list is refused with ``nonempty``; a mapping of indexes
+    (what a dotted ``--set`` into a list makes) is refused with the way to write it."""
     if not isinstance(value, list):
         if isinstance(value, Mapping) and value and all(_is_index(k) for k in value):
             # `--set compare.1.label=X` where the scenario has no list there made {'1': ...},

@@ -39,6 +39,8 @@ _FIELDS = ("devices_per_worker", "server")
 
 @dataclass(frozen=True)
 class PlacementSpec:
+    """A parsed ``placement:`` section (module docs); the defaults are a scenario without one."""
+
     devices_per_worker: int = 1
     server: str = "device"
 

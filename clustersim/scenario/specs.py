@@ -65,6 +65,10 @@ class AlgorithmSpec:
 
 @dataclass(frozen=True)
 class SweepSpec:
+    """A parsed ``sweep:`` section: the worker counts ``predict`` runs and the ``scaling``
+    (``weak``: each worker keeps its batch; ``strong``: ``workload.global_batch`` is split among
+    the workers); ``axes``, ``sample`` and ``constraints`` are ``clustersim sweep``'s design."""
+
     workers: tuple[int, ...]
     scaling: str = "weak"
     #: per-point overrides ``{workers: {dotted.field: value}}`` (``sweep.at``), as written
@@ -78,6 +82,10 @@ class SweepSpec:
 
 @dataclass(frozen=True)
 class RunSpec:
+    """A parsed ``run:`` section: ``iterations`` per run, the first ``warmup`` of them not
+    measured; per point ``repeats`` seeds from ``seed`` on (with jitter only), summarised; the
+    network model's ``fidelity`` (``flow``, ``analytic`` or ``auto``)."""
+
     iterations: int = 20
     warmup: int = 2
     seed: int = 0
@@ -91,6 +99,10 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Scenario:
+    """A scenario file parsed and checked (:func:`~clustersim.scenario.schema.load_scenario`):
+    a collective ``benchmark`` or a training ``workload`` with its algorithms, on ``platform``
+    with ``network``'s parameters; ``variants`` and ``points`` are whole scenarios themselves."""
+
     name: str
     about: str
     file: str | None

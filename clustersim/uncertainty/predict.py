@@ -45,6 +45,8 @@ def load_raw(path: str, sets: Sequence[str]) -> Any:
 
 
 def check_samples(n: int, flag: str = "--uncertainty") -> int:
+    """``n`` when it is a sample count from 2 to :data:`MAX_SAMPLES` (each sample a whole
+    sweep); else an input error naming ``flag``."""
     if not 2 <= n <= MAX_SAMPLES:
         raise InputError(f"{flag} takes a number of samples from 2 to {MAX_SAMPLES:,} "
                          f"(16 to 64 are typical; a power of two keeps Sobol's balance), "
