@@ -139,6 +139,8 @@ _BAND_AXES = {"efficiency": ("scaling efficiency", ".0%"),
 
 
 def band_html(name: str, unc: Mapping[str, Any]) -> str:
+    """``predict --uncertainty``'s standalone page: the band charts, the uncertain inputs and
+    any note that the nominal prediction lies outside its band."""
     parts = [figure_script(f, f"clustersim-band-{k}", _CONFIG)
              for k, f in enumerate(band_figures(name, unc))]
     inputs = "".join(f"<li>{_esc(i.get('field') or ', '.join(i['calibration']))}</li>"

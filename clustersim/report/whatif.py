@@ -61,6 +61,8 @@ def scaled_platform(platform: Any, bandwidth: float = 1.0, latency: float = 1.0)
 
 
 def scaled_scenario(scn: Scenario, bw: float, lat: float) -> Scenario:
+    """The scenario, its variants too, with every link's bandwidth times ``bw`` and latency
+    times ``lat``: one what-if position (a variant on another platform scales alike)."""
     return replace(scn, platform=scaled_platform(scn.platform, bw, lat),
                    variants=tuple((label, replace(v, platform=scaled_platform(v.platform, bw, lat)))
                                   for label, v in scn.variants))

@@ -40,6 +40,9 @@ GROUPED = True
 
 @dataclass
 class SweepResult:
+    """One scenario's sweep: ``points`` per algorithm title, one summary (seeds merged) per
+    worker count in sweep order; ``runs``: the engine's full results kept for ``--trace``."""
+
     points: dict[str, list[PointMetrics]] = field(default_factory=dict)
     runs: dict[tuple[str, int], RunResult] = field(default_factory=dict)
     #: ``run.convergence: emulate``: per algorithm title (as in ``points``), one
@@ -62,6 +65,8 @@ def worker_counts(scn: Scenario) -> tuple[int, ...]:
 
 
 def batch_per_worker(scn: Scenario, workers: int) -> int:
+    """Samples each worker computes per step: the workload's fixed batch (weak scaling), or
+    the global batch shared out (strong scaling, or no per-worker batch given), at least 1."""
     wl = scn.workload
     assert wl is not None
     strong = scn.sweep is not None and scn.sweep.scaling == "strong"
