@@ -55,3 +55,37 @@ def test_validation_is_on_again_afterwards():
 def test_a_template_in_layout_is_refused():
     with pytest.raises(ValueError, match="sets the template itself"):
         white_figure(layout={"template": "plotly_dark"})
+
+
+def test_trace_dicts_make_the_same_traces_as_graph_objects():
+    from clustersim.report.white_figure import TRACES
+
+    kw = {"x": [1, 2, 4], "y": [0.5, None, 2.0], "name": "a &lt; b", "mode": "lines+markers",
+          "line": {"color": "#0072B2", "dash": "dot", "width": 2.5}, "legendgroup": "g",
+          "hovertemplate": "%{x}: %{y}<extra></extra>"}
+    a, b = white_figure(), white_figure()
+    a.add_trace(go.Scatter(**kw))
+    a.add_trace(go.Bar(x=[1.0], y=["s"], orientation="h"))
+    b.add_trace(TRACES.Scatter(**kw))
+    b.add_trace(TRACES.Bar(x=[1.0], y=["s"], orientation="h"))
+    assert a.to_plotly_json() == b.to_plotly_json()
+    assert b.data[0].line.dash == "dot"  # objects in fig.data, as before
+
+
+def test_progress_traces_are_the_progress_charts_lines():
+    """The what-if page adds every grid position's progress_traces to one figure: they must
+    be the lines convergence_figures draws for that position."""
+    from clustersim.report.convergence_chart import convergence_figures, progress_traces
+
+    curves = {"BSP": {"time": [0.0, 30.0, 90.0], "value": [0.0, 0.6, 1.0], "metric": "progress",
+                      "kind": "model", "target": 1.0, "workers": 8},
+              "PS": {"time": [0.0, 200.0], "value": [0.0, 1.0], "metric": "progress",
+                     "kind": "model", "target": 1.0, "workers": 16}}
+    tta = {"BSP": [(8, 90.0)], "PS": [(16, 200.0)]}
+    ends = [90.0, 200.0, 7200.0]  # another position's line ends at 2 h: hours then
+    fig = convergence_figures("s", curves, tta, axis_ends=ends, tta_chart=False)[0]
+    other = white_figure()
+    other.add_traces(progress_traces(curves, tta, ends))
+    assert [t.to_plotly_json() for t in other.data] == [t.to_plotly_json() for t in fig.data]
+    assert list(other.data[1].x) == [0.0, 200.0 / 3600]  # the unit the ends call for
+    assert other.data[1].name == "PS (model, 16 workers)"

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clustersim.report.plot_axes import log_ticks, tick_text, time_unit, wide_span
-from clustersim.report.white_figure import white_figure
+from clustersim.report.white_figure import TRACES, white_figure
 
-__all__ = ["convergence_figures", "DASHES", "COLOURS"]
+__all__ = ["convergence_figures", "progress_traces", "DASHES", "COLOURS"]
 
 #: one distinct colour and dash per series (Okabe-Ito colours: distinguishable by colour-blind
 #: readers; dashes tell lines apart in grey print too)
@@ -56,6 +56,27 @@ def _tag(kind: str) -> str:
     return "model" if kind == "model" else "emulated"
 
 
+def progress_traces(curves: Mapping[str, Mapping[str, Any]],
+                    tta: Mapping[str, Sequence[tuple[int, float | None]]],
+                    axis_ends: Sequence[float]) -> list[dict[str, Any]]:
+    """The progress chart's lines (:func:`convergence_figures`' first figure), one per curve,
+    as trace dicts in the unit ``axis_ends`` call for: the what-if page adds those of every
+    grid position to one figure instead of building a figure per position to copy from."""
+    size, _unit, short = time_unit(list(axis_ends))
+    workers = {title: _workers(title, c, tta) for title, c in curves.items()}
+    same = len(set(workers.values())) == 1
+    traces = []
+    for k, (title, c) in enumerate(curves.items()):
+        tag = _tag(c["kind"]) + ("" if same or workers[title] is None
+                                 else f", {workers[title]:,} workers")
+        traces.append(TRACES.Scatter(
+            x=[t / size for t in c["time"]], y=c["value"], name=_esc(f"{title} ({tag})"),
+            mode="lines", line=_style(k),
+            hovertemplate=f"{_esc(title)}: %{{x:.3g}} {short}, {_esc(c['metric'])} "
+                          "%{y:.3g}<extra></extra>"))
+    return traces
+
+
 def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                         tta: Mapping[str, Sequence[tuple[int, float | None]]],
                         axis_ends: Sequence[float] | None = None,
@@ -75,8 +96,6 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
     ``tta``), drawn as open circles in each algorithm's colour beside the emulated lines.
     ``tta_chart``: False leaves the time-to-target chart out (the what-if page draws its
     own from every cell, and built six of these only to drop them: 0.15 s of its time)."""
-    import plotly.graph_objects as go
-
     figs = []
     if curves:
         fig = white_figure()
@@ -84,17 +103,10 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
         metric = next(iter(curves.values()))["metric"]
         ends = [max(c["time"]) for c in curves.values() if c["time"]]
         ends = list(axis_ends) if axis_ends is not None else ends
-        size, unit, short = time_unit(ends)
+        size, unit, _short = time_unit(ends)
         workers = {title: _workers(title, c, tta) for title, c in curves.items()}
         same = len(set(workers.values())) == 1
-        for k, (title, c) in enumerate(curves.items()):
-            tag = _tag(c["kind"]) + ("" if same or workers[title] is None
-                                     else f", {workers[title]:,} workers")
-            fig.add_trace(go.Scatter(
-                x=[t / size for t in c["time"]], y=c["value"], name=_esc(f"{title} ({tag})"),
-                mode="lines", line=_style(k),
-                hovertemplate=f"{_esc(title)}: %{{x:.3g}} {short}, {_esc(c['metric'])} "
-                              "%{y:.3g}<extra></extra>"))
+        fig.add_traces(progress_traces(curves, tta, ends))
         target = next((c.get("target") for c in curves.values() if c.get("target") is not None),
                       None)
         if target is not None:
@@ -114,7 +126,7 @@ def convergence_figures(name: str, curves: Mapping[str, Mapping[str, Any]],
                           legend={"title": "algorithm"})
         figs.append(fig)
     if tta_chart and any(any(t is not None for _, t in pts) for pts in tta.values()):
-        figs.append(_tta_chart(go, name, curves, tta, model_tta or {}))
+        figs.append(_tta_chart(TRACES, name, curves, tta, model_tta or {}))
     return figs
 
 

@@ -35,7 +35,7 @@ from clustersim.report.whatif_bench_chart import benchmark_figures
 from clustersim.report.whatif_layout import TOOLBAR_REMOVE, finish_figures
 from clustersim.report.whatif_panel import PANEL_JS, factor_label, panel_html, series_style
 from clustersim.report.whatif_tta import progress_figure, tta_figure
-from clustersim.report.white_figure import white_figure
+from clustersim.report.white_figure import TRACES, white_figure
 from clustersim.scenario.schema import Scenario
 
 __all__ = ["scaled_platform", "scaled_scenario", "grid_points", "whatif_grid", "whatif_html"]
@@ -139,7 +139,7 @@ def _styles(grid: dict[str, Any], combos: list[tuple[float, float]]
 def _training_figures(scn: Scenario, grid: dict[str, Any], combos: list[tuple[float, float]]
                       ) -> tuple[list[Any], list[list[int]]]:
     """The figures and, per figure, the grid cell each trace belongs to (-1: every cell)."""
-    import plotly.graph_objects as go
+    go = TRACES  # traces as dicts, validated once, by the figure (white_figure.py)
 
     style = _styles(grid, combos)
     algs = list(style)

@@ -99,7 +99,7 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
     the other charts' colours and dashes: the panel switches it with them.  One time axis for
     every cell's lines (unit and log/linear chosen over all of them)."""
     from clustersim.report.convergence import chart_data
-    from clustersim.report.convergence_chart import convergence_figures
+    from clustersim.report.convergence_chart import convergence_figures, progress_traces
 
     data = [chart_data(scn, _result(grid["cells"][cell])) for cell in combos]
     ends = [max(c["time"]) for curves, _ in data for c in curves.values() if c["time"]]
@@ -107,16 +107,23 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
     for k, (curves, tta) in enumerate(data):
         if not curves:
             continue
-        part = convergence_figures(scn.name, curves, tta, axis_ends=ends, tta_chart=False)[0]
-        for title, trace in zip(curves, part.data):
+        if fig is None:  # the first position's figure: title, axes, target line
+            fig = convergence_figures(scn.name, curves, tta, axis_ends=ends, tta_chart=False)[0]
+            for title, trace in zip(curves, fig.data):
+                if title in style:
+                    trace.line = {"color": style[title][0], "dash": style[title][1],
+                                  "width": 2.5}
+                trace.legendgroup = title
+            own += [k] * len(fig.data)
+            continue
+        traces = progress_traces(curves, tta, ends)  # the other positions' lines, on it
+        for title, trace in zip(curves, traces):
             if title in style:
-                trace.line = {"color": style[title][0], "dash": style[title][1], "width": 2.5}
-            trace.legendgroup = title
-        if fig is None:
-            fig = part
-        else:
-            fig.add_traces(list(part.data))
-        own += [k] * len(part.data)
+                trace["line"] = {"color": style[title][0], "dash": style[title][1],
+                                 "width": 2.5}
+            trace["legendgroup"] = title
+        fig.add_traces(traces)
+        own += [k] * len(traces)
     if fig is not None:  # the legend under the plot, as in the page's other charts
         fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0,
                                   "title": None}, margin={"b": 40})
