@@ -22,6 +22,10 @@ clustersim/sim/saturated.py) and with ``--exact`` (every point simulated), alter
 with an empty cache, and prints the largest relative difference of the throughput and
 efficiency the two pages plot.
 
+The figure issue 14 set (≤ 5 s, where the page took 16 s when the issue was filed) is best
+read side by side with the code it was filed against, since this machine's speed drifts:
+``git worktree add /tmp/pre14 116c1a0^`` then ``--before /tmp/pre14``.
+
 Run: python bench/bench_whatif.py --before /work/main [--runs 3] [--scenario knl_4253]
      python bench/bench_whatif.py --cached [--runs 3]
      python bench/bench_whatif.py --extended [--runs 3]
