@@ -28,8 +28,7 @@ class ExtensionChains:
     """Which points are simulated, and the points extended from them.
 
     ``first``: the points to start with (every point of a case without a chain, the
-    smallest count of each chain's case, the chains' first points first: what follows
-    them should join the pool's queue early); :meth:`step` decides a chain's next counts
+    smallest count of each chain's case); :meth:`step` decides a chain's next counts
     once its last simulated count is done (:meth:`ready`); ``extended``: ``{(case,
     workers): workers of the point it was extended from}``.
 
@@ -53,19 +52,17 @@ class ExtensionChains:
         self.waiting: dict[int, list[tuple[int, list[Task]]]] = {}
         #: the simulated counts of a waiting case, and their seeds (repeats)
         self.simulated: dict[int, list[tuple[int, list[int]]]] = {}
-        heads: list[Task] = []
-        rest: list[Task] = []
+        self.first: list[Task] = []
         for ci, mine in by_case.items():
             _title, s, alg = cases[ci]
             counts = sorted({t[1] for t in mine})
             if len(counts) < 2 or not lone_master(s, alg):
-                rest += mine
+                self.first += mine
                 continue
             per = [(w, [t for t in mine if t[1] == w]) for w in counts]
-            heads += per[0][1]
+            self.first += per[0][1]
             self.waiting[ci] = per[1:]
             self.simulated[ci] = [(per[0][0], [t[2] for t in per[0][1]])]
-        self.first: list[Task] = heads + rest
 
     def chain_head(self, task: Task) -> bool:
         """Whether ``task`` is a point some chain waits for (it should run early)."""

@@ -103,6 +103,13 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
 
     data = [chart_data(scn, _result(grid["cells"][cell])) for cell in combos]
     ends = [max(c["time"]) for curves, _ in data for c in curves.values() if c["time"]]
+    def restyle(title: str) -> dict[str, Any]:
+        """The page's colour and dash for a line (a trace update: its line replaced whole)."""
+        props: dict[str, Any] = {"legendgroup": title}
+        if title in style:
+            props["line"] = {"color": style[title][0], "dash": style[title][1], "width": 2.5}
+        return props
+
     fig, own = None, []
     for k, (curves, tta) in enumerate(data):
         if not curves:
@@ -110,20 +117,13 @@ def progress_figure(scn: Any, grid: dict[str, Any], combos: Cells,
         if fig is None:  # the first position's figure: title, axes, target line
             fig = convergence_figures(scn.name, curves, tta, axis_ends=ends, tta_chart=False)[0]
             for title, trace in zip(curves, fig.data):
-                if title in style:
-                    trace.line = {"color": style[title][0], "dash": style[title][1],
-                                  "width": 2.5}
-                trace.legendgroup = title
-            own += [k] * len(fig.data)
-            continue
-        traces = progress_traces(curves, tta, ends)  # the other positions' lines, on it
-        for title, trace in zip(curves, traces):
-            if title in style:
-                trace["line"] = {"color": style[title][0], "dash": style[title][1],
-                                 "width": 2.5}
-            trace["legendgroup"] = title
-        fig.add_traces(traces)
-        own += [k] * len(traces)
+                trace.update(restyle(title))
+        else:  # the other positions' lines, on it
+            traces = progress_traces(curves, tta, ends)
+            for title, trace in zip(curves, traces):
+                trace.update(restyle(title))
+            fig.add_traces(traces)
+        own += [k] * len(curves)
     if fig is not None:  # the legend under the plot, as in the page's other charts
         fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0,
                                   "title": None}, margin={"b": 40})
